@@ -1,0 +1,389 @@
+//! Chapter 1 — the loop.
+//!
+//! A coding agent is a loop: send the conversation to a model, and if the reply asks for
+//! tools, run them, append their results and ask again; stop when the model answers in
+//! plain text. Everything else in this crate is a piece that plugs into one of the three
+//! seams this file defines:
+//!
+//! * [`Model`] completes a request. Chapter 2 speaks HTTP; chapter 8 wraps it with retries,
+//!   chapter 11 streams, chapter 7 compacts what is sent.
+//! * [`Tools`] lists schemas and runs a call. Chapter 3 implements the six tools; chapter 12
+//!   wraps them in a permission gate.
+//! * [`Observer`] sees every event. The terminal prints them (chapter 4), the journal writes
+//!   them to disk before the loop goes on (chapter 9), `--json` prints them as lines.
+//!
+//! Because the seams are traits, later chapters add code instead of editing this file: the
+//! loop you read here is the loop that runs.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+// ANCHOR: messages
+/// One entry of the conversation, in the order the model sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum Message {
+    System { content: String },
+    User { content: String },
+    Assistant { content: Option<String>, tool_calls: Vec<ToolCall> },
+    Tool { tool_call_id: String, content: String },
+}
+
+/// A request from the model to run one tool. `arguments` is the JSON text as the model
+/// wrote it: it is parsed (and may be invalid) only when the tool runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// What a tool run produced: the text the model will read, and how it ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutput {
+    pub content: String,
+    pub status: ToolStatus,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Ok,
+    Error,
+    Denied,
+    Interrupted,
+    NotRun,
+    Unknown,
+}
+// ANCHOR_END: messages
+
+// ANCHOR: seams
+/// What one model call is asked: the whole conversation and the tool schemas.
+pub struct Request<'a> {
+    pub messages: &'a [Message],
+    pub tools: &'a [Value],
+}
+
+/// What one model call answered.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Reply {
+    pub content: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Option<Usage>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// Completes a request. Wrappers (retries, compaction) are Models around a Model.
+pub trait Model {
+    fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error>;
+}
+
+/// The tools the model may call: their JSON schemas, and a way to run one call.
+/// A bad call (unknown tool, invalid arguments) is an `Error` output, never a panic.
+pub trait Tools {
+    fn schemas(&self) -> Vec<Value>;
+    fn run(&mut self, call: &ToolCall) -> ToolOutput;
+}
+
+/// Everything that happens during a turn, in order.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A message was appended to the history (user, assistant or tool result).
+    Message(&'a Message),
+    /// A model request is about to be sent.
+    Request {
+        messages: usize,
+    },
+    /// A model reply arrived (before its message is appended).
+    Reply(&'a Reply),
+    /// A piece of reply text arrived while streaming.
+    TextDelta(&'a str),
+    /// A tool is about to run. Observers that must persist this do so before returning.
+    ToolStarted(&'a ToolCall),
+    ToolFinished(&'a ToolCall, &'a ToolOutput),
+    /// A failed request will be tried again after `wait_ms`.
+    Retry {
+        attempt: u32,
+        wait_ms: u64,
+        reason: &'a str,
+    },
+    /// Anything else worth telling the user (compaction, a partial stream…).
+    Notice {
+        kind: &'a str,
+        text: &'a str,
+    },
+}
+
+/// Watches the turn. Returning an error stops the turn before anything else happens —
+/// this is how the journal guarantees that a tool never runs unrecorded.
+pub trait Observer {
+    fn event(&mut self, event: Event) -> Result<(), Error>;
+    /// Lines the user typed while the turn ran; they join the next request.
+    fn queued_input(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+pub struct Limits {
+    /// Model calls allowed for one user message.
+    pub max_turns: usize,
+}
+
+#[derive(Debug)]
+pub enum Outcome {
+    /// The model stopped calling tools; this is its final text.
+    Completed(String),
+    TurnLimit,
+    Interrupted,
+    Failed(Error),
+}
+// ANCHOR_END: seams
+
+// ANCHOR: run_turn
+/// Runs one user turn to its end. `history` already holds the user's message.
+pub fn run_turn(
+    model: &mut dyn Model,
+    tools: &mut dyn Tools,
+    history: &mut Vec<Message>,
+    observer: &mut dyn Observer,
+    limits: &Limits,
+) -> Outcome {
+    let schemas = tools.schemas();
+    let mut step = || -> Result<Option<Outcome>, Error> {
+        for content in observer.queued_input() {
+            append(history, observer, Message::User { content })?;
+        }
+        check_interrupt()?;
+        observer.event(Event::Request { messages: history.len() })?;
+        let request = Request { messages: history, tools: &schemas };
+        let reply = model.complete(&request, observer)?;
+        observer.event(Event::Reply(&reply))?;
+        let calls = reply.tool_calls.clone();
+        let content = reply.content.clone();
+        append(
+            history,
+            observer,
+            Message::Assistant { content: content.clone(), tool_calls: reply.tool_calls },
+        )?;
+        if calls.is_empty() {
+            return Ok(Some(Outcome::Completed(content.unwrap_or_default())));
+        }
+        for call in &calls {
+            let output = if interrupted() {
+                ToolOutput {
+                    content: "interrupted by user before this tool ran".into(),
+                    status: ToolStatus::Interrupted,
+                }
+            } else {
+                observer.event(Event::ToolStarted(call))?;
+                tools.run(call)
+            };
+            observer.event(Event::ToolFinished(call, &output))?;
+            append(
+                history,
+                observer,
+                Message::Tool { tool_call_id: call.id.clone(), content: output.content },
+            )?;
+        }
+        check_interrupt().map(|()| None)
+    };
+    for _ in 0..limits.max_turns {
+        match step() {
+            Ok(Some(outcome)) => return outcome,
+            Ok(None) => {}
+            Err(Error::Interrupted) => return Outcome::Interrupted,
+            Err(error) => return Outcome::Failed(error),
+        }
+    }
+    Outcome::TurnLimit
+}
+
+fn append(history: &mut Vec<Message>, observer: &mut dyn Observer, message: Message) -> Result<(), Error> {
+    history.push(message);
+    observer.event(Event::Message(history.last().expect("just pushed")))
+}
+// ANCHOR_END: run_turn
+
+// ANCHOR: interrupt
+/// The one piece of global state: set by Ctrl+C, polled by everything that waits.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+pub fn set_interrupted(value: bool) {
+    INTERRUPTED.store(value, Ordering::SeqCst);
+}
+
+fn check_interrupt() -> Result<(), Error> {
+    if interrupted() { Err(Error::Interrupted) } else { Ok(()) }
+}
+// ANCHOR_END: interrupt
+
+// ANCHOR: error
+/// The crate's one error type. Each variant carries what a user needs to act:
+/// which file, which request, which flag. `main` turns it into one line and an exit code.
+#[derive(Debug)]
+pub enum Error {
+    /// The command line was wrong; the text says how to fix it.
+    Usage(String),
+    /// Configuration (environment, files) is missing or wrong.
+    Config(String),
+    /// The server answered with a non-success status.
+    Http { status: u16, message: String, retry_after_ms: Option<u64>, code: Option<String> },
+    /// The connection failed, timed out or was cut; the server may have acted.
+    Network(String),
+    /// The server answered, but not with something we can use.
+    Model(String),
+    /// A file operation failed; `context` names the file and what we were doing.
+    Io { context: String, source: std::io::Error },
+    /// A session or journal problem (corrupt line, lock held, unknown outcomes…).
+    Session(String),
+    /// The user pressed Ctrl+C.
+    Interrupted,
+}
+
+impl Error {
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io { context: context.into(), source }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Error::Usage(text) | Error::Config(text) | Error::Session(text) => f.write_str(text),
+            Error::Http { status, message, .. } => {
+                write!(f, "model request failed: {status} {message}")?;
+                match status {
+                    401 | 403 => write!(f, " — check OPENAI_API_KEY"),
+                    404 => write!(f, " — check --base-url and --model"),
+                    429 => write!(f, " — rate limited; wait and try again"),
+                    500..=599 => write!(f, " — the server failed; try again later"),
+                    _ => Ok(()),
+                }
+            }
+            Error::Network(text) => write!(f, "model request failed: {text}"),
+            Error::Model(text) => write!(f, "unusable model reply: {text}"),
+            Error::Io { context, source } => write!(f, "{context}: {source}"),
+            Error::Interrupted => f.write_str("interrupted"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+// ANCHOR_END: error
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A model that replays scripted replies and records how many messages it was sent.
+    struct Scripted(Vec<Reply>, Vec<usize>);
+    impl Model for Scripted {
+        fn complete(&mut self, request: &Request, _: &mut dyn Observer) -> Result<Reply, Error> {
+            self.1.push(request.messages.len());
+            if self.0.is_empty() {
+                Err(Error::Model("script exhausted".into()))
+            } else {
+                Ok(self.0.remove(0))
+            }
+        }
+    }
+    struct Echo(Vec<String>);
+    impl Tools for Echo {
+        fn schemas(&self) -> Vec<Value> {
+            Vec::new()
+        }
+        fn run(&mut self, call: &ToolCall) -> ToolOutput {
+            self.0.push(call.name.clone());
+            ToolOutput { content: format!("ran {}", call.name), status: ToolStatus::Ok }
+        }
+    }
+    struct Quiet(Vec<String>);
+    impl Observer for Quiet {
+        fn event(&mut self, _: Event) -> Result<(), Error> {
+            Ok(())
+        }
+        fn queued_input(&mut self) -> Vec<String> {
+            std::mem::take(&mut self.0)
+        }
+    }
+    fn call(id: &str, name: &str) -> ToolCall {
+        ToolCall { id: id.into(), name: name.into(), arguments: "{}".into() }
+    }
+    fn calls(list: Vec<ToolCall>) -> Reply {
+        Reply { tool_calls: list, ..Reply::default() }
+    }
+    fn text(t: &str) -> Reply {
+        Reply { content: Some(t.into()), ..Reply::default() }
+    }
+
+    #[test]
+    fn every_tool_call_is_answered_once_in_order() {
+        let mut model = Scripted(vec![calls(vec![call("a", "one"), call("b", "two")]), text("done")], vec![]);
+        let mut tools = Echo(vec![]);
+        let mut history = vec![Message::User { content: "go".into() }];
+        let outcome =
+            run_turn(&mut model, &mut tools, &mut history, &mut Quiet(vec![]), &Limits { max_turns: 5 });
+        assert!(matches!(outcome, Outcome::Completed(ref t) if t == "done"));
+        assert_eq!(tools.0, ["one", "two"]);
+        let answered: Vec<&str> = history
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(answered, ["a", "b"]);
+        assert_eq!(model.1, [1, 4]);
+    }
+
+    #[test]
+    fn the_turn_limit_stops_a_model_that_never_stops() {
+        let replies = (0..3).map(|i| calls(vec![call(&i.to_string(), "x")])).collect();
+        let mut model = Scripted(replies, vec![]);
+        let mut history = vec![Message::User { content: "go".into() }];
+        let outcome = run_turn(
+            &mut model,
+            &mut Echo(vec![]),
+            &mut history,
+            &mut Quiet(vec![]),
+            &Limits { max_turns: 2 },
+        );
+        assert!(matches!(outcome, Outcome::TurnLimit));
+        assert_eq!(model.1.len(), 2);
+    }
+
+    #[test]
+    fn queued_input_joins_the_next_request() {
+        let mut model = Scripted(vec![text("ok")], vec![]);
+        let mut history = vec![Message::User { content: "first".into() }];
+        let mut observer = Quiet(vec!["typed meanwhile".into()]);
+        run_turn(&mut model, &mut Echo(vec![]), &mut history, &mut observer, &Limits { max_turns: 1 });
+        assert_eq!(history[1], Message::User { content: "typed meanwhile".into() });
+        assert_eq!(model.1, [2]);
+    }
+
+    #[test]
+    fn a_model_error_fails_the_turn() {
+        let mut model = Scripted(vec![], vec![]);
+        let mut history = vec![Message::User { content: "go".into() }];
+        let outcome = run_turn(
+            &mut model,
+            &mut Echo(vec![]),
+            &mut history,
+            &mut Quiet(vec![]),
+            &Limits { max_turns: 3 },
+        );
+        assert!(matches!(outcome, Outcome::Failed(Error::Model(_))));
+    }
+}
