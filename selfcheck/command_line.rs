@@ -141,3 +141,25 @@ fn verbose_shows_arguments_and_results() {
     run.expect_code(0).stderr_has("\"path\":\"notes.txt\"").stderr_has("first line of notes");
     assert_eq!(run.stdout, "done\n");
 }
+
+#[test]
+fn ctrl_c_while_waiting_for_the_model_exits_130() {
+    let run = Test::new()
+        .args(["-p", "x"])
+        .server(vec![mini_agent::ch13_scripted_server::Step::Hang])
+        .interrupt_after(1)
+        .run();
+    run.expect_code(130).stderr_has("interrupted");
+    assert_eq!(run.stdout, "");
+}
+
+#[test]
+fn ctrl_c_kills_a_running_shell_command_and_exits_130() {
+    // Without the interrupt reaching the tool, `sleep 30` would outlast the harness's patience.
+    let run = Test::new()
+        .args(["-p", "x", "--allow-shell"])
+        .server(vec![call("bash", json!({"command": "sleep 30"})), text("unreachable")])
+        .interrupt_after(1)
+        .run();
+    run.expect_code(130).stderr_has("interrupted");
+}

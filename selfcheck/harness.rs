@@ -60,6 +60,8 @@ pub struct Test {
     files: Vec<(String, String)>,
     env: Vec<(String, String)>,
     endpoint: Endpoint,
+    /// Send SIGINT (a real Ctrl+C) once the server has seen this many requests.
+    interrupt_after: Option<usize>,
 }
 
 impl Test {
@@ -70,6 +72,7 @@ impl Test {
             files: Vec::new(),
             env: Vec::new(),
             endpoint: Endpoint::Given(None),
+            interrupt_after: None,
         }
     }
 
@@ -102,6 +105,13 @@ impl Test {
 
     pub fn base_url(mut self, url: &str) -> Test {
         self.endpoint = Endpoint::Given(Some(url.to_string()));
+        self
+    }
+
+    /// Presses Ctrl+C once the model server has received `requests` requests (and a
+    /// little after, so that whatever they started is under way).
+    pub fn interrupt_after(mut self, requests: usize) -> Test {
+        self.interrupt_after = Some(requests);
         self
     }
 
@@ -154,9 +164,17 @@ impl Test {
         });
         let stdout = drain(child.stdout.take().expect("stdout is piped"));
         let stderr = drain(child.stderr.take().expect("stderr is piped"));
+        let mut interrupt_after = self.interrupt_after;
         let status = loop {
             if let Some(status) = child.try_wait().expect("wait for mini-agent") {
                 break status;
+            }
+            if let (Some(wanted), Some(server)) = (interrupt_after, &server)
+                && server.requests().len() >= wanted
+            {
+                std::thread::sleep(Duration::from_millis(100));
+                send_sigint(child.id());
+                interrupt_after = None;
             }
             if started.elapsed() > HANG_AFTER {
                 let _ = child.kill();
@@ -176,6 +194,16 @@ impl Test {
         run.assert_every_tool_call_answered_once_in_order();
         run
     }
+}
+
+fn send_sigint(pid: u32) {
+    unsafe extern "C" {
+        fn kill(pid: i32, signal: i32) -> i32;
+    }
+    const SIGINT: i32 = 2;
+    let pid = i32::try_from(pid).expect("pids fit in i32");
+    // SAFETY: kill only sends a signal; the pid is our own child, not yet reaped.
+    assert_eq!(unsafe { kill(pid, SIGINT) }, 0, "kill(SIGINT) failed");
 }
 
 fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {

@@ -17,7 +17,7 @@ fn html(status: u16) -> Step {
 fn an_unknown_tool_is_answered_as_an_error_and_the_turn_goes_on() {
     let run = Test::new().args(["-p", "x"]).server(vec![call("teleport", json!({})), text("sorry")]).run();
     run.expect_code(0);
-    assert!(run.only_tool_result().contains("teleport"), "{}", run.only_tool_result());
+    assert!(run.only_tool_result().contains("unknown tool `teleport`"), "{}", run.only_tool_result());
     assert_eq!(run.stdout, "sorry\n");
 }
 

@@ -14,7 +14,11 @@ use mini_agent::ch01_loop::{
     Error, Event, Limits, Message, Observer, Outcome, ToolCall, ToolOutput, ToolStatus, run_turn,
     set_interrupted,
 };
-use std::io::{IsTerminal, Read, Write};
+use mini_agent::ch02_model::{ChatClient, ClientConfig};
+use mini_agent::ch03_tools::Workspace;
+use mini_agent::ch12_permissions::{Gate, Permissions};
+use mini_agent::ch13_demo::start_demo_server;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -76,12 +80,38 @@ fn not_yet(feature: &str) -> Error {
 /// `-p`: one task, the final answer on stdout, the outcome as the exit code.
 fn one_shot(options: &Options) -> Result<ExitCode, Error> {
     let root = workspace_root(options.root.as_deref())?;
+    // The demo model is a server in this process; it stops when `demo` is dropped.
+    let demo = options
+        .demo
+        .then(start_demo_server)
+        .transpose()
+        .map_err(|e| Error::io("starting the demo model", e))?;
+    let mut model = ChatClient::new(client_config(options, demo.as_ref().map(|server| server.url.as_str())))?;
+    let permissions = Permissions { allow_write: options.allow_write, allow_shell: options.allow_shell };
+    let mut tools = Gate::new(Workspace::new(&root)?, permissions);
     let task = read_prompt(options.prompt.as_ref())?;
-    let _ = root;
-    let _ = task;
-    Err(not_yet("the model client"))
+    let mut history =
+        vec![Message::System { content: system_prompt(&root) }, Message::User { content: task }];
+    install_interrupt_handler();
+    let mut progress = Progress { verbose: options.verbose };
+    let limits = Limits { max_turns: options.max_turns };
+    let outcome = run_turn(&mut model, &mut tools, &mut history, &mut progress, &limits);
+    finish(outcome, options.max_turns)
 }
 // ANCHOR_END: one_shot
+
+/// The standing instructions of every conversation. Chapter 6 adds AGENTS.md and skills.
+fn system_prompt(root: &Path) -> String {
+    format!(
+        "You are mini-agent, a coding agent working in the directory {root}.\n\
+         Use the tools to do the user's task: list_files, search and read_file to look before \
+         you change anything; edit_file and write_file to change files; bash to run commands \
+         such as builds and tests. Paths are relative to that directory. Prefer small, exact \
+         edits. When the task is done, or cannot be done, stop calling tools and reply with a \
+         short summary of what you did and what the user should check.",
+        root = root.display()
+    )
+}
 
 /// What the process exits with for each way a turn can end.
 fn finish(outcome: Outcome, max_turns: usize) -> Result<ExitCode, Error> {
@@ -152,48 +182,30 @@ fn say(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
+/// Text squeezed onto one line, with control characters (a NUL in a path…) made visible.
 fn one_line(text: &str) -> String {
-    text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+    let joined = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+    joined
+        .chars()
+        .map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() })
+        .collect()
 }
 
 // ANCHOR: endpoint
-/// Where the model lives and how to authenticate, after flags and environment are weighed.
-struct Endpoint {
-    base_url: String,
-    model: String,
-    api_key: Option<String>,
-}
-
-/// Flags win over the environment, which wins over the defaults. The key comes from the
-/// environment only, and is required only when the request would leave this machine.
-fn endpoint(options: &Options, demo_url: Option<&str>) -> Result<Endpoint, Error> {
+/// Where the model lives: flags win over the environment, which wins over the defaults.
+/// The key comes from the environment only; the client refuses to go without one unless
+/// the server is on this machine.
+fn client_config(options: &Options, demo_url: Option<&str>) -> ClientConfig {
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
-    let base_url = demo_url
-        .map(str::to_string)
-        .or_else(|| options.base_url.clone())
-        .or_else(|| env("OPENAI_BASE_URL"))
-        .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
-    let model = options.model.clone().or_else(|| env("MODEL_ID")).unwrap_or_else(|| DEFAULT_MODEL.into());
-    let api_key = env("OPENAI_API_KEY");
-    if api_key.is_none() && !is_loopback(&base_url) {
-        return Err(Error::Config(format!(
-            "OPENAI_API_KEY is not set (needed for {base_url}) — export it, point --base-url at a \
-             local server such as http://localhost:11434/v1, or try --demo"
-        )));
+    ClientConfig {
+        base_url: demo_url
+            .map(str::to_string)
+            .or_else(|| options.base_url.clone())
+            .or_else(|| env("OPENAI_BASE_URL"))
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
+        api_key: env("OPENAI_API_KEY"),
+        model: options.model.clone().or_else(|| env("MODEL_ID")).unwrap_or_else(|| DEFAULT_MODEL.into()),
     }
-    Ok(Endpoint { base_url, model, api_key })
-}
-
-/// A base URL on this machine (Ollama, llama.cpp, the demo) needs no key.
-fn is_loopback(base_url: &str) -> bool {
-    let after_scheme = base_url.split_once("://").map_or(base_url, |(_, rest)| rest);
-    let authority = after_scheme.split('/').next().unwrap_or_default();
-    let host = match authority.strip_prefix('[') {
-        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
-        None => authority.split(':').next().unwrap_or_default(),
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 // ANCHOR_END: endpoint
 
@@ -229,11 +241,14 @@ impl Observer for Progress {
 
 impl Progress {
     fn finished(&self, err: &mut impl Write, call: &ToolCall, output: &ToolOutput) -> std::io::Result<()> {
-        let first_line = output.content.lines().next().unwrap_or_default();
+        let gist = clip(&one_line(result_gist(&output.content)), 100);
         let status = match output.status {
+            // A command that ran but failed is still a tool success; its exit code matters.
+            ToolStatus::Ok if gist.starts_with('[') && gist != "[exit code 0]" => format!("✓ {gist}"),
             ToolStatus::Ok => "✓".to_string(),
-            ToolStatus::Error => format!("✗ {}", clip(first_line, 100)),
-            ToolStatus::Denied => format!("✗ denied: {}", clip(first_line, 100)),
+            ToolStatus::Error => format!("✗ {gist}"),
+            ToolStatus::Denied if gist.to_lowercase().starts_with("denied") => format!("✗ {gist}"),
+            ToolStatus::Denied => format!("✗ denied: {gist}"),
             ToolStatus::Interrupted => "✗ interrupted".to_string(),
             ToolStatus::NotRun => "✗ not run".to_string(),
             ToolStatus::Unknown => "? unknown outcome".to_string(),
@@ -258,6 +273,17 @@ impl Progress {
 }
 
 const VERBOSE_RESULT_LINES: usize = 30;
+
+/// The line of a result that says how it went: a closing `[exit code 1]` or
+/// `[timed out …]` note if the tool wrote one, else the first line.
+fn result_gist(content: &str) -> &str {
+    let last = content.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or_default();
+    if last.starts_with('[') && last.ends_with(']') {
+        last
+    } else {
+        content.lines().next().unwrap_or_default()
+    }
+}
 
 /// The one argument that tells a reader what a call does: its path, command or pattern.
 fn argument_summary(call: &ToolCall) -> String {
@@ -307,24 +333,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn loopback_hosts_need_no_key() {
-        for url in [
-            "http://127.0.0.1:8080/v1",
-            "http://localhost:11434/v1",
-            "http://[::1]:8000/v1",
-            "http://127.1.2.3/v1",
-            "LOCALHOST",
-        ] {
-            assert!(is_loopback(url), "{url}");
-        }
-        for url in
-            ["https://api.openai.com/v1", "http://10.0.0.2:8000/v1", "http://localhost.evil.com/v1", ""]
-        {
-            assert!(!is_loopback(url), "{url}");
-        }
-    }
-
-    #[test]
     fn the_summary_names_what_a_call_touches() {
         let call =
             |arguments: &str| ToolCall { id: "1".into(), name: "x".into(), arguments: arguments.into() };
@@ -333,5 +341,8 @@ mod tests {
         assert_eq!(argument_summary(&call("{}")), "");
         assert_eq!(argument_summary(&call("{oops")), " (unreadable arguments)");
         assert_eq!(clip("héllo", 2), "hé…");
+        assert_eq!(argument_summary(&call("{\"path\":\"a\\u0000b\"}")), " a\\0b");
+        assert_eq!(result_gist("(no output)\n[timed out after 1 s]\n"), "[timed out after 1 s]");
+        assert_eq!(result_gist("no such file\nmore"), "no such file");
     }
 }
