@@ -24,7 +24,7 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long to wait for the response headers: a large model may think for a while.
 pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(120);
 /// How often a waiting caller looks at the Ctrl+C flag.
-const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+pub const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 
 // ANCHOR: config
 /// Where the model lives and who we are.

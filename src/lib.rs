@@ -4,4 +4,5 @@
 pub mod ch01_loop;
 pub mod ch02_model;
 pub mod ch08_retry;
+pub mod ch11_streaming;
 pub mod ch13_scripted_server;
