@@ -411,6 +411,29 @@ fn strip_tags(html: &str) -> String {
     text
 }
 
+/// Runs `body` in a fresh copy of the test binary, so that it may set the process-wide Ctrl+C
+/// flag without disturbing the tests running beside it. `test_path` is the test's own path.
+#[cfg(test)]
+pub(crate) fn in_own_process(test_path: &str, body: impl FnOnce()) {
+    const CHILD: &str = "MINI_AGENT_TEST_IN_OWN_PROCESS";
+    if std::env::var_os(CHILD).is_some() {
+        return body();
+    }
+    let test_binary = std::env::current_exe().expect("the test binary has a path");
+    let output = std::process::Command::new(test_binary)
+        .args([test_path, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .expect("the test binary runs");
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success() && stdout.contains("1 passed"), "{stdout}\n{stderr}");
+    // Pass on the figures the child printed.
+    stdout
+        .lines()
+        .filter_map(|line| line.find("figure:").map(|at| &line[at..]))
+        .for_each(|f| println!("{f}"));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,6 +603,25 @@ mod tests {
     fn a_request_without_tools_sends_no_tools_field() {
         let (_, requests) = ask(vec![Step::text("ok")]);
         assert_eq!(requests[0].get("tools"), None);
+    }
+
+    #[test]
+    fn ctrl_c_abandons_a_request_the_server_never_answers() {
+        in_own_process("ch02_model::tests::ctrl_c_abandons_a_request_the_server_never_answers", || {
+            let server = ScriptedServer::scripted(vec![Step::Hang]).expect("server");
+            let pressed = std::sync::Arc::new(std::sync::Mutex::new(None));
+            let press = pressed.clone();
+            thread::spawn(move || {
+                thread::sleep(Duration::from_millis(200));
+                *press.lock().expect("lock") = Some(std::time::Instant::now());
+                crate::ch01_loop::set_interrupted(true);
+            });
+            let messages = [Message::User { content: "hi".into() }];
+            let result = client(&server).complete(&Request { messages: &messages, tools: &[] }, &mut Quiet);
+            assert!(matches!(result, Err(Error::Interrupted)), "{result:?}");
+            let pressed_at = pressed.lock().expect("lock").expect("Ctrl+C was pressed");
+            println!("figure: request abandoned {:?} after Ctrl+C", pressed_at.elapsed());
+        });
     }
 
     #[test]

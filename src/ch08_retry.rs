@@ -338,6 +338,31 @@ mod tests {
     }
 
     #[test]
+    fn ctrl_c_cuts_a_backoff_short() {
+        crate::ch02_model::in_own_process("ch08_retry::tests::ctrl_c_cuts_a_backoff_short", || {
+            let server =
+                ScriptedServer::scripted(vec![with_header(503, "Retry-After", "30"), Step::text("ok")])
+                    .expect("server");
+            let config = ClientConfig { base_url: server.url.clone(), api_key: None, model: "m".into() };
+            let mut model = Retrying::new(ChatClient::new(config).expect("client"), 2);
+            std::thread::spawn(|| {
+                std::thread::sleep(Duration::from_millis(200));
+                crate::ch01_loop::set_interrupted(true);
+            });
+            let started = std::time::Instant::now();
+            let messages = [Message::User { content: "hi".into() }];
+            let result =
+                model.complete(&Request { messages: &messages, tools: &[] }, &mut Retries::default());
+            assert!(matches!(result, Err(Error::Interrupted)), "{result:?}");
+            assert_eq!(server.requests().len(), 1);
+            println!(
+                "figure: a 30 s backoff ended {:?} after the request, Ctrl+C at 200 ms",
+                started.elapsed()
+            );
+        });
+    }
+
+    #[test]
     fn the_retry_count_comes_from_the_environment_value() {
         assert_eq!(parse_max_retries(None).ok(), Some(2));
         assert_eq!(parse_max_retries(Some("0")).ok(), Some(0));

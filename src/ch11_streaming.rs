@@ -263,13 +263,17 @@ impl Model for StreamingClient {
         let pieces = start_worker(self.client.clone(), body, self.idle_timeout)?;
         let (mut parser, mut reply) = (SseParser::new(), StreamAssembler::default());
         let mut last_data = Instant::now();
+        // The start of the body, kept until an event arrives, to quote a body that is not SSE.
+        let (mut seen_event, mut head) = (false, Vec::new());
         loop {
+            // Checked on every piece too: a fast stream must not make Ctrl+C wait.
+            if interrupted() {
+                return Err(cut_off(&reply, Error::Interrupted, observer));
+            }
             let piece = match pieces.recv_timeout(INTERRUPT_POLL) {
                 Ok(piece) => piece,
-                Err(mpsc::RecvTimeoutError::Timeout) if interrupted() => {
-                    return Err(cut_off(&reply, Error::Interrupted, observer));
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) if last_data.elapsed() >= self.idle_timeout => {
+                Err(mpsc::RecvTimeoutError::Timeout) if last_data.elapsed() < self.idle_timeout => continue,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
                     let silence = format!(
                         "the server sent nothing for {} s; stream cut off ({})",
                         self.idle_timeout.as_secs_f64(),
@@ -277,7 +281,6 @@ impl Model for StreamingClient {
                     );
                     return Err(cut_off(&reply, Error::Network(silence), observer));
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => continue,
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     Piece::Failed(Error::Network("the streaming thread stopped unexpectedly".into()))
                 }
@@ -285,7 +288,11 @@ impl Model for StreamingClient {
             match piece {
                 Piece::Bytes(bytes) => {
                     last_data = Instant::now();
+                    if !seen_event && head.len() < 300 {
+                        head.extend_from_slice(&bytes[..bytes.len().min(300 - head.len())]);
+                    }
                     for event in parser.feed(&bytes) {
+                        seen_event = true;
                         if let Err(error) = reply.apply(&event.data, observer) {
                             return Err(cut_off(&reply, error, observer));
                         }
@@ -302,6 +309,13 @@ impl Model for StreamingClient {
                     return Ok(whole);
                 }
                 Piece::End if reply.is_complete() => return reply.into_reply(),
+                Piece::End if !seen_event => {
+                    let head = String::from_utf8_lossy(&head);
+                    return Err(Error::Model(format!(
+                        "the server's stream held no events: {}",
+                        quote(&head)
+                    )));
+                }
                 Piece::End => {
                     let error = format!("stream cut off before it finished ({})", reply.progress());
                     return Err(cut_off(&reply, Error::Network(error), observer));
@@ -518,7 +532,7 @@ mod tests {
             matches!(result, Err(Error::Network(ref m)) if m.contains("sent nothing for 0.2 s")),
             "{result:?}"
         );
-        println!("idle timeout of 200 ms fired after {:?}", started.elapsed());
+        println!("figure: idle timeout of 200 ms fired after {:?}", started.elapsed());
     }
 
     #[test]
@@ -531,6 +545,21 @@ mod tests {
         };
         let (result, _, _) = stream(vec![step], Duration::from_millis(300));
         assert!(matches!(result, Err(Error::Network(ref m)) if m.contains("sent nothing")), "{result:?}");
+    }
+
+    #[test]
+    fn ctrl_c_abandons_a_slow_stream() {
+        crate::ch02_model::in_own_process("ch11_streaming::tests::ctrl_c_abandons_a_slow_stream", || {
+            let step = Step::Stream { chunks: vec![text("late").to_string()], delay_ms: 5000, finish: true };
+            std::thread::spawn(|| {
+                std::thread::sleep(Duration::from_millis(200));
+                crate::ch01_loop::set_interrupted(true);
+            });
+            let started = Instant::now();
+            let (result, _, _) = stream(vec![step], IDLE_TIMEOUT);
+            assert!(matches!(result, Err(Error::Interrupted)), "{result:?}");
+            println!("figure: stream abandoned {:?} after it started, Ctrl+C at 200 ms", started.elapsed());
+        });
     }
 
     #[test]
@@ -559,6 +588,18 @@ mod tests {
             "unusable model reply: the server reported an error in the stream: overloaded"
         );
         assert_eq!(seen.notices, [("partial".to_owned(), "so".to_owned())]);
+    }
+
+    #[test]
+    fn a_200_that_is_not_a_stream_is_quoted() {
+        let page = "<html><body>Welcome to nginx</body></html>";
+        let (result, _, _) =
+            stream(vec![Step::Reply { status: 200, headers: vec![], body: page.into() }], IDLE_TIMEOUT);
+        let error = result.expect_err("not sse").to_string();
+        assert!(
+            error.starts_with("unusable model reply: the server's stream held no events: \"<html>"),
+            "{error}"
+        );
     }
 
     fn data(text: &str) -> SseEvent {
