@@ -3,6 +3,7 @@
 
 pub mod ch01_loop;
 pub mod ch02_model;
+pub mod ch03_tools;
 pub mod ch08_retry;
 pub mod ch11_streaming;
 pub mod ch13_scripted_server;
