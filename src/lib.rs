@@ -6,4 +6,5 @@ pub mod ch02_model;
 pub mod ch03_tools;
 pub mod ch08_retry;
 pub mod ch11_streaming;
+pub mod ch13_demo;
 pub mod ch13_scripted_server;
