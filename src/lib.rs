@@ -3,4 +3,5 @@
 
 pub mod ch01_loop;
 pub mod ch05_sessions;
+pub mod ch09_journal;
 pub mod ch13_scripted_server;
