@@ -4,4 +4,5 @@
 pub mod ch01_loop;
 pub mod ch05_sessions;
 pub mod ch09_journal;
+pub mod ch10_recovery;
 pub mod ch13_scripted_server;
