@@ -177,8 +177,11 @@ impl StreamAssembler {
             call.id = id.to_owned();
         }
         let function = fragment.get("function");
-        if let Some(name) = function.and_then(|f| f.get("name")).and_then(Value::as_str) {
-            call.name.push_str(name);
+        // The name comes whole (some servers repeat it in later fragments): set, never append.
+        if let Some(name) =
+            function.and_then(|f| f.get("name")).and_then(Value::as_str).filter(|n| !n.is_empty())
+        {
+            call.name = name.to_owned();
         }
         match function.and_then(|f| f.get("arguments")) {
             Some(Value::String(piece)) => call.arguments.push_str(piece),
@@ -216,7 +219,7 @@ impl StreamAssembler {
     fn progress(&self) -> String {
         let mut parts = vec![format!("{} characters of text", self.text.chars().count())];
         if let Some(call) = self.calls.values().last() {
-            parts.push(format!("in the middle of tool call {:?}", call.name));
+            parts.push(format!("while receiving tool call {:?}", call.name));
         }
         parts.join(", ")
     }
@@ -524,7 +527,7 @@ mod tests {
         );
         let (result, seen, _) = stream(vec![step], IDLE_TIMEOUT);
         let error = result.expect_err("cut").to_string();
-        assert!(error.contains("in the middle of tool call \"bash\""), "{error}");
+        assert!(error.contains("while receiving tool call \"bash\""), "{error}");
         assert_eq!(seen.notices, [("partial".to_owned(), "Let me look.".to_owned())]);
     }
 
@@ -644,6 +647,24 @@ mod tests {
         assert!(
             error.starts_with("unusable model reply: the server's stream held no events: \"<html>"),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn calls_without_index_or_with_a_repeated_name_are_assembled() {
+        let mut assembler = StreamAssembler::default();
+        let whole = |id: &str, name: &str, arguments: &str| json!({"choices": [{"delta": {"tool_calls": [{"id": id, "function": {"name": name, "arguments": arguments}}]}}]});
+        let more = json!({"choices": [{"delta": {"tool_calls": [{"function": {"name": "bash", "arguments": "}"}}]}}]});
+        for chunk in [whole("a", "read_file", "{}"), whole("b", "bash", "{"), more, finish("tool_calls")] {
+            assembler.apply(&chunk.to_string(), &mut Seen::default()).expect("valid chunk");
+        }
+        assert!(assembler.is_complete());
+        assert_eq!(
+            assembler.into_reply().expect("reply").tool_calls,
+            vec![
+                ToolCall { id: "a".into(), name: "read_file".into(), arguments: "{}".into() },
+                ToolCall { id: "b".into(), name: "bash".into(), arguments: "{}".into() },
+            ]
         );
     }
 
