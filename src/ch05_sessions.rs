@@ -273,8 +273,6 @@ impl<A: Append> Observer for Recorder<A> {
                 Body::Retry { attempt, wait_ms, reason: reason.to_string() }
             }
             Event::Notice { kind: "partial", text } => Body::Partial { content: text.to_string() },
-            Event::Notice { kind: "interrupted", .. } => Body::Interrupted {},
-            Event::Notice { kind: "error", text } => Body::Error { message: text.to_string() },
             // Requests, stream deltas and other notices are for the screen, not the record.
             Event::Request { .. } | Event::TextDelta(_) | Event::Notice { .. } => return Ok(()),
         };

@@ -60,7 +60,11 @@ impl Journal {
             model: model.to_string(),
             created,
         })?;
+        // The new name must survive a crash too; the directories may be new as well.
         sync_directory(store.dir())?;
+        if let Some(parent) = store.dir().parent() {
+            sync_directory(parent)?;
+        }
         Ok(journal)
     }
 
@@ -172,6 +176,12 @@ fn lock(file: &File, path: &Path, id: &str) -> Result<(), Error> {
         }
         Err(TryLockError::Error(e)) => Err(Error::io(format!("cannot lock {}", path.display()), e)),
     }
+}
+
+/// The pid of the process that holds the session at `path` open, if any (Linux only).
+/// Looking takes no lock, so it never gets in the way of the process that holds it.
+pub fn lock_holder_of(path: &Path) -> Option<u32> {
+    lock_holder(&File::open(path).ok()?)
 }
 
 /// The pid holding a lock on `file`, from Linux's `/proc/locks`
