@@ -196,9 +196,10 @@ fn lock_holder(file: &File) -> Option<u32> {
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
     locks.lines().find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        let pid = fields.get(4)?;
-        (fields.get(1) == Some(&"FLOCK") && fields.get(5) == Some(&wanted.as_str()))
-            .then(|| pid.parse().ok())?
+        match fields.as_slice() {
+            [_, "FLOCK", _, _, pid, file, ..] if *file == wanted => pid.parse().ok(),
+            _ => None,
+        }
     })
 }
 // ANCHOR_END: lock
@@ -214,7 +215,7 @@ pub struct Loaded {
     good_len: u64,
 }
 
-/// Reads a session file without locking or changing it (for `--status` and `/list`).
+/// Reads a session file without locking or changing it (for `--status`).
 /// A torn last line is ignored with a warning; it is cut when the session is resumed.
 pub fn read_journal(path: &Path) -> Result<Loaded, Error> {
     let bytes =
