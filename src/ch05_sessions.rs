@@ -13,9 +13,10 @@
 //! * **One observer.** The [`Recorder`] is just an [`Observer`] of the chapter-1 loop: the
 //!   loop does not know that it is being written down.
 //!
-//! This chapter writes records with a plain append; chapter 9 makes every append durable
-//! and locks the file, and chapter 10 decides what to do with a session that stopped in
-//! the middle of a tool.
+//! Records go to anything that can [`Append`] them: here a [`MemoryLog`], enough to test
+//! the idea; chapter 9's journal writes them to the file, each one durable before the loop
+//! goes on, and chapter 10 decides what to do with a session that stopped in the middle of
+//! a tool.
 //!
 //! # The record format (version 1)
 //!
