@@ -46,6 +46,8 @@ const SEARCH_MAX_MATCHES: usize = 200;
 const SEARCH_LINE_MAX_CHARS: usize = 200;
 const SKIPPED_DIRS: [&str; 4] = [".git", ".mini_agent", "target", "node_modules"];
 const MAX_SYMLINKS: usize = 40;
+/// Longer paths fail in the kernel anyway (PATH_MAX); refusing early avoids deep mkdir chains.
+const PATH_MAX_BYTES: usize = 4_096;
 const BASH_DEFAULT_TIMEOUT_SECS: u64 = 120;
 const BASH_MAX_TIMEOUT_SECS: u64 = 600;
 /// How often a running command is checked for timeout and Ctrl+C.
@@ -287,6 +289,9 @@ impl Workspace {
         let hint = "use a path relative to the workspace root, e.g. `src/main.rs`";
         if path.contains('\0') {
             return Err(format!("refused: the path contains a NUL byte; {hint}"));
+        }
+        if path.len() > PATH_MAX_BYTES {
+            return Err(format!("refused: the path is {} bytes long; at most {PATH_MAX_BYTES}", path.len()));
         }
         if path.contains('\\') {
             return Err(format!(
@@ -710,10 +715,14 @@ impl Workspace {
 
     /// Resolves an optional directory argument (default: the root).
     fn resolve_start(&self, path: Option<&str>) -> Result<PathBuf, String> {
-        match path {
-            None => Ok(self.root.clone()),
-            Some(path) if path.trim().is_empty() => Ok(self.root.clone()),
-            Some(path) => self.resolve(path),
+        let start = match path {
+            None => return Ok(self.root.clone()),
+            Some(path) if path.trim().is_empty() => return Ok(self.root.clone()),
+            Some(path) => self.resolve(path)?,
+        };
+        match fs::symlink_metadata(&start) {
+            Ok(_) => Ok(start),
+            Err(_) => Err(format!("`{}` does not exist; list_files shows what does", self.relative(&start))),
         }
     }
 
