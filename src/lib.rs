@@ -3,4 +3,5 @@
 
 pub mod ch01_loop;
 pub mod ch03_tools;
+pub mod ch12_permissions;
 pub mod ch13_scripted_server;
