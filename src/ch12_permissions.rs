@@ -263,10 +263,13 @@ mod tests {
         }
     }
 
+    /// What a scripted prompter was asked: tool name and permission, in order.
+    type Asked = Arc<Mutex<Vec<(String, Permission)>>>;
+
     /// Answers from a script and records what it was asked.
     struct Scripted {
         answers: Vec<Answer>,
-        asked: Arc<Mutex<Vec<(String, Permission)>>>,
+        asked: Asked,
     }
     impl Prompter for Scripted {
         fn ask(&mut self, call: &ToolCall, needed: Permission) -> Answer {
@@ -279,10 +282,7 @@ mod tests {
         ToolCall { id: "1".into(), name: name.into(), arguments: arguments.into() }
     }
 
-    fn gate(
-        granted: Permissions,
-        answers: Vec<Answer>,
-    ) -> (Gate<Recorder>, Arc<Mutex<Vec<(String, Permission)>>>) {
+    fn gate(granted: Permissions, answers: Vec<Answer>) -> (Gate<Recorder>, Asked) {
         let asked = Arc::new(Mutex::new(Vec::new()));
         let prompter = Scripted { answers, asked: Arc::clone(&asked) };
         (Gate::new(Recorder(Vec::new()), granted, Some(Box::new(prompter))), asked)
