@@ -81,6 +81,8 @@ const SIGTERM: i32 = 15;
 unsafe extern "C" {
     /// POSIX kill(2); a negative pid signals a whole process group.
     fn kill(pid: i32, signal: i32) -> i32;
+    /// POSIX setsid(2): a new session and process group, with no controlling terminal.
+    fn setsid() -> i32;
 }
 
 /// The six tools, confined to one directory tree.
@@ -523,7 +525,8 @@ impl Workspace {
     /// rather than writing through it.
     fn write_confined(&self, real: &Path, content: &[u8]) -> Result<(), String> {
         let shown_path = self.relative(real);
-        let (Some(parent), Some(name)) = (real.parent(), real.file_name()) else {
+        let (Some(parent), Some(name)) = (real.parent(), real.file_name().filter(|_| real != self.root))
+        else {
             return Err(format!("`{shown_path}` is a directory; give a file path"));
         };
         self.create_parents(parent)?;
@@ -1016,20 +1019,27 @@ enum Ending {
     WaitFailed(io::Error),
 }
 
-/// Starts `bash -c command` (or `sh -c` where bash is missing) in its own process group,
-/// stdin from /dev/null, stdout and stderr into one pipe so the model sees them interleaved.
+/// Starts `bash -c command` (or `sh -c` where bash is missing) in its own session — hence its
+/// own process group, killable as one, and no controlling terminal, so a password prompt
+/// (`sudo`, `git`, `ssh`) fails at once instead of stopping the command until the timeout.
+/// Stdin is /dev/null; stdout and stderr share one pipe so the model sees them interleaved.
 fn spawn_shell(root: &Path, command: &str, output: io::PipeWriter) -> io::Result<Child> {
     let mut last_error = io::Error::new(io::ErrorKind::NotFound, "no shell found");
     for shell in ["bash", "sh"] {
-        let spawned = Command::new(shell)
+        let mut shell_command = Command::new(shell);
+        shell_command
             .arg("-c")
             .arg(command)
             .current_dir(root)
             .stdin(Stdio::null())
             .stdout(output.try_clone()?)
-            .stderr(output.try_clone()?)
-            .process_group(0)
-            .spawn();
+            .stderr(output.try_clone()?);
+        // SAFETY: runs in the forked child before exec; setsid(2) is async-signal-safe and
+        // touches no memory. It fails only for a group leader, which a fresh child is not.
+        unsafe {
+            shell_command.pre_exec(|| if setsid() == -1 { Err(io::Error::last_os_error()) } else { Ok(()) });
+        }
+        let spawned = shell_command.spawn();
         match spawned {
             Ok(child) => return Ok(child),
             Err(error) if error.kind() == io::ErrorKind::NotFound => last_error = error,
@@ -1413,6 +1423,14 @@ mod tests {
         assert_eq!(ran.content, format!("{}\noops\n\n[exit code 3]", root.0.display()));
         let quiet = run(&mut workspace, "bash", json!({"command": "true"}));
         assert_eq!(quiet.content, "(no output)\n[exit code 0]");
+        let terminal = run(
+            &mut workspace,
+            "bash",
+            json!({"command": "exec 2>/dev/null; cat /dev/tty || echo no terminal"}),
+        );
+        assert_eq!(terminal.content, "no terminal\n\n[exit code 0]");
+        let root_write = run(&mut workspace, "write_file", json!({"path": ".", "content": ""}));
+        assert_eq!(root_write.content, "`.` is a directory; give a file path");
         let timed = run(&mut workspace, "bash", json!({"command": "sleep 5", "timeout_secs": 1}));
         assert_eq!(timed.status, ToolStatus::Error);
         assert!(timed.content.contains("timed out after 1 s"));
