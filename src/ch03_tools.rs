@@ -961,19 +961,25 @@ struct Capture {
     total: u64,
     spill: Option<io::Result<(File, String)>>,
     store: OutputStore,
+    /// Set once the answer was taken: a process that escaped the kill must not fill the disk.
+    abandoned: bool,
 }
 
 impl Capture {
     fn new(store: OutputStore) -> Capture {
-        Capture { head: Vec::new(), tail: VecDeque::new(), total: 0, spill: None, store }
+        Capture { head: Vec::new(), tail: VecDeque::new(), total: 0, spill: None, store, abandoned: false }
     }
 
-    fn push(&mut self, chunk: &[u8]) {
+    /// Takes one chunk; false once nobody is listening any more.
+    fn push(&mut self, chunk: &[u8]) -> bool {
+        if self.abandoned {
+            return false;
+        }
         self.total += chunk.len() as u64;
         if self.spill.is_none() {
             if self.head.len() + chunk.len() <= OUTPUT_LIMIT {
                 self.head.extend_from_slice(chunk);
-                return;
+                return true;
             }
             // Crossing the limit: everything so far is still in `head`; spill it, then split.
             let mut spill = self.store.create("bash");
@@ -989,6 +995,7 @@ impl Capture {
         self.tail.extend(chunk);
         let excess = self.tail.len().saturating_sub(TAIL_BYTES);
         self.tail.drain(..excess);
+        true
     }
 
     fn render(&self) -> String {
@@ -1097,7 +1104,11 @@ impl Workspace {
             loop {
                 match pipe.read(&mut buffer) {
                     Ok(0) => break,
-                    Ok(n) => sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(&buffer[..n]),
+                    Ok(n) => {
+                        if !sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(&buffer[..n]) {
+                            break; // closing our end: a writer left behind gets EPIPE
+                        }
+                    }
                     Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                     Err(_) => break,
                 }
@@ -1144,7 +1155,11 @@ impl Workspace {
             // After the kill the pipe closes, unless a process escaped the group: then give up.
             let _ = closed_rx.recv_timeout(PIPE_GRACE);
         }
-        let mut content = capture.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).render();
+        let mut content = {
+            let mut capture = capture.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            capture.abandoned = true;
+            capture.render()
+        };
         if content.is_empty() {
             content = "(no output)".into();
         }

@@ -188,6 +188,20 @@ fn a_process_escaping_the_group_still_cannot_hang_the_tool() {
     // setsid leaves our process group, so it cannot be killed with it: the tool gives up on
     // the pipe after a grace period instead of waiting. The test cleans the process up.
     let (output, took) = fixture.bash(json!({"command": "setsid sleep 100 & echo $!"}));
+    // One that keeps writing is cut off (EPIPE) instead of filling the disk.
+    let (writer, _) = fixture.bash(json!({"command": "setsid yes & echo $!"}));
+    std::thread::sleep(Duration::from_millis(300));
+    let writer_pid: u32 = writer.content.lines().find_map(|line| line.trim().parse().ok()).expect("the pid");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while fs::metadata(format!("/proc/{writer_pid}")).is_ok() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let alive =
+        fs::read_to_string(format!("/proc/{writer_pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "));
+    if alive {
+        let _ = std::process::Command::new("kill").arg("-9").arg(writer_pid.to_string()).status();
+    }
+    assert!(!alive, "`yes` outside the group kept running after its reader closed");
     assert_eq!(output.status, ToolStatus::Ok);
     assert!(took < Duration::from_secs(30), "took {took:?}");
     if let Some(pid) = output.content.lines().next().and_then(|line| line.trim().parse::<u32>().ok()) {
