@@ -1297,12 +1297,15 @@ mod tests {
         let (root, mut workspace) = setup();
         fs::write(root.0.join("f.rs"), "fn main() {\n    println!(\"hi\");\n}\nlet x = 1;\nlet x = 1;\n")
             .unwrap();
+        fs::set_permissions(root.0.join("f.rs"), fs::Permissions::from_mode(0o751)).unwrap();
         let ok = run(
             &mut workspace,
             "edit_file",
             json!({"path": "f.rs", "old_string": "\"hi\"", "new_string": "\"hello\""}),
         );
         assert_eq!(ok.content, "edited `f.rs`: replaced 1 occurrence at line 2");
+        let mode = fs::metadata(root.0.join("f.rs")).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o751, "the atomic rewrite keeps the file's mode");
         assert!(fs::read_to_string(root.0.join("f.rs")).unwrap().contains("\"hello\""));
         let none = run(
             &mut workspace,
