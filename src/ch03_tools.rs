@@ -1087,7 +1087,7 @@ impl Workspace {
     fn bash(&self, args: BashArgs) -> ToolOutput {
         let seconds = args.timeout_secs.unwrap_or(BASH_DEFAULT_TIMEOUT_SECS).clamp(1, BASH_MAX_TIMEOUT_SECS);
         let failed = |content: String| ToolOutput { content, status: ToolStatus::Error };
-        let (mut pipe, writer) = match io::pipe() {
+        let (pipe, writer) = match io::pipe() {
             Ok(ends) => ends,
             Err(error) => return failed(format!("cannot create a pipe for the command: {error}")),
         };
@@ -1097,50 +1097,16 @@ impl Workspace {
         };
         let group = child.id() as i32;
         let capture = Arc::new(Mutex::new(Capture::new(OutputStore { root: self.root.clone() })));
-        let (closed_tx, closed_rx) = mpsc::channel::<()>();
-        let sink = Arc::clone(&capture);
-        thread::spawn(move || {
-            let mut buffer = vec![0u8; 64 * 1024];
-            loop {
-                match pipe.read(&mut buffer) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        if !sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(&buffer[..n]) {
-                            break; // closing our end: a writer left behind gets EPIPE
-                        }
-                    }
-                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
-            }
-            let _ = closed_tx.send(());
-        });
-
-        let started = Instant::now();
-        let mut pipe_closed = false;
-        let ending = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break Ending::Exited(status),
-                Ok(None) => {}
-                Err(error) => break Ending::WaitFailed(error),
-            }
-            if interrupted() {
-                break Ending::Interrupted;
-            }
-            if started.elapsed() >= Duration::from_secs(seconds) {
-                break Ending::TimedOut;
-            }
-            if pipe_closed {
-                thread::sleep(Duration::from_millis(1)); // output done; the exit is imminent
-            } else {
-                pipe_closed = closed_rx.recv_timeout(POLL).is_ok();
-            }
-        };
-        let mut note = String::new();
+        let closed = start_reader(pipe, Arc::clone(&capture));
+        let (ending, mut pipe_closed) = wait_for(&mut child, &closed, Duration::from_secs(seconds));
+        let mut note = "";
         match &ending {
             Ending::Exited(_) => {
-                if !pipe_closed && closed_rx.recv_timeout(PIPE_GRACE).is_err() {
-                    note = "\n[background processes still held the output; they were stopped]".into();
+                if !pipe_closed {
+                    pipe_closed = closed.recv_timeout(PIPE_GRACE).is_ok();
+                    if !pipe_closed {
+                        note = "\n[background processes still held the output; they were stopped]";
+                    }
                 }
                 // A command's processes end with it: nothing is left running behind the agent.
                 if group_alive(group) {
@@ -1153,38 +1119,91 @@ impl Workspace {
         }
         if !pipe_closed {
             // After the kill the pipe closes, unless a process escaped the group: then give up.
-            let _ = closed_rx.recv_timeout(PIPE_GRACE);
+            let _ = closed.recv_timeout(PIPE_GRACE);
         }
-        let mut content = {
+        let output = {
             let mut capture = capture.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             capture.abandoned = true;
             capture.render()
         };
-        if content.is_empty() {
-            content = "(no output)".into();
-        }
-        content.push_str(&note);
-        let (status_line, status) = match ending {
-            Ending::Exited(exit) => match (exit.code(), exit.signal()) {
-                (Some(code), _) => (format!("exit code {code}"), ToolStatus::Ok),
-                (None, Some(signal)) => (format!("killed by signal {signal}"), ToolStatus::Ok),
-                (None, None) => ("ended".to_string(), ToolStatus::Ok),
-            },
-            Ending::TimedOut => (
-                format!("timed out after {seconds} s; the command and its process group were killed"),
-                ToolStatus::Error,
-            ),
-            Ending::Interrupted => (
-                "interrupted by the user; the command and its process group were killed".to_string(),
-                ToolStatus::Interrupted,
-            ),
-            Ending::WaitFailed(error) => {
-                (format!("lost track of the command ({error}); it was killed"), ToolStatus::Error)
-            }
-        };
-        ToolOutput { content: format!("{content}\n[{status_line}]"), status }
+        let output = if output.is_empty() { "(no output)".to_string() } else { output };
+        let (status_line, status) = describe_ending(ending, seconds);
+        ToolOutput { content: format!("{output}{note}\n[{status_line}]"), status }
     }
     // ANCHOR_END: bash
+}
+
+/// Reads the command's output on a thread into `capture`; the receiver hears when the pipe
+/// closed, which is when every process holding it has exited.
+fn start_reader(mut pipe: io::PipeReader, capture: Arc<Mutex<Capture>>) -> mpsc::Receiver<()> {
+    let (closed_tx, closed_rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            match pipe.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if !capture.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(&buffer[..n]) {
+                        break; // closing our end: a writer left behind gets EPIPE
+                    }
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let _ = closed_tx.send(());
+    });
+    closed_rx
+}
+
+// ANCHOR: wait_for
+/// Waits for the shell to exit, for the timeout, or for Ctrl+C, whichever comes first.
+/// Also says whether the output pipe has closed already.
+fn wait_for(child: &mut Child, closed: &mpsc::Receiver<()>, timeout: Duration) -> (Ending, bool) {
+    let started = Instant::now();
+    let mut pipe_closed = false;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return (Ending::Exited(status), pipe_closed),
+            Ok(None) => {}
+            Err(error) => return (Ending::WaitFailed(error), pipe_closed),
+        }
+        if interrupted() {
+            return (Ending::Interrupted, pipe_closed);
+        }
+        if started.elapsed() >= timeout {
+            return (Ending::TimedOut, pipe_closed);
+        }
+        if pipe_closed {
+            thread::sleep(Duration::from_millis(1)); // output done: the exit is imminent
+        } else {
+            // Waking on the pipe's close makes a quick command cost ~1 ms, not a whole POLL.
+            pipe_closed = closed.recv_timeout(POLL).is_ok();
+        }
+    }
+}
+// ANCHOR_END: wait_for
+
+/// The last line of a bash answer, and the status the loop records.
+fn describe_ending(ending: Ending, seconds: u64) -> (String, ToolStatus) {
+    match ending {
+        Ending::Exited(exit) => match (exit.code(), exit.signal()) {
+            (Some(code), _) => (format!("exit code {code}"), ToolStatus::Ok),
+            (None, Some(signal)) => (format!("killed by signal {signal}"), ToolStatus::Ok),
+            (None, None) => ("ended".to_string(), ToolStatus::Ok),
+        },
+        Ending::TimedOut => (
+            format!("timed out after {seconds} s; the command and its process group were killed"),
+            ToolStatus::Error,
+        ),
+        Ending::Interrupted => (
+            "interrupted by the user; the command and its process group were killed".to_string(),
+            ToolStatus::Interrupted,
+        ),
+        Ending::WaitFailed(error) => {
+            (format!("lost track of the command ({error}); it was killed"), ToolStatus::Error)
+        }
+    }
 }
 
 #[cfg(test)]
