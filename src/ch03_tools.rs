@@ -72,6 +72,11 @@ const O_NOFOLLOW: i32 = 0o400_000;
 const O_NOFOLLOW: i32 = 0x100;
 #[cfg(target_os = "linux")]
 const O_NONBLOCK: i32 = 0o4_000;
+/// The error O_NOFOLLOW gives when the final component is a symlink.
+#[cfg(target_os = "linux")]
+const ELOOP: i32 = 40;
+#[cfg(not(target_os = "linux"))]
+const ELOOP: i32 = 62;
 #[cfg(not(target_os = "linux"))]
 const O_NONBLOCK: i32 = 0x4;
 
@@ -384,6 +389,9 @@ impl Workspace {
             |error| match error.kind() {
                 io::ErrorKind::NotFound => {
                     format!("`{shown_path}` does not exist; list_files shows what does")
+                }
+                _ if error.raw_os_error() == Some(ELOOP) => {
+                    format!("refused: `{shown_path}` became a symlink after it was checked")
                 }
                 _ => format!("cannot open `{shown_path}`: {error}"),
             },
@@ -1450,6 +1458,27 @@ mod tests {
         let inside = format!("{}/ok.txt", root.0.display());
         let absolute = run(&mut workspace, "write_file", json!({"path": inside, "content": "ok"}));
         assert_eq!(absolute.content, "created `ok.txt`: wrote 2 bytes");
+    }
+
+    /// The race the escape suite provokes, made deterministic: `resolve` said yes, then a
+    /// directory on the way became a symlink pointing out. The open and the write catch it.
+    #[test]
+    fn a_path_changed_after_resolve_is_caught_at_use() {
+        let (root, workspace) = setup();
+        let outside = TempRoot::new();
+        fs::write(outside.0.join("f"), "outside").unwrap();
+        std::os::unix::fs::symlink(&outside.0, root.0.join("swapped")).unwrap();
+        let as_if_resolved = root.0.join("swapped/f");
+        let opened = workspace.open_confined(&as_if_resolved);
+        assert_eq!(
+            opened.err().unwrap(),
+            "refused: `swapped/f` changed while being opened and now lies outside the root"
+        );
+        // The parent is opened without following it: the symlink itself is refused.
+        let written = workspace.write_confined(&as_if_resolved, b"pwned");
+        assert_eq!(written.unwrap_err(), "refused: `swapped` became a symlink after it was checked");
+        assert_eq!(fs::read_to_string(outside.0.join("f")).unwrap(), "outside");
+        assert_eq!(fs::read_dir(&outside.0).unwrap().count(), 1, "no temporary file outside");
     }
 
     #[test]

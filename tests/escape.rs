@@ -211,6 +211,7 @@ fn swapping_a_path_for_a_symlink_never_leaks() {
     };
     let mut workspace = Workspace::new(&root).unwrap();
     let mut tries = 0;
+    let mut outcomes = std::collections::BTreeMap::new();
     for round in 0..200 {
         let calls = [
             ("read_file", json!({"path": "swap"})),
@@ -225,12 +226,20 @@ fn swapping_a_path_for_a_symlink_never_leaks() {
             tries += 1;
             let output = call(&mut workspace, tool, arguments);
             assert!(!output.content.contains(SECRET), "{tool} leaked the canary in round {round}");
+            let outcome = match output.status {
+                ToolStatus::Ok => "ok",
+                _ if output.content.contains("changed while being opened") => "caught after open",
+                _ if output.content.contains("became a symlink") => "symlink met at open",
+                _ if output.content.starts_with("refused") => "refused at resolve",
+                _ => "other error (vanished mid-swap)",
+            };
+            *outcomes.entry(outcome).or_insert(0) += 1;
         }
     }
     stop.store(true, Ordering::Relaxed);
     let swaps = swapper.join().unwrap();
     assert_eq!(sandbox.outside_state(), before, "something outside the root changed");
-    println!("race: {tries} tool calls during {swaps} swaps, 0 leaks");
+    println!("race: {tries} tool calls during {swaps} swaps, 0 leaks; outcomes {outcomes:?}");
 }
 
 /// Replaces `path` by a symlink to `target`, then back by a real file or directory.
