@@ -1482,23 +1482,10 @@ mod tests {
     }
 
     #[test]
-    fn bash_runs_in_the_root_and_reports_the_exit_code() {
-        let (root, mut workspace) = setup();
-        let ran = run(&mut workspace, "bash", json!({"command": "pwd; echo oops >&2; exit 3"}));
-        assert_eq!(ran.status, ToolStatus::Ok);
-        assert_eq!(ran.content, format!("{}\noops\n\n[exit code 3]", root.0.display()));
-        let quiet = run(&mut workspace, "bash", json!({"command": "true"}));
-        assert_eq!(quiet.content, "(no output)\n[exit code 0]");
-        let terminal = run(
-            &mut workspace,
-            "bash",
-            json!({"command": "exec 2>/dev/null; cat /dev/tty || echo no terminal"}),
-        );
-        assert_eq!(terminal.content, "no terminal\n\n[exit code 0]");
+    fn writing_the_root_itself_is_refused() {
+        let (_root, mut workspace) = setup();
         let root_write = run(&mut workspace, "write_file", json!({"path": ".", "content": ""}));
         assert_eq!(root_write.content, "`.` is a directory; give a file path");
-        let timed = run(&mut workspace, "bash", json!({"command": "sleep 5", "timeout_secs": 1}));
-        assert_eq!(timed.status, ToolStatus::Error);
-        assert!(timed.content.contains("timed out after 1 s"));
     }
+    // The bash tool is tested in tests/shell.rs, where the global interrupt flag is ours alone.
 }

@@ -83,6 +83,35 @@ fn assert_nothing_left(output: &ToolOutput) {
 }
 
 #[test]
+fn a_command_runs_in_the_root_and_reports_its_exit_code() {
+    let mut fixture = Fixture::new("basic");
+    let (ran, _) = fixture.bash(json!({"command": "pwd; echo oops >&2; exit 3"}));
+    assert_eq!(ran.status, ToolStatus::Ok);
+    assert_eq!(ran.content, format!("{}\noops\n\n[exit code 3]", fixture.root.display()));
+    let (quiet, _) = fixture.bash(json!({"command": "true"}));
+    assert_eq!(quiet.content, "(no output)\n[exit code 0]");
+    let (killed, _) = fixture.bash(json!({"command": "kill -9 $$"}));
+    assert_eq!(killed.content, "(no output)\n[killed by signal 9]");
+    let (timed, _) = fixture.bash(json!({"command": "sleep 5", "timeout_secs": 1}));
+    assert_eq!(timed.status, ToolStatus::Error);
+    assert_eq!(
+        timed.content,
+        "(no output)\n[timed out after 1 s; the command and its process group were killed]"
+    );
+    let (bad, _) = fixture.bash(json!({"command": "a\u{0}b"}));
+    assert_eq!(bad.status, ToolStatus::Error);
+    assert!(bad.content.starts_with("cannot start the shell"), "{}", bad.content);
+}
+
+#[test]
+fn a_password_prompt_fails_at_once_instead_of_waiting() {
+    let mut fixture = Fixture::new("tty");
+    // No controlling terminal: opening /dev/tty fails instead of stopping the command.
+    let (output, _) = fixture.bash(json!({"command": "exec 2>/dev/null; cat /dev/tty || echo no terminal"}));
+    assert_eq!(output.content, "no terminal\n\n[exit code 0]");
+}
+
+#[test]
 fn a_command_reading_stdin_gets_end_of_file_at_once() {
     let mut fixture = Fixture::new("stdin");
     let (output, took) =
