@@ -484,7 +484,7 @@ impl Workspace {
                 Ok(_) => number += 1,
                 Err(e) => return Err(format!("cannot read `{shown_path}`: {e}")),
             }
-            if number < first || number >= first + wanted || byte_cap_hit {
+            if number < first || number >= first.saturating_add(wanted) || byte_cap_hit {
                 continue; // keep counting, so the footer can say how many lines there are
             }
             let text = String::from_utf8_lossy(&line);
@@ -506,7 +506,10 @@ impl Workspace {
             return Ok(format!("`{shown_path}` is empty"));
         }
         if first > number {
-            return Err(format!("`{shown_path}` has only {number} lines; offset {first} is past the end"));
+            let plural = if number == 1 { "" } else { "s" };
+            return Err(format!(
+                "`{shown_path}` has only {number} line{plural}; offset {first} is past the end"
+            ));
         }
         if last_shown < number {
             out.push_str(&format!(
@@ -1301,8 +1304,11 @@ mod tests {
         assert_eq!(missing.content, "`nope.txt` does not exist; list_files shows what does");
         let directory = run(&mut workspace, "read_file", json!({"path": "dir"}));
         assert!(directory.content.contains("is a directory"));
-        let past = run(&mut workspace, "read_file", json!({"path": "blob", "offset": 0}));
-        assert_eq!(past.status, ToolStatus::Error);
+        fs::write(root.0.join("short.txt"), "one line\n").unwrap();
+        let past = run(&mut workspace, "read_file", json!({"path": "short.txt", "offset": u64::MAX}));
+        assert_eq!(past.content, format!("`short.txt` has only 1 line; offset {} is past the end", u64::MAX));
+        let negative = run(&mut workspace, "read_file", json!({"path": "short.txt", "offset": -1}));
+        assert!(negative.content.starts_with("invalid arguments for read_file: invalid value: integer `-1`"));
     }
 
     #[test]
