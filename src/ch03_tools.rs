@@ -1276,6 +1276,48 @@ mod tests {
         assert_eq!(empty.status, ToolStatus::Ok);
     }
 
+    /// Every truncated prefix of a valid call, and random bytes: always an answer, never a panic.
+    #[test]
+    fn garbage_arguments_never_panic() {
+        let (_root, mut workspace) = setup();
+        let valid = [
+            ("read_file", r#"{"path":"a.txt","offset":2,"limit":3}"#),
+            ("write_file", r#"{"path":"a.txt","content":"x"}"#),
+            ("edit_file", r#"{"path":"a.txt","old_string":"x","new_string":"y","replace_all":true}"#),
+            ("list_files", r#"{"path":".","pattern":"**/*.txt"}"#),
+            ("search", r#"{"pattern":"x","path":".","glob":"*.txt"}"#),
+            ("bash", r#"{"command":"echo hi","timeout_secs":5}"#),
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut calls = 0;
+        for (name, arguments) in valid {
+            for end in 0..arguments.len() {
+                let output = workspace.run(&ToolCall {
+                    id: "1".into(),
+                    name: name.into(),
+                    arguments: arguments[..end].into(),
+                });
+                assert!(matches!(output.status, ToolStatus::Ok | ToolStatus::Error));
+                calls += 1;
+            }
+            for _ in 0..100 {
+                let bytes: Vec<u8> = (0..24)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        seed as u8
+                    })
+                    .collect();
+                let arguments = String::from_utf8_lossy(&bytes).into_owned();
+                let output = workspace.run(&ToolCall { id: "1".into(), name: name.into(), arguments });
+                assert_eq!(output.status, ToolStatus::Error);
+                calls += 1;
+            }
+        }
+        println!("{calls} garbage calls answered");
+    }
+
     #[test]
     fn write_then_read_gives_numbered_lines() {
         let (root, mut workspace) = setup();
