@@ -9,5 +9,6 @@ pub mod ch08_retry;
 pub mod ch09_journal;
 pub mod ch10_recovery;
 pub mod ch11_streaming;
+pub mod ch12_permissions;
 pub mod ch13_demo;
 pub mod ch13_scripted_server;
