@@ -30,11 +30,15 @@ fn main() {
     }
     let mut demo = Vec::new();
     let mut per_turn = Vec::new();
+    let mut per_turn_no_process = Vec::new();
+    let mut per_turn_one_write = Vec::new();
     let mut peak_rss_kb = Vec::new();
     let mut sizes = (0, 0, 0);
     for _ in 0..RUNS {
         demo.push(demo_run(&binary));
-        let (turn, rss, first) = fifty_calls(&binary);
+        let (turn, rss, first) = fifty_calls(&binary, "bash", r#"{"command":"true"}"#);
+        per_turn_no_process.push(fifty_calls(&binary, "list_files", "{}").0);
+        per_turn_one_write.push(fifty_calls_one_write_server(&binary));
         per_turn.push(turn);
         peak_rss_kb.push(rss);
         sizes = first;
@@ -42,6 +46,12 @@ fn main() {
     println!("{:<52} {:>12}   (median of {RUNS}; all runs)", "measure", "value");
     row("demo hello.txt, wall", &demo, |d| format!("{:.1} ms", d * 1e3));
     row(&format!("{CALLS} bash `true` calls: mean per turn"), &per_turn, |d| format!("{:.2} ms", d * 1e3));
+    row(&format!("{CALLS} list_files calls: mean per turn (no process)"), &per_turn_no_process, |d| {
+        format!("{:.2} ms", d * 1e3)
+    });
+    row(&format!("{CALLS} bash `true` calls, one-write server: per turn"), &per_turn_one_write, |d| {
+        format!("{:.2} ms", d * 1e3)
+    });
     let rss: Vec<f64> = peak_rss_kb.iter().map(|kb| *kb as f64).collect();
     row("peak RSS of the agent (50-call task)", &rss, |kb| format!("{:.1} MB", kb / 1024.0));
     println!("{:<52} {:>12}", "first request, bytes", sizes.0);
@@ -79,7 +89,11 @@ fn demo_run(binary: &Path) -> f64 {
 }
 
 /// Mean seconds per turn, peak RSS in KB, and (request, system prompt, schemas) bytes.
-fn fifty_calls(binary: &Path) -> (f64, i64, (usize, usize, usize)) {
+fn fifty_calls(
+    binary: &Path,
+    tool: &'static str,
+    arguments: &'static str,
+) -> (f64, i64, (usize, usize, usize)) {
     let arrivals: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let log = arrivals.clone();
     let mut served = 0;
@@ -90,26 +104,13 @@ fn fifty_calls(binary: &Path) -> (f64, i64, (usize, usize, usize)) {
             log.push(Instant::now());
         }
         served += 1;
-        if served <= CALLS {
-            Step::tool_calls(&[("bash", r#"{"command":"true"}"#)])
-        } else {
-            Step::text("done")
-        }
+        if served <= CALLS { Step::tool_calls(&[(tool, arguments)]) } else { Step::text("done") }
     })
     .expect("start the server");
     let dir = TempDir::new("fifty");
-    // Reaped by wait4 below, which also reports the child's peak memory.
-    #[allow(clippy::zombie_processes)]
-    let child = Command::new(binary)
-        .args(["--allow-shell", "--max-turns", "100", "-p", "run true 50 times", "--base-url", &server.url])
-        .current_dir(&dir.0)
-        .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start mini-agent");
-    let (code, max_rss_kb) = wait_with_rusage(child.id() as i32);
+    let arguments =
+        ["--allow-shell", "--max-turns", "100", "-p", "run true 50 times", "--base-url", &server.url];
+    let (code, max_rss_kb) = run_measuring_memory(binary, &arguments, &dir.0);
     assert_eq!(code, 0, "the 50-call task failed");
     let arrivals = arrivals.lock().map(|a| a.clone()).unwrap_or_default();
     assert_eq!(arrivals.len(), CALLS + 1);
@@ -119,6 +120,108 @@ fn fifty_calls(binary: &Path) -> (f64, i64, (usize, usize, usize)) {
     let system = first["messages"][0]["content"].as_str().map_or(0, str::len);
     let tools = first.get("tools").map_or(0, |t| t.to_string().len());
     (mean, max_rss_kb, (first.to_string().len(), system, tools))
+}
+
+/// The same 50-call task against a minimal server that sends each reply in one write with
+/// TCP_NODELAY. ScriptedServer writes head and body separately, and Nagle's algorithm then
+/// holds the body until the client's delayed ACK (~40 ms on Linux): this row shows the
+/// agent's own overhead without that artefact of the test server.
+fn fifty_calls_one_write_server(binary: &Path) -> f64 {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("address"));
+    let server = std::thread::spawn(move || {
+        let mut arrivals = Vec::new();
+        let (stream, _) = listener.accept().expect("accept");
+        stream.set_nodelay(true).expect("nodelay");
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut writer = stream;
+        for served in 0..=CALLS {
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).expect("read head");
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().expect("length");
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).expect("read body");
+            arrivals.push(Instant::now());
+            let message = if served < CALLS {
+                r#"{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"bash","arguments":"{\"command\":\"true\"}"}}]}"#
+            } else {
+                r#"{"role":"assistant","content":"done"}"#
+            };
+            let body = format!(r#"{{"choices":[{{"index":0,"message":{message},"finish_reason":"stop"}}]}}"#);
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            writer.write_all(reply.as_bytes()).expect("write reply");
+        }
+        arrivals
+    });
+    let dir = TempDir::new("one-write");
+    let status = Command::new(binary)
+        .args(["--allow-shell", "--max-turns", "100", "-p", "run true 50 times", "--base-url", &url])
+        .current_dir(&dir.0)
+        .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run mini-agent");
+    assert!(status.success(), "the one-write task failed: {status}");
+    let arrivals = server.join().expect("server thread");
+    let gaps: Vec<f64> = arrivals.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect();
+    gaps.iter().sum::<f64>() / gaps.len() as f64
+}
+
+/// Runs the agent and returns (exit code, its peak RSS in KB).
+///
+/// GNU time forks (a full fork) and then execs the agent, so the figure is the agent's own.
+/// The fallback, `wait4` on a child spawned by std, over-reports: std spawns with vfork, and
+/// Linux counts the parent's (this benchmark's) resident memory in the child's high-water
+/// mark up to the exec.
+fn run_measuring_memory(binary: &Path, arguments: &[&str], dir: &Path) -> (i32, i64) {
+    let time = Path::new("/usr/bin/time");
+    if time.exists() {
+        let report = dir.join("peak-rss-kb");
+        let status = Command::new(time)
+            .args(["-f", "%M", "-o"])
+            .arg(&report)
+            .arg(binary)
+            .args(arguments)
+            .current_dir(dir)
+            .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run mini-agent under /usr/bin/time");
+        let text = std::fs::read_to_string(&report).unwrap_or_default();
+        let kb = text.lines().last().and_then(|line| line.trim().parse().ok()).unwrap_or(-1);
+        return (status.code().unwrap_or(-1), kb);
+    }
+    // Reaped by wait4 below, which also reports the peak memory.
+    #[allow(clippy::zombie_processes)]
+    let child = Command::new(binary)
+        .args(arguments)
+        .current_dir(dir)
+        .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start mini-agent");
+    wait_with_rusage(i32::try_from(child.id()).expect("pids fit in i32"))
 }
 
 /// Waits for `pid` and returns (exit code, peak RSS in KB) from the kernel's rusage.

@@ -79,3 +79,15 @@ fn a_refused_connection_names_the_endpoint() {
     run.expect_code(1).stderr_has("mini-agent: ").stderr_has(&format!("127.0.0.1:{port}"));
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
 }
+
+#[test]
+fn a_busy_server_is_retried_and_the_retry_is_shown() {
+    let run = Test::new()
+        .args(["-p", "x"])
+        .env("MINI_AGENT_REQUEST_MAX_RETRIES", "1")
+        .server(vec![Step::error(503, "busy"), text("fine now")])
+        .run();
+    run.expect_code(0).stderr_has("retry 1");
+    assert_eq!(run.stdout, "fine now\n");
+    assert_eq!(run.requests.len(), 2);
+}

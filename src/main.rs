@@ -16,6 +16,7 @@ use mini_agent::ch01_loop::{
 };
 use mini_agent::ch02_model::{ChatClient, ClientConfig};
 use mini_agent::ch03_tools::Workspace;
+use mini_agent::ch08_retry::{Retrying, parse_max_retries};
 use mini_agent::ch12_permissions::{Gate, Permissions};
 use mini_agent::ch13_demo::start_demo_server;
 use std::io::{Read, Write};
@@ -67,13 +68,13 @@ fn refuse_unbuilt_features(options: &Options) -> Result<(), Error> {
         return Err(not_yet("--json"));
     }
     if options.prompt.is_none() {
-        return Err(not_yet("the interactive mode; run one task with -p \"task\""));
+        return Err(not_yet("the interactive mode (run one task with -p \"task\")"));
     }
     Ok(())
 }
 
 fn not_yet(feature: &str) -> Error {
-    Error::Usage(format!("{feature}: not available yet in this build"))
+    Error::Usage(format!("{feature} is not available yet in this build"))
 }
 
 // ANCHOR: one_shot
@@ -86,9 +87,12 @@ fn one_shot(options: &Options) -> Result<ExitCode, Error> {
         .then(start_demo_server)
         .transpose()
         .map_err(|e| Error::io("starting the demo model", e))?;
-    let mut model = ChatClient::new(client_config(options, demo.as_ref().map(|server| server.url.as_str())))?;
+    let client = ChatClient::new(client_config(options, demo.as_ref().map(|server| server.url.as_str())))?;
+    let retries = parse_max_retries(std::env::var("MINI_AGENT_REQUEST_MAX_RETRIES").ok().as_deref())?;
+    let mut model = Retrying::new(client, retries);
     let permissions = Permissions { allow_write: options.allow_write, allow_shell: options.allow_shell };
-    let mut tools = Gate::new(Workspace::new(&root)?, permissions);
+    // No prompter in one-shot mode: a denied call tells the model which flag would allow it.
+    let mut tools = Gate::new(Workspace::new(&root)?, permissions, None);
     let task = read_prompt(options.prompt.as_ref())?;
     let mut history =
         vec![Message::System { content: system_prompt(&root) }, Message::User { content: task }];
