@@ -163,3 +163,26 @@ fn ctrl_c_kills_a_running_shell_command_and_exits_130() {
         .run();
     run.expect_code(130).stderr_has("interrupted");
 }
+
+#[test]
+fn a_closed_stdout_is_a_quiet_exit() {
+    let run = Test::new().args(["-p", "x"]).server(vec![text("an answer nobody reads")]).close_stdout().run();
+    run.expect_code(0);
+    assert_eq!(run.stderr, "");
+}
+
+#[test]
+fn root_selects_the_workspace_and_must_exist() {
+    let run = Test::new()
+        .args(["-p", "x", "--allow-write", "--root", "project"])
+        .file("project/keep.txt", "")
+        .server(vec![call("write_file", json!({"path": "made.txt", "content": "m"})), text("ok")])
+        .run();
+    run.expect_code(0);
+    assert_eq!(run.read("project/made.txt").as_deref(), Some("m"));
+    assert_eq!(run.read("made.txt"), None);
+
+    let missing = Test::new().args(["-p", "x", "--root", "no-such-dir"]).server(vec![text("unused")]).run();
+    missing.expect_code(1).stderr_has("no-such-dir").stderr_has("--root");
+    assert!(missing.requests.is_empty());
+}

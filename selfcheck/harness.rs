@@ -62,6 +62,8 @@ pub struct Test {
     endpoint: Endpoint,
     /// Send SIGINT (a real Ctrl+C) once the server has seen this many requests.
     interrupt_after: Option<usize>,
+    /// Close the read end of stdout at once, like `mini-agent … | head -0`.
+    close_stdout: bool,
 }
 
 impl Test {
@@ -73,6 +75,7 @@ impl Test {
             env: Vec::new(),
             endpoint: Endpoint::Given(None),
             interrupt_after: None,
+            close_stdout: false,
         }
     }
 
@@ -112,6 +115,11 @@ impl Test {
     /// little after, so that whatever they started is under way).
     pub fn interrupt_after(mut self, requests: usize) -> Test {
         self.interrupt_after = Some(requests);
+        self
+    }
+
+    pub fn close_stdout(mut self) -> Test {
+        self.close_stdout = true;
         self
     }
 
@@ -162,7 +170,13 @@ impl Test {
         let writer = std::thread::spawn(move || {
             let _ = stdin.write_all(input.as_bytes());
         });
-        let stdout = drain(child.stdout.take().expect("stdout is piped"));
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stdout = if self.close_stdout {
+            drop(stdout);
+            std::thread::spawn(String::new)
+        } else {
+            drain(stdout)
+        };
         let stderr = drain(child.stderr.take().expect("stderr is piped"));
         let mut interrupt_after = self.interrupt_after;
         let status = loop {
