@@ -186,3 +186,10 @@ fn root_selects_the_workspace_and_must_exist() {
     missing.expect_code(1).stderr_has("no-such-dir").stderr_has("--root");
     assert!(missing.requests.is_empty());
 }
+
+#[test]
+fn an_empty_final_answer_is_said_on_stderr_not_printed() {
+    let run = Test::new().args(["-p", "x"]).server(vec![text("")]).run();
+    run.expect_code(0).stderr_has("without a final answer");
+    assert_eq!(run.stdout, "");
+}

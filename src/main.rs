@@ -120,6 +120,10 @@ fn system_prompt(root: &Path) -> String {
 /// What the process exits with for each way a turn can end.
 fn finish(outcome: Outcome, max_turns: usize) -> Result<ExitCode, Error> {
     match outcome {
+        Outcome::Completed(answer) if answer.trim().is_empty() => {
+            say("mini-agent: the model finished without a final answer");
+            Ok(ExitCode::SUCCESS)
+        }
         Outcome::Completed(answer) => {
             let answer = if answer.ends_with('\n') { answer } else { answer + "\n" };
             print_stdout(&answer)
