@@ -330,6 +330,21 @@ impl CompactionState {
     }
 }
 
+/// The context window assumed when `MINI_AGENT_CONTEXT_TOKENS` is not set.
+pub const DEFAULT_CONTEXT_TOKENS: u64 = 128_000;
+
+/// Reads the value of `MINI_AGENT_CONTEXT_TOKENS` (`None` when unset); `main` passes it in.
+pub fn parse_context_tokens(value: Option<&str>) -> Result<u64, Error> {
+    let Some(value) = value else { return Ok(DEFAULT_CONTEXT_TOKENS) };
+    match value.trim().replace('_', "").parse::<u64>() {
+        Ok(tokens) if tokens >= 1_000 => Ok(tokens),
+        _ => Err(Error::Config(format!(
+            "MINI_AGENT_CONTEXT_TOKENS={value:?} is not a usable context window; \
+             give the model's window in tokens, at least 1000 (e.g. 128000)"
+        ))),
+    }
+}
+
 /// Automatic compaction starts when the estimated prompt passes this share of the window…
 pub const AUTO_COMPACT_PERCENT: u64 = 80;
 /// …and keeps about this share of the window as recent messages.
@@ -906,6 +921,18 @@ mod tests {
         let shown = stats.to_string();
         assert!(shown.starts_with("requests     3 (1 compactions)\n"), "{shown}");
         assert!(shown.contains("tool calls   2\n") && shown.contains("(1 reply estimated)"), "{shown}");
+    }
+
+    #[test]
+    fn the_window_comes_from_the_environment_value_or_the_default() {
+        assert_eq!(parse_context_tokens(None).expect("default"), 128_000);
+        assert_eq!(parse_context_tokens(Some(" 32_000 ")).expect("a number"), 32_000);
+        for bad in ["", "lots", "12"] {
+            let Err(Error::Config(text)) = parse_context_tokens(Some(bad)) else {
+                panic!("{bad:?} accepted")
+            };
+            assert!(text.contains("MINI_AGENT_CONTEXT_TOKENS"), "{text}");
+        }
     }
 
     #[test]

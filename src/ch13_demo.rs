@@ -514,6 +514,10 @@ fn stream_chunks(body: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ch01_loop::{
+        Error, Event, Limits, Message, Model, Observer, Outcome, Reply, Request, ToolCall, ToolOutput,
+        ToolStatus, Tools, run_turn,
+    };
 
     fn user(text: &str) -> Value {
         json!({"role": "user", "content": text})
@@ -729,6 +733,114 @@ mod tests {
         let last = chunks.last().expect("a final chunk");
         assert_eq!(last["choices"][0]["finish_reason"], "tool_calls");
         assert!(last["usage"]["prompt_tokens"].is_u64());
+    }
+
+    /// The demo model behind the real loop, with in-memory file tools: the way `--demo` runs,
+    /// minus HTTP.
+    struct Demo;
+
+    impl Model for Demo {
+        fn complete(&mut self, request: &Request, _: &mut dyn Observer) -> Result<Reply, Error> {
+            let messages: Vec<Value> = request.messages.iter().map(wire).collect();
+            let message = demo_message(&messages);
+            let tool_calls = message["tool_calls"].as_array().into_iter().flatten();
+            let tool_calls = tool_calls
+                .map(|call| ToolCall {
+                    id: call["id"].as_str().unwrap_or_default().into(),
+                    name: call["function"]["name"].as_str().unwrap_or_default().into(),
+                    arguments: call["function"]["arguments"].as_str().unwrap_or_default().into(),
+                })
+                .collect();
+            Ok(Reply { content: message["content"].as_str().map(String::from), tool_calls, usage: None })
+        }
+    }
+
+    fn wire(message: &Message) -> Value {
+        match message {
+            Message::System { content } => json!({"role": "system", "content": content}),
+            Message::User { content } => json!({"role": "user", "content": content}),
+            Message::Assistant { content, tool_calls } => {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({"id": c.id, "type": "function",
+                                    "function": {"name": c.name, "arguments": c.arguments}})
+                    })
+                    .collect();
+                json!({"role": "assistant", "content": content, "tool_calls": calls})
+            }
+            Message::Tool { tool_call_id, content } => {
+                json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
+            }
+        }
+    }
+
+    #[derive(Default)]
+    struct Files(std::collections::BTreeMap<String, String>);
+
+    impl Tools for Files {
+        fn schemas(&self) -> Vec<Value> {
+            Vec::new()
+        }
+        fn run(&mut self, call: &ToolCall) -> ToolOutput {
+            let args: Value = serde_json::from_str(&call.arguments).expect("the demo writes valid JSON");
+            let path = args["path"].as_str().unwrap_or_default().to_string();
+            let content = match (call.name.as_str(), self.0.get_mut(&path)) {
+                ("write_file", _) => {
+                    let text = args["content"].as_str().unwrap_or_default().to_string();
+                    let answer = format!("wrote {} bytes to {path}", text.len());
+                    self.0.insert(path, text);
+                    answer
+                }
+                ("read_file", Some(text)) => {
+                    text.lines().enumerate().map(|(n, l)| format!("{}\t{l}\n", n + 1)).collect()
+                }
+                ("edit_file", Some(text)) => {
+                    let old = args["old_string"].as_str().unwrap_or_default();
+                    *text = text.replace(old, args["new_string"].as_str().unwrap_or_default());
+                    format!("edited {path}")
+                }
+                (_, _) => format!("error: {path} does not exist"),
+            };
+            ToolOutput { content, status: ToolStatus::Ok }
+        }
+    }
+
+    #[test]
+    fn the_demo_drives_the_real_loop_to_an_answer() {
+        struct Quiet;
+        impl Observer for Quiet {
+            fn event(&mut self, _: Event) -> Result<(), Error> {
+                Ok(())
+            }
+        }
+        let mut files = Files::default();
+        let mut history = vec![user_message("create hello.txt containing hello")];
+        let limits = Limits { max_turns: 5 };
+        let outcome = run_turn(&mut Demo, &mut files, &mut history, &mut Quiet, &limits);
+        assert!(
+            matches!(outcome, Outcome::Completed(ref t) if t == "Wrote `hello.txt` (5 bytes)."),
+            "{outcome:?}"
+        );
+        history.push(user_message("replace hello with bye in hello.txt"));
+        let outcome = run_turn(&mut Demo, &mut files, &mut history, &mut Quiet, &limits);
+        assert!(matches!(outcome, Outcome::Completed(ref t) if t.starts_with("Replaced")), "{outcome:?}");
+        history.push(user_message("read missing.txt"));
+        let outcome = run_turn(&mut Demo, &mut files, &mut history, &mut Quiet, &limits);
+        assert!(matches!(outcome, Outcome::Completed(ref t) if t.contains("does not exist")), "{outcome:?}");
+        assert_eq!(files.0["hello.txt"], "bye");
+        let ids: Vec<&str> = history
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, ["call_0", "call_1", "call_2", "call_3"]);
+    }
+
+    fn user_message(text: &str) -> Message {
+        Message::User { content: text.into() }
     }
 
     #[test]
