@@ -298,8 +298,7 @@ fn parse_write(text: &str) -> Option<Intent> {
     ];
     let split = CONTENT_WORDS.iter().find_map(|word| split_first(rest, word));
     let (path, content) = split.unwrap_or((rest, ""));
-    let path = clean_path(path);
-    (!path.is_empty() && !path.contains(' ')).then(|| write_intent(path, content))
+    one_path(path).map(|path| write_intent(path, content))
 }
 
 fn parse_list(text: &str) -> Option<Intent> {
@@ -327,8 +326,8 @@ fn parse_search(text: &str) -> Option<Intent> {
     )?;
     let (pattern, path) = match split_last(rest, " in ") {
         // `in <one word>` names where to look; otherwise "in" is part of the pattern.
-        Some((pattern, path)) if !clean_path(path).contains(' ') && !pattern.trim().is_empty() => {
-            (pattern, Some(clean_path(path).to_string()))
+        Some((pattern, path)) if !pattern.trim().is_empty() && one_path(path).is_some() => {
+            (pattern, one_path(path).map(String::from))
         }
         _ => (rest, None),
     };
@@ -343,8 +342,7 @@ fn parse_read(text: &str) -> Option<Intent> {
     )?;
     let rest = strip_words(rest, &["the contents of", "the content of", "contents of", "content of"]);
     let rest = strip_words(rest, &["the file", "file"]);
-    let path = clean_path(rest);
-    (!path.is_empty() && !path.contains(' ')).then(|| Intent::Read { path: path.to_string() })
+    one_path(rest).map(|path| Intent::Read { path: path.to_string() })
 }
 
 /// A few Chinese forms: 创建/新建 … 内容为 …, 把 … 写入 …, 读取/查看 …, 列出 …, 搜索/查找 …,
@@ -399,7 +397,6 @@ fn write_intent(path: &str, content: &str) -> Intent {
 
 fn strip_politeness(text: &str) -> &str {
     let text = strip_words(text, &["please", "can you", "could you", "would you"]);
-    let text = text.trim_end_matches(['?', '!', '？', '！']).trim_end();
     let lower = text.to_ascii_lowercase();
     if lower.ends_with(" please") { text[..text.len() - " please".len()].trim_end() } else { text }
 }
@@ -467,6 +464,13 @@ fn unquote(text: &str) -> &str {
         }
     }
     text
+}
+
+/// A path that is the whole of `text`: one word, or quoted if it has spaces.
+fn one_path(text: &str) -> Option<&str> {
+    let path = clean_path(text);
+    let quoted = QUOTES.iter().any(|(open, _)| text.trim().starts_with(*open));
+    (!path.is_empty() && (quoted || !path.contains(char::is_whitespace))).then_some(path)
 }
 
 /// A path as typed in a sentence: unquoted, without the sentence's final punctuation.
@@ -568,6 +572,10 @@ mod tests {
             ("write_file".into(), json!({"path": "notes.md", "content": "go to bed"}))
         );
         assert_eq!(
+            plans("create hello.txt containing Hello, World!"),
+            ("write_file".into(), json!({"path": "hello.txt", "content": "Hello, World!"}))
+        );
+        assert_eq!(
             plans("创建 a.txt 内容为 你好"),
             ("write_file".into(), json!({"path": "a.txt", "content": "你好"}))
         );
@@ -584,6 +592,7 @@ mod tests {
             plans("show me the file `README.md`."),
             ("read_file".into(), json!({"path": "README.md"}))
         );
+        assert_eq!(plans("cat 'my notes.txt'"), ("read_file".into(), json!({"path": "my notes.txt"})));
         assert_eq!(plans("查看 a.txt"), ("read_file".into(), json!({"path": "a.txt"})));
         assert_eq!(plans("list files"), ("list_files".into(), json!({})));
         assert_eq!(plans("List all files in src"), ("list_files".into(), json!({"path": "src"})));
@@ -702,7 +711,8 @@ mod tests {
 
     #[test]
     fn anything_else_gets_the_honest_list() {
-        for prompt in ["refactor the parser", "help", "", "make sure the tests pass"] {
+        for prompt in ["refactor the parser", "help", "", "make sure the tests pass", "read my notes please"]
+        {
             assert_eq!(reply_to(&[user(prompt)]), json!({"role": "assistant", "content": CAPABILITIES}));
         }
         assert_eq!(reply_to(&[]), json!({"role": "assistant", "content": CAPABILITIES}));
