@@ -18,7 +18,7 @@
 //! The cut between summary and recent messages never separates a tool call from its
 //! result: a model shown a result without its call (or the reverse) rejects the request.
 
-use crate::ch01_loop::{Error, Event, Message, Model, Observer, Reply, Request, Usage};
+use crate::ch01_loop::{Error, Event, Message, Model, Observer, Reply, Request, ToolCall, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -48,28 +48,29 @@ fn is_cjk(c: char) -> bool {
         | 0x20000..=0x3FFFF)
 }
 
-/// Estimated tokens of one message, with a few for the role and separators a chat template adds.
+/// A few tokens per message for the role and separators a chat template adds.
+const PER_MESSAGE: u64 = 4;
+
+/// Estimated tokens of one message as the model reads it.
 pub fn estimate_message_tokens(message: &Message) -> u64 {
-    const PER_MESSAGE: u64 = 4;
     PER_MESSAGE
         + match message {
             Message::System { content } | Message::User { content } => estimate_text_tokens(content),
             Message::Assistant { content, tool_calls } => {
-                estimate_text_tokens(content.as_deref().unwrap_or_default())
-                    + tool_calls
-                        .iter()
-                        .map(|call| {
-                            PER_MESSAGE
-                                + estimate_text_tokens(&call.id)
-                                + estimate_text_tokens(&call.name)
-                                + estimate_text_tokens(&call.arguments)
-                        })
-                        .sum::<u64>()
+                let text = estimate_text_tokens(content.as_deref().unwrap_or_default());
+                text + tool_calls.iter().map(estimate_call_tokens).sum::<u64>()
             }
             Message::Tool { tool_call_id, content } => {
                 estimate_text_tokens(tool_call_id) + estimate_text_tokens(content)
             }
         }
+}
+
+fn estimate_call_tokens(call: &ToolCall) -> u64 {
+    PER_MESSAGE
+        + estimate_text_tokens(&call.id)
+        + estimate_text_tokens(&call.name)
+        + estimate_text_tokens(&call.arguments)
 }
 
 pub fn estimate_messages_tokens(messages: &[Message]) -> u64 {
@@ -185,7 +186,12 @@ impl fmt::Display for Stats {
             0 => String::new(),
             n => format!(" ({n} {} estimated)", if n == 1 { "reply" } else { "replies" }),
         };
-        writeln!(f, "requests     {} ({} compactions)", self.requests, self.compactions)?;
+        let compactions = match self.compactions {
+            0 => String::new(),
+            1 => " (1 was a compaction)".to_string(),
+            n => format!(" ({n} were compactions)"),
+        };
+        writeln!(f, "requests     {}{compactions}", self.requests)?;
         writeln!(
             f,
             "tokens       {} prompt + {} completion{estimated}",
@@ -607,7 +613,7 @@ impl Observer for WithoutText<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ch01_loop::{Limits, Outcome, ToolCall, ToolOutput, ToolStatus, Tools, run_turn};
+    use crate::ch01_loop::{Limits, Outcome, ToolOutput, ToolStatus, Tools, run_turn};
     use serde_json::json;
 
     /// A scripted inner model: answers summary requests with `summary`, anything else with
@@ -919,7 +925,7 @@ mod tests {
             .expect("counted");
         assert_eq!((stats.requests, stats.compactions, stats.completion_tokens), (3, 1, 17 + reply_estimate));
         let shown = stats.to_string();
-        assert!(shown.starts_with("requests     3 (1 compactions)\n"), "{shown}");
+        assert!(shown.starts_with("requests     3 (1 was a compaction)\n"), "{shown}");
         assert!(shown.contains("tool calls   2\n") && shown.contains("(1 reply estimated)"), "{shown}");
     }
 
