@@ -362,7 +362,12 @@ words): the user's goals and requests, decisions made, files read, created or ch
 paths), commands run and their important results, errors met, and what remains to do. Keep exact \
 names, paths and values. No preamble.";
 
-/// A tool result longer than this is clipped (head and tail) in the text to summarise.
+/// The text to summarise may take at most this share of the window.
+const SUMMARY_INPUT_PERCENT: u64 = 50;
+/// Automatic compaction stops after this many summaries for one request.
+const MAX_COMPACTION_ROUNDS: usize = 8;
+
+/// A message text longer than this is clipped (head and tail) in the text to summarise.
 const SUMMARY_CLIP_CHARS: usize = 2000;
 
 // ANCHOR: compacting
@@ -438,15 +443,30 @@ impl<M: Model> Compacting<M> {
             let previous = state.current.as_ref().filter(|_| replaced > 0).map(|r| r.summary.clone());
             (start, start + replaced, previous, estimate_messages_tokens(&state.view(history)))
         };
-        let Some(cut) = choose_cut(history, already, keep_tokens) else { return Ok(None) };
+        let Some(wanted) = choose_cut(history, already, keep_tokens) else { return Ok(None) };
 
-        let transcript = transcript(previous.as_deref(), &history[already..cut]);
+        // The text to summarise must fit too: if it would not, summarise fewer messages now
+        // (the next round summarises the rest, together with this summary).
+        let header = transcript_header(previous.as_deref());
+        let pieces: Vec<String> = history[already..wanted].iter().map(transcript_piece).collect();
+        let fixed = estimate_text_tokens(SUMMARY_INSTRUCTIONS) + estimate_text_tokens(&header);
+        let budget = share_of(self.context_tokens, SUMMARY_INPUT_PERCENT).saturating_sub(fixed);
+        let mut used = 0;
+        let fitting = pieces.iter().take_while(|piece| {
+            used += estimate_text_tokens(piece);
+            used <= budget
+        });
+        let fits_until = already + fitting.count();
+        let cuts: Vec<usize> =
+            clean_cuts(history).into_iter().filter(|&c| c > already && c <= wanted.min(fits_until)).collect();
+        let at_user = cuts.iter().rev().find(|&&c| matches!(history[c], Message::User { .. }));
+        let Some(&cut) = at_user.or(cuts.last()) else {
+            let needed = fixed + pieces.iter().map(|piece| estimate_text_tokens(piece)).sum::<u64>();
+            return Err(too_large(needed, self.context_tokens));
+        };
+        let transcript = header + &pieces[..cut - already].concat();
         let messages =
             [Message::System { content: SUMMARY_INSTRUCTIONS.into() }, Message::User { content: transcript }];
-        let needed = estimate_messages_tokens(&messages);
-        if needed > self.context_tokens {
-            return Err(too_large(needed, self.context_tokens));
-        }
         let request = Request { messages: &messages, tools: &[] };
         let reply = self.inner.complete(&request, &mut WithoutText(observer))?;
         let summary = reply.content.as_deref().unwrap_or_default().trim().to_string();
@@ -467,15 +487,21 @@ impl<M: Model> Model for Compacting<M> {
     fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
         let history = request.messages;
         let mut estimate = self.estimate_prompt(history, request.tools);
-        if estimate > share_of(self.context_tokens, AUTO_COMPACT_PERCENT) {
+        // Each round summarises what fits in one summary request; a few rounds catch up
+        // with a history that grew far past the window (a resumed session, a huge paste).
+        for _ in 0..MAX_COMPACTION_ROUNDS {
+            if estimate <= share_of(self.context_tokens, AUTO_COMPACT_PERCENT) {
+                break;
+            }
             let keep = share_of(self.context_tokens, KEEP_RECENT_PERCENT);
             match self.compact_with(history, Some(keep), observer) {
                 Ok(Some(_)) => estimate = self.estimate_prompt(history, request.tools),
-                Ok(None) => {}
+                Ok(None) => break,
                 // A failed summary is not fatal while the full history still fits.
                 Err(error) if estimate <= self.context_tokens && !matches!(error, Error::Interrupted) => {
                     let text = format!("automatic compaction failed ({error}); sending the full history");
                     observer.event(Event::Notice { kind: "warning", text: &text })?;
+                    break;
                 }
                 Err(error) => return Err(error),
             }
@@ -485,7 +511,7 @@ impl<M: Model> Model for Compacting<M> {
         }
         let (view, generation) = {
             let state = self.lock();
-            (state.view(history).into_owned(), state.generation)
+            (state.view(history), state.generation)
         };
         let reply = self.inner.complete(&Request { messages: &view, tools: request.tools }, observer)?;
         if let (Some(usage), Some(last_message)) = (reply.usage, history.last()) {
@@ -563,28 +589,33 @@ fn choose_cut(history: &[Message], already: usize, keep_tokens: Option<u64>) -> 
 }
 // ANCHOR_END: cut
 
-/// The older messages as one text to summarise (tool results clipped, calls shown).
-fn transcript(previous: Option<&str>, messages: &[Message]) -> String {
-    let mut text = String::from("Summarise this earlier part of the session.\n\n");
-    if let Some(previous) = previous {
-        text.push_str(&format!("Summary of what came before it:\n{previous}\n\n"));
+/// The text to summarise opens with the summary of what came before, if any…
+fn transcript_header(previous: Option<&str>) -> String {
+    match previous {
+        Some(previous) => format!(
+            "Summarise this earlier part of the session.\n\nSummary of what came before it:\n{previous}\n\n"
+        ),
+        None => "Summarise this earlier part of the session.\n\n".to_string(),
     }
-    for message in messages {
-        match message {
-            Message::System { content } => text.push_str(&format!("System: {content}\n\n")),
-            Message::User { content } => text.push_str(&format!("User: {content}\n\n")),
-            Message::Assistant { content, tool_calls } => {
-                if let Some(content) = content.as_deref().filter(|c| !c.is_empty()) {
-                    text.push_str(&format!("Assistant: {content}\n\n"));
-                }
-                for call in tool_calls {
-                    text.push_str(&format!("Assistant called {} {}\n\n", call.name, clip(&call.arguments)));
-                }
+}
+
+/// …then shows each older message as a paragraph, long texts clipped to head and tail.
+fn transcript_piece(message: &Message) -> String {
+    match message {
+        Message::System { content } => format!("System: {}\n\n", clip(content)),
+        Message::User { content } => format!("User: {}\n\n", clip(content)),
+        Message::Assistant { content, tool_calls } => {
+            let mut text = String::new();
+            if let Some(content) = content.as_deref().filter(|c| !c.is_empty()) {
+                text.push_str(&format!("Assistant: {}\n\n", clip(content)));
             }
-            Message::Tool { content, .. } => text.push_str(&format!("Tool result: {}\n\n", clip(content))),
+            for call in tool_calls {
+                text.push_str(&format!("Assistant called {} {}\n\n", call.name, clip(&call.arguments)));
+            }
+            text
         }
+        Message::Tool { content, .. } => format!("Tool result: {}\n\n", clip(content)),
     }
-    text
 }
 
 fn clip(text: &str) -> Cow<'_, str> {
@@ -821,6 +852,29 @@ mod tests {
         assert!(model.estimate_prompt(&next, &[]) > 9_000);
         send(&mut model, &next, &mut Notices::default()).expect("a reply");
         assert_eq!(model.inner.summary_requests.len(), 1, "the server said the prompt is large");
+    }
+
+    #[test]
+    fn a_history_far_past_the_window_is_summarised_in_rounds() {
+        let history = session(20);
+        let window = 2_000;
+        assert!(estimate_request_tokens(&history, &[]) > 2 * window);
+        let mut model = Compacting::new(inner(), window);
+        let mut notices = Notices::default();
+        send(&mut model, &history, &mut notices).expect("a reply");
+        let rounds = model.inner.summary_requests.len();
+        assert!(rounds >= 2, "{rounds} rounds");
+        assert_eq!(notices.0.len(), rounds);
+        for request in &model.inner.summary_requests {
+            assert!(estimate_messages_tokens(request) <= window / 2, "each summary request fits");
+        }
+        // Later rounds build on the earlier summary; the last record describes what was sent.
+        assert!(matches!(&model.inner.summary_requests[1][1], Message::User { content }
+            if content.contains("Summary of what came before it:\nThe user built a parser")));
+        let last = CompactionRecord::from_notice_text(&notices.0[rounds - 1].1).expect("a record");
+        assert_eq!(model.inner.sent[0], apply_compaction(&history, &last.summary, last.replaced));
+        assert!(estimate_request_tokens(&model.inner.sent[0], &[]) <= window);
+        assert_paired(&model.inner.sent[0]);
     }
 
     #[test]
