@@ -291,6 +291,9 @@ fn system_prefix_len(history: &[Message]) -> usize {
 pub struct CompactionState {
     current: Option<CompactionRecord>,
     generation: u64,
+    /// The first message after the system prompt when the summary was made here: a history
+    /// that starts differently is another session, and the summary must not leak into it.
+    first_message: Option<Message>,
 }
 
 pub type SharedCompaction = Arc<Mutex<CompactionState>>;
@@ -304,35 +307,46 @@ impl CompactionState {
         self.current.as_ref()
     }
 
-    /// Seeds the state from a recorded compaction (replay on resume).
+    /// Seeds the state from a recorded compaction (replay on resume, `/resume`).
     pub fn restore(&mut self, record: CompactionRecord) {
-        self.current = Some(record);
+        self.set(record, None);
+    }
+
+    /// Forgets the compaction (`/new`, or a session without one).
+    pub fn clear(&mut self) {
+        self.current = None;
+        self.first_message = None;
         self.generation += 1;
     }
 
-    /// Forgets the compaction (a new session).
-    pub fn clear(&mut self) {
-        self.current = None;
+    fn set(&mut self, record: CompactionRecord, first_message: Option<Message>) {
+        self.current = Some(record);
+        self.first_message = first_message;
         self.generation += 1;
     }
 
     /// The messages to send for `history`. A record that does not fit the history (it belongs
     /// to another session) is ignored rather than cutting the wrong messages.
     pub fn view<'a>(&self, history: &'a [Message]) -> Cow<'a, [Message]> {
-        match &self.current {
-            Some(record) if system_prefix_len(history) + record.replaced <= history.len() => {
-                Cow::Owned(apply_compaction(history, &record.summary, record.replaced))
-            }
-            Some(_) | None => Cow::Borrowed(history),
+        match self.record_for(history) {
+            Some(record) => Cow::Owned(apply_compaction(history, &record.summary, record.replaced)),
+            None => Cow::Borrowed(history),
         }
     }
 
     /// How many messages after the system prompt are already summarised.
     fn replaced(&self, history: &[Message]) -> usize {
-        match &self.current {
-            Some(record) if system_prefix_len(history) + record.replaced <= history.len() => record.replaced,
-            Some(_) | None => 0,
-        }
+        self.record_for(history).map_or(0, |record| record.replaced)
+    }
+
+    fn record_for(&self, history: &[Message]) -> Option<&CompactionRecord> {
+        let record = self.current.as_ref()?;
+        let start = system_prefix_len(history);
+        let same_session = match &self.first_message {
+            Some(first) => history.get(start) == Some(first),
+            None => true,
+        };
+        (same_session && start + record.replaced <= history.len()).then_some(record)
     }
 }
 
@@ -478,7 +492,7 @@ impl<M: Model> Compacting<M> {
         let record = CompactionRecord { summary, replaced, tokens_before, tokens_after, usage: reply.usage };
         // Recorded first: the journal must know the view before a request uses it.
         observer.event(Event::Notice { kind: COMPACTION_NOTICE, text: &record.to_notice_text() })?;
-        self.lock().restore(record.clone());
+        self.lock().set(record.clone(), history.get(start).cloned());
         Ok(Some(record))
     }
 }
@@ -875,6 +889,21 @@ mod tests {
         assert_eq!(model.inner.sent[0], apply_compaction(&history, &last.summary, last.replaced));
         assert!(estimate_request_tokens(&model.inner.sent[0], &[]) <= window);
         assert_paired(&model.inner.sent[0]);
+    }
+
+    #[test]
+    fn a_summary_never_leaks_into_another_session() {
+        let history = session(6);
+        let estimate = estimate_request_tokens(&history, &[json!({"name": "read_file"})]);
+        let mut model = Compacting::new(inner(), estimate * 100 / AUTO_COMPACT_PERCENT - 10);
+        send(&mut model, &history, &mut Notices::default()).expect("a reply");
+        // `/new` without clearing the state: a different first message, same length.
+        let mut other = history.clone();
+        other[1] = Message::User { content: "a different session".into() };
+        let state = model.state();
+        let state = state.lock().expect("unpoisoned");
+        assert_eq!(state.view(&other)[..], other[..]);
+        assert_ne!(state.view(&history)[..], history[..], "the session itself stays compacted");
     }
 
     #[test]
