@@ -31,6 +31,9 @@ use std::time::{Duration, Instant};
 /// CJK characters (Chinese, Japanese, Korean, full-width forms) at one token each —
 /// tokenizers rarely merge them, so bytes / 4 would undercount them by a third.
 pub fn estimate_text_tokens(text: &str) -> u64 {
+    if text.is_ascii() {
+        return (text.len() as u64).div_ceil(4);
+    }
     let (mut other_bytes, mut wide_chars) = (0u64, 0u64);
     for c in text.chars() {
         if is_cjk(c) {
