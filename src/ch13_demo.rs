@@ -201,26 +201,28 @@ fn failure_line<'a>(tool: &str, result: &'a str) -> Option<&'a str> {
     let line = result.lines().map(str::trim).find(|l| !l.is_empty())?;
     let lower = line.to_lowercase();
     const NOT_RUN: [&str; 7] =
-        ["denied", "not allowed", "interrupted", "not run", "unknown outcome", "--allow-", "refused"];
-    const ERRORS: [&str; 9] = [
+        ["denied", "not allowed", "interrupted", "not run", "unknown outcome", "--allow-", "refus"];
+    const ERRORS: [&str; 13] = [
         "error",
         "failed",
         "no such",
         "not found",
+        "no match",
+        "not unique",
+        "multiple",
         "cannot",
         "can't",
         "outside",
         "does not exist",
         "invalid",
+        "binary file",
     ];
-    if NOT_RUN.iter().any(|word| lower.contains(word)) {
-        return Some(line);
-    }
-    // Content lines (numbered file lines, `file:line:` matches) are data, not errors.
+    // Content lines (numbered file lines, `file:line:` matches) are data, not messages.
     let is_data = line.starts_with(|c: char| c.is_ascii_digit())
         || line.split(':').nth(1).is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
-    let judged = tool != "bash" && !is_data && ERRORS.iter().any(|word| lower.contains(word));
-    judged.then_some(line)
+    let not_run = NOT_RUN.iter().any(|word| lower.contains(word));
+    let error = tool != "bash" && ERRORS.iter().any(|word| lower.contains(word));
+    (!is_data && (not_run || error)).then_some(line)
 }
 
 /// The tool calls made after the user's message, each with the result that answered it.
@@ -638,8 +640,11 @@ mod tests {
     fn a_read_shows_the_file_and_a_failed_read_says_so() {
         let first = vec![user("read notes.md")];
         let call = reply_to(&first);
-        let shown = reply_to(&answer(first.clone(), &call, "1\terror handling\n2\tsecond line\n"));
-        assert_eq!(shown["content"], "Here is `notes.md`:\n\n```\n1\terror handling\n2\tsecond line\n```");
+        let shown = reply_to(&answer(first.clone(), &call, "1\taccess denied errors\n2\tsecond line\n"));
+        assert_eq!(
+            shown["content"],
+            "Here is `notes.md`:\n\n```\n1\taccess denied errors\n2\tsecond line\n```"
+        );
         let failed = reply_to(&answer(first, &call, "error: notes.md does not exist"));
         assert_eq!(
             failed["content"],
@@ -685,8 +690,13 @@ mod tests {
                 json!({"path": "x.txt", "old_string": "foo", "new_string": "bar baz"})
             )
         );
-        let done = reply_to(&answer(after_read, &edit, "edited x.txt: 1 replacement"));
+        let done = reply_to(&answer(after_read.clone(), &edit, "edited x.txt: 1 replacement"));
         assert_eq!(done["content"], "Replaced \"foo\" with \"bar baz\" in `x.txt`.");
+        let refused = reply_to(&answer(after_read, &edit, "edit_file: old_string not found in x.txt"));
+        assert_eq!(
+            refused["content"],
+            "I could not replace \"foo\" in `x.txt`: `edit_file` answered “edit_file: old_string not found in x.txt”."
+        );
     }
 
     #[test]
