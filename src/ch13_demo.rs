@@ -51,11 +51,7 @@ pub fn demo_step(request: &Value) -> Step {
     if request["stream"] == Value::Bool(true) {
         Step::Stream { chunks: stream_chunks(&body), delay_ms: 0, finish: true }
     } else {
-        // One connection per reply: on a kept-alive loopback connection the server's two
-        // small writes (head, body) meet Nagle's algorithm and delayed ACKs, costing ~40 ms a
-        // request; a fresh connection costs about one millisecond.
-        let close = vec![("connection".to_string(), "close".to_string())];
-        Step::Reply { status: 200, headers: close, body: body.to_string() }
+        Step::Reply { status: 200, headers: Vec::new(), body: body.to_string() }
     }
 }
 
@@ -878,7 +874,6 @@ mod tests {
         let text = response.body_mut().read_to_string().expect("a body");
         let reply: Value = serde_json::from_str(&text).expect("JSON");
         assert_eq!(reply["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "list_files");
-        assert_eq!(response.headers().get("connection").map(|v| v.as_bytes()), Some(&b"close"[..]));
         assert_eq!(server.requests().len(), 1);
     }
 }
