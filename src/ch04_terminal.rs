@@ -17,7 +17,9 @@
 //!   model request. When the turn ends the thread is stopped and joined *before* rustyline
 //!   starts again, so the two never read at the same time. A half-typed line is still in the
 //!   kernel's buffer; rustyline switches to raw mode with `TCSADRAIN`, which keeps it, and the
-//!   characters land in the new prompt: nothing is lost or mixed.
+//!   characters land in the new prompt: nothing is lost or mixed. Lines typed faster than
+//!   rustyline returns (several Enters at once) stay in rustyline's own buffer, kept between
+//!   calls by its `buffer-redux` feature, and become the next prompts' lines.
 //! * **Ctrl+C during a turn** is a real SIGINT (cooked mode). The handler only stores to the
 //!   atomic flag of chapter 1; the model client and the tools poll it. A second Ctrl+C before
 //!   the turn has stopped exits at once with 130, the escape hatch for a stuck turn.
@@ -231,7 +233,9 @@ impl TypeAhead {
     /// Asks a question on stderr and returns the next line typed (for a permission prompt
     /// during a turn). `None` when there is no terminal to ask, or Ctrl+C was pressed.
     pub fn ask(&self, question: &str) -> Option<String> {
-        eprint!("{question}");
+        // On a terminal the tool line (`→ bash: …`) is still open: start a fresh line.
+        let fresh_line = if std::io::stderr().is_terminal() { "\n" } else { "" };
+        eprint!("{fresh_line}{question}");
         let _ = std::io::stderr().flush();
         let mut queue = self.lock();
         if !queue.reading {
