@@ -360,16 +360,11 @@ impl LineReader {
     /// Reads one line; `initial` is pre-filled text the user can edit (terminal only).
     pub fn read_line(&mut self, prompt: &str, initial: &str) -> Result<Input, Error> {
         match &mut self.source {
-            Source::Editor { editor, history } => {
+            Source::Editor { editor, .. } => {
                 let read = editor.readline_with_initial(prompt, (initial, ""));
                 match read {
                     Ok(line) => {
-                        if !line.trim().is_empty() {
-                            let _ = editor.add_history_entry(line.as_str());
-                            if let Some(path) = history {
-                                let _ = editor.append_history(path);
-                            }
-                        }
+                        self.remember(&line);
                         Ok(Input::Line(line))
                     }
                     Err(rustyline::error::ReadlineError::Interrupted) => Ok(Input::Interrupted),
@@ -387,6 +382,22 @@ impl LineReader {
                     }
                     Err(error) => Err(Error::io("reading standard input", error)),
                 }
+            }
+        }
+    }
+}
+
+impl LineReader {
+    /// Adds a line to the history (and its file), so arrow-up finds lines typed during a
+    /// turn as well as those typed at the prompt.
+    pub fn remember(&mut self, line: &str) {
+        if let Source::Editor { editor, history } = &mut self.source
+            && !line.trim().is_empty()
+        {
+            // Failing to save history is not worth interrupting the user.
+            let _ = editor.add_history_entry(line);
+            if let Some(path) = history {
+                let _ = editor.append_history(path);
             }
         }
     }
@@ -474,15 +485,21 @@ impl Spinner {
             let mut frame = 0;
             // A quick reply should not flash a spinner.
             std::thread::park_timeout(Duration::from_millis(200));
-            let mut drawn = false;
             while !flag.load(Ordering::SeqCst) {
                 let seconds = started.elapsed().as_secs_f64();
-                screen.status(&format!("\r\x1b[2K{} {label} {seconds:.1}s", FRAMES[frame % FRAMES.len()]));
-                drawn = true;
+                // Fixed width, so a later frame covers exactly the earlier one. After the
+                // first frame the cursor is saved and restored (ESC 7 / ESC 8): what the user
+                // types meanwhile is echoed after the status and stays visible.
+                let status = format!("{} {label} {seconds:>5.1}s ", FRAMES[frame % FRAMES.len()]);
+                if frame == 0 {
+                    screen.status(&format!("\r\x1b[2K{status}"));
+                } else {
+                    screen.status(&format!("\x1b7\r{status}\x1b8"));
+                }
                 frame += 1;
                 std::thread::park_timeout(Duration::from_millis(100));
             }
-            if drawn {
+            if frame > 0 {
                 screen.status("\r\x1b[2K");
             }
         });
@@ -658,6 +675,7 @@ pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Scree
         let line = match next_inputs.pop_front() {
             Some(line) => {
                 screen.status(&format!("> {line}\n"));
+                reader.remember(&line);
                 line
             }
             None => match reader.read_line("> ", &std::mem::take(&mut carried_text))? {
