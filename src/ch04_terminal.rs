@@ -1025,6 +1025,39 @@ mod tests {
         drop(reader);
     }
 
+    #[test]
+    fn the_history_file_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        let root = std::env::temp_dir().join(format!("mini-agent-history-{}-{nanos}", std::process::id()));
+        let path = root.join(".mini_agent").join("history");
+        prepare_history_file(&path).unwrap();
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(path.parent().unwrap()), mode(&path)), (0o700, 0o600));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn retries_notices_and_verbose_tool_output_go_to_stderr() {
+        let (out, err) = (Captured::default(), Captured::default());
+        let mut screen = Screen::new(Box::new(out.clone()), Box::new(err.clone()), false, false);
+        screen.verbose = true;
+        let mut observer = TerminalObserver::new(screen, None);
+        observer.event(Event::Retry { attempt: 2, wait_ms: 1500, reason: "429 rate limited" }).unwrap();
+        observer.event(Event::Notice { kind: "compaction", text: "12 messages summarised" }).unwrap();
+        let call =
+            ToolCall { id: "1".into(), name: "read_file".into(), arguments: r#"{"path":"a.rs"}"#.into() };
+        let read = ToolOutput { content: "1 fn main() {}".into(), status: ToolStatus::Ok };
+        observer.event(Event::ToolFinished(&call, &read)).unwrap();
+        observer.event(Event::Reply(&Reply { content: Some("*done*".into()), ..Reply::default() })).unwrap();
+        assert_eq!(out.text(), "*done*\n");
+        assert_eq!(
+            err.text(),
+            "retry 2 in 1.5s: 429 rate limited\ncompaction: 12 messages summarised\n✓ read_file: a.rs\n\
+             \x20   arguments: {\"path\":\"a.rs\"}\n    1 fn main() {}\n"
+        );
+    }
+
     /// A host that records what the REPL asked of it and answers from a script.
     struct FakeHost {
         turns: Vec<String>,
