@@ -21,8 +21,9 @@
 //!   rustyline returns (several Enters at once) stay in rustyline's own buffer, kept between
 //!   calls by its `buffer-redux` feature, and become the next prompts' lines.
 //! * **Ctrl+C during a turn** is a real SIGINT (cooked mode). The handler only stores to the
-//!   atomic flag of chapter 1; the model client and the tools poll it. A second Ctrl+C before
-//!   the turn has stopped exits at once with 130, the escape hatch for a stuck turn.
+//!   atomic flag of chapter 1; the model client and the tools poll it. Another Ctrl+C when the
+//!   first has gone unanswered for a second exits at once with 130: the escape hatch for a
+//!   stuck turn (and, with piped input, the way out at the idle prompt).
 //! * **Piped stdin** (not a terminal) is a script: one line, one turn, in order, with no
 //!   type-ahead, so a piped run sends exactly what the same lines typed one by one would.
 
@@ -30,7 +31,7 @@ use crate::ch01_loop::{Error, Event, Observer, Outcome, ToolCall, ToolOutput, To
 use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -121,14 +122,25 @@ mod sys {
     }
 }
 
-/// Runs inside the signal: only async-signal-safe work (an atomic load and store, `_exit`).
+/// When the pending Ctrl+C was pressed, in milliseconds since the Unix epoch.
+static FIRST_PRESS_MS: AtomicU64 = AtomicU64::new(0);
+/// A turn normally stops well within this; a Ctrl+C still pending after it means a stuck turn.
+const FORCE_QUIT_AFTER_MS: u64 = 1000;
+
+/// Runs inside the signal: only async-signal-safe work (reading the clock, atomics, `_exit`).
 extern "C" fn on_sigint(_signal: std::ffi::c_int) {
-    if crate::ch01_loop::interrupted() {
-        // Second Ctrl+C while the first is still being handled: the user wants out now.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64);
+    if !crate::ch01_loop::interrupted() {
+        FIRST_PRESS_MS.store(now_ms, Ordering::SeqCst);
+        set_interrupted(true);
+    } else if now_ms.saturating_sub(FIRST_PRESS_MS.load(Ordering::SeqCst)) >= FORCE_QUIT_AFTER_MS {
+        // Pressed again, and the turn has had its chance to stop: the user wants out now.
+        // A quick double press does not land here, so it cannot cut a turn's last records.
         // SAFETY: _exit is async-signal-safe and takes no pointers.
         unsafe { sys::_exit(130) }
     }
-    set_interrupted(true);
 }
 
 /// Makes Ctrl+C set the interrupt flag instead of killing the process. Call once at start,
