@@ -456,7 +456,8 @@ impl Screen {
     /// The real stdout and stderr; colour only on a terminal without `NO_COLOR`.
     pub fn stdio(verbose: bool) -> Screen {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
-        let color = std::io::stdout().is_terminal() && !no_color;
+        let dumb = std::env::var_os("TERM").is_some_and(|term| term == "dumb");
+        let color = std::io::stdout().is_terminal() && !no_color && !dumb;
         let live = std::io::stderr().is_terminal();
         let mut screen = Screen::new(Box::new(std::io::stdout()), Box::new(std::io::stderr()), color, live);
         screen.verbose = verbose;
@@ -554,7 +555,8 @@ impl TerminalObserver {
     }
 
     fn tool_line(&self, call: &ToolCall, output: Option<&ToolOutput>) -> String {
-        let summary = one_line(&tool_summary(call), 80);
+        // Short enough not to wrap, so a live line can be rewritten in place.
+        let summary = one_line(&tool_summary(call), 60);
         let Some(output) = output else { return format!("→ {}: {summary}", call.name) };
         let (mark, word) = match output.status {
             ToolStatus::Ok => ("✓", ""),

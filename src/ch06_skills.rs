@@ -105,6 +105,7 @@ fn build_with_budget(root: &Path, inline_budget: usize) -> (String, SkillSet) {
         prompt.push_str("\n\n# Skills\n");
         match mode {
             SkillMode::Inline => {
+                prompt.push_str("\nFollow a skill when the task matches it.\n");
                 for skill in &skills {
                     prompt.push_str(&format!("\n## {}\n\n{}\n", skill.name, skill.body.trim()));
                 }
