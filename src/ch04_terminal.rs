@@ -868,8 +868,8 @@ impl Renderer {
         self.styles.pop();
     }
 
-    /// Styles are applied lazily, just before text, so no escape code sits between two
-    /// newlines and blank lines stay recognisable.
+    /// Styles are applied lazily, just before text (and closed before each newline), so no
+    /// escape code sits between two newlines and blank lines stay recognisable.
     fn apply_styles(&mut self) {
         let wanted = self.styles.concat();
         if wanted == self.applied {
@@ -917,6 +917,11 @@ impl Renderer {
     }
 
     fn newline(&mut self) {
+        // Styles end with the line, so prefixes and blank lines are never styled.
+        if !self.applied.is_empty() {
+            self.text.push_str(RESET);
+            self.applied.clear();
+        }
         self.text.push('\n');
         self.mid_line = false;
     }
@@ -1000,6 +1005,8 @@ mod tests {
     fn markdown_styles_use_ansi_and_are_closed() {
         let styled = render_markdown("**bold** then `code` and _it_", true);
         assert_eq!(styled, "\x1b[1mbold\x1b[0m then \x1b[36mcode\x1b[0m and \x1b[3mit\x1b[0m\n");
+        // A style ends with its line: the blank line and the list marker stay plain.
+        assert_eq!(render_markdown("# T\n\n- `a`", true), "\x1b[1mT\x1b[0m\n\n• \x1b[36ma\x1b[0m\n");
         let link = render_markdown("<https://example.org>", true);
         assert!(!link.contains("(https"), "an autolink shows its URL once: {link:?}");
     }
