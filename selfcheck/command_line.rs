@@ -35,7 +35,7 @@ fn the_final_answer_alone_goes_to_stdout() {
         .file("a.txt", "x")
         .server(vec![call("list_files", json!({})), text("There is one file: a.txt")])
         .run();
-    run.expect_code(0).stderr_has("→ list_files");
+    run.expect_code(0).stderr_has("✓ list_files");
     assert_eq!(run.stdout, "There is one file: a.txt\n");
     assert_eq!(run.requests.len(), 2);
 }
@@ -126,7 +126,7 @@ fn shell_commands_are_denied_without_allow_shell() {
 #[test]
 fn the_demo_creates_hello_txt_offline() {
     let run = Test::new().args(["--demo", "--allow-write", "-p", "create hello.txt containing hello"]).run();
-    run.expect_code(0).stderr_has("→ write_file hello.txt");
+    run.expect_code(0).stderr_has("✓ write_file: hello.txt");
     assert_eq!(run.read("hello.txt").as_deref().map(str::trim_end), Some("hello"));
     assert!(!run.stdout.trim().is_empty(), "the demo prints a summary");
 }
@@ -192,4 +192,16 @@ fn an_empty_final_answer_is_said_on_stderr_not_printed() {
     let run = Test::new().args(["-p", "x"]).server(vec![text("")]).run();
     run.expect_code(0).stderr_has("without a final answer");
     assert_eq!(run.stdout, "");
+}
+
+#[test]
+fn agents_md_joins_the_system_prompt() {
+    let run = Test::new()
+        .args(["-p", "hi"])
+        .file("AGENTS.md", "Run `make check` before you finish.\n")
+        .server(vec![text("ok")])
+        .run();
+    run.expect_code(0);
+    let system = messages(&run.requests[0])[0]["content"].as_str().unwrap_or_default().to_string();
+    assert!(system.contains("Run `make check` before you finish."), "{system}");
 }

@@ -10,12 +10,11 @@
 mod args;
 
 use args::{Command, Options, Prompt};
-use mini_agent::ch01_loop::{
-    Error, Event, Limits, Message, Observer, Outcome, ToolCall, ToolOutput, ToolStatus, run_turn,
-    set_interrupted,
-};
+use mini_agent::ch01_loop::{Error, Limits, Message, Outcome, run_turn};
 use mini_agent::ch02_model::{ChatClient, ClientConfig};
 use mini_agent::ch03_tools::Workspace;
+use mini_agent::ch04_terminal::{Screen, TerminalObserver, install_interrupt_handler, render_markdown};
+use mini_agent::ch06_skills::{WithSkills, build_system_prompt};
 use mini_agent::ch08_retry::{Retrying, parse_max_retries};
 use mini_agent::ch12_permissions::{Gate, Permissions};
 use mini_agent::ch13_demo::start_demo_server;
@@ -92,42 +91,41 @@ fn one_shot(options: &Options) -> Result<ExitCode, Error> {
     let mut model = Retrying::new(client, retries);
     let permissions = Permissions { allow_write: options.allow_write, allow_shell: options.allow_shell };
     // No prompter in one-shot mode: a denied call tells the model which flag would allow it.
-    let mut tools = Gate::new(Workspace::new(&root)?, permissions, None);
+    let gated = Gate::new(Workspace::new(&root)?, permissions, None);
+    let (system_prompt, skills) = build_system_prompt(&root);
+    for warning in &skills.warnings {
+        say(&format!("mini-agent: warning: {warning}"));
+    }
+    let mut tools = WithSkills::new(gated, skills);
     let task = read_prompt(options.prompt.as_ref())?;
-    let mut history =
-        vec![Message::System { content: system_prompt(&root) }, Message::User { content: task }];
+    let mut history = vec![Message::System { content: system_prompt }, Message::User { content: task }];
     install_interrupt_handler();
-    let mut progress = Progress { verbose: options.verbose };
+    let terminal = Screen::stdio(options.verbose);
+    let mut observer = TerminalObserver::new(stderr_only(&terminal), None);
     let limits = Limits { max_turns: options.max_turns };
-    let outcome = run_turn(&mut model, &mut tools, &mut history, &mut progress, &limits);
-    finish(outcome, options.max_turns)
+    let outcome = run_turn(&mut model, &mut tools, &mut history, &mut observer, &limits);
+    finish(outcome, options.max_turns, terminal.color)
 }
 // ANCHOR_END: one_shot
 
-/// The standing instructions of every conversation. Chapter 6 adds AGENTS.md and skills.
-fn system_prompt(root: &Path) -> String {
-    format!(
-        "You are mini-agent, a coding agent working in the directory {root}.\n\
-         Use the tools to do the user's task: list_files, search and read_file to look before \
-         you change anything; edit_file and write_file to change files; bash to run commands \
-         such as builds and tests. Paths are relative to that directory. Prefer small, exact \
-         edits. When the task is done, or cannot be done, stop calling tools and reply with a \
-         short summary of what you did and what the user should check.",
-        root = root.display()
-    )
+/// The terminal's screen with stdout silenced: in `-p` mode the observer draws progress on
+/// stderr, and stdout receives the final answer alone, once, when the turn has ended.
+fn stderr_only(terminal: &Screen) -> Screen {
+    let mut screen =
+        Screen::new(Box::new(std::io::sink()), Box::new(std::io::stderr()), false, terminal.live);
+    screen.verbose = terminal.verbose;
+    screen
 }
 
 /// What the process exits with for each way a turn can end.
-fn finish(outcome: Outcome, max_turns: usize) -> Result<ExitCode, Error> {
+fn finish(outcome: Outcome, max_turns: usize, color: bool) -> Result<ExitCode, Error> {
     match outcome {
         Outcome::Completed(answer) if answer.trim().is_empty() => {
             say("mini-agent: the model finished without a final answer");
             Ok(ExitCode::SUCCESS)
         }
-        Outcome::Completed(answer) => {
-            let answer = if answer.ends_with('\n') { answer } else { answer + "\n" };
-            print_stdout(&answer)
-        }
+        // Styled on a terminal; exactly what the model wrote when piped or with NO_COLOR.
+        Outcome::Completed(answer) => print_stdout(&render_markdown(&answer, color)),
         Outcome::TurnLimit => {
             say(&format!(
                 "mini-agent: stopped after {max_turns} model calls (the turn limit); the task may be \
@@ -216,141 +214,3 @@ fn client_config(options: &Options, demo_url: Option<&str>) -> ClientConfig {
     }
 }
 // ANCHOR_END: endpoint
-
-// ANCHOR: progress
-/// Reports the turn on stderr: one line per tool call, and with `-v` its arguments and
-/// result. Stdout stays reserved for the final answer.
-struct Progress {
-    verbose: bool,
-}
-
-impl Observer for Progress {
-    fn event(&mut self, event: Event) -> Result<(), Error> {
-        let mut err = std::io::stderr().lock();
-        // Progress is best effort: a closed stderr must not stop the agent.
-        let _ = match event {
-            Event::ToolStarted(call) => {
-                write!(err, "→ {}{}", call.name, argument_summary(call)).and_then(|()| err.flush())
-            }
-            Event::ToolFinished(call, output) => self.finished(&mut err, call, output),
-            Event::Reply(reply) if !reply.tool_calls.is_empty() => match reply.content.as_deref() {
-                Some(text) if !text.trim().is_empty() => writeln!(err, "{}", text.trim()),
-                _ => Ok(()),
-            },
-            Event::Retry { attempt, wait_ms, reason } => {
-                writeln!(err, "… retry {attempt} in {wait_ms} ms: {}", one_line(reason))
-            }
-            Event::Notice { kind, text } => writeln!(err, "{kind}: {text}"),
-            Event::Message(_) | Event::Request { .. } | Event::Reply(_) | Event::TextDelta(_) => Ok(()),
-        };
-        Ok(())
-    }
-}
-
-impl Progress {
-    fn finished(&self, err: &mut impl Write, call: &ToolCall, output: &ToolOutput) -> std::io::Result<()> {
-        let gist = clip(&one_line(result_gist(&output.content)), 100);
-        let status = match output.status {
-            // A command that ran but failed is still a tool success; its exit code matters.
-            ToolStatus::Ok if gist.starts_with('[') && gist != "[exit code 0]" => format!("✓ {gist}"),
-            ToolStatus::Ok => "✓".to_string(),
-            ToolStatus::Error => format!("✗ {gist}"),
-            ToolStatus::Denied if gist.to_lowercase().starts_with("denied") => format!("✗ {gist}"),
-            ToolStatus::Denied => format!("✗ denied: {gist}"),
-            ToolStatus::Interrupted => "✗ interrupted".to_string(),
-            ToolStatus::NotRun => "✗ not run".to_string(),
-            ToolStatus::Unknown => "? unknown outcome".to_string(),
-        };
-        if output.status == ToolStatus::Interrupted || output.status == ToolStatus::NotRun {
-            // These never had a ToolStarted line.
-            write!(err, "→ {}{}", call.name, argument_summary(call))?;
-        }
-        writeln!(err, "  {status}")?;
-        if self.verbose {
-            writeln!(err, "    arguments: {}", clip(&call.arguments, 2000))?;
-            let lines: Vec<&str> = output.content.lines().collect();
-            for line in lines.iter().take(VERBOSE_RESULT_LINES) {
-                writeln!(err, "    │ {line}")?;
-            }
-            if lines.len() > VERBOSE_RESULT_LINES {
-                writeln!(err, "    │ … {} more lines", lines.len() - VERBOSE_RESULT_LINES)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-const VERBOSE_RESULT_LINES: usize = 30;
-
-/// The line of a result that says how it went: a closing `[exit code 1]` or
-/// `[timed out …]` note if the tool wrote one, else the first line.
-fn result_gist(content: &str) -> &str {
-    let last = content.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or_default();
-    if last.starts_with('[') && last.ends_with(']') {
-        last
-    } else {
-        content.lines().next().unwrap_or_default()
-    }
-}
-
-/// The one argument that tells a reader what a call does: its path, command or pattern.
-fn argument_summary(call: &ToolCall) -> String {
-    let Ok(serde_json::Value::Object(arguments)) = serde_json::from_str(&call.arguments) else {
-        return " (unreadable arguments)".into();
-    };
-    ["command", "path", "pattern"]
-        .iter()
-        .find_map(|key| arguments.get(*key).and_then(|v| v.as_str()))
-        .map(|value| format!(" {}", clip(&one_line(value), 80)))
-        .unwrap_or_default()
-}
-
-fn clip(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
-}
-// ANCHOR_END: progress
-
-// ANCHOR: interrupt
-/// Ctrl+C sets the loop's interrupt flag, so the turn stops at the next safe point and a
-/// running shell command is killed with its group. A second Ctrl+C leaves at once.
-fn install_interrupt_handler() {
-    unsafe extern "C" {
-        fn signal(signum: i32, handler: usize) -> usize;
-        fn _exit(status: i32) -> !;
-    }
-    extern "C" fn on_interrupt(_signum: i32) {
-        if mini_agent::ch01_loop::interrupted() {
-            // SAFETY: _exit is async-signal-safe and ends the process without unwinding.
-            unsafe { _exit(130) }
-        }
-        set_interrupted(true);
-    }
-    const SIGINT: i32 = 2;
-    // SAFETY: the handler only touches an atomic flag or calls _exit, both signal-safe.
-    unsafe {
-        signal(SIGINT, on_interrupt as extern "C" fn(i32) as usize);
-    }
-}
-// ANCHOR_END: interrupt
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_summary_names_what_a_call_touches() {
-        let call =
-            |arguments: &str| ToolCall { id: "1".into(), name: "x".into(), arguments: arguments.into() };
-        assert_eq!(argument_summary(&call(r#"{"path":"a.txt","content":"hi"}"#)), " a.txt");
-        assert_eq!(argument_summary(&call(r#"{"command":"ls\n-la"}"#)), " ls -la");
-        assert_eq!(argument_summary(&call("{}")), "");
-        assert_eq!(argument_summary(&call("{oops")), " (unreadable arguments)");
-        assert_eq!(clip("héllo", 2), "hé…");
-        assert_eq!(argument_summary(&call("{\"path\":\"a\\u0000b\"}")), " a\\0b");
-        assert_eq!(result_gist("(no output)\n[timed out after 1 s]\n"), "[timed out after 1 s]");
-        assert_eq!(result_gist("no such file\nmore"), "no such file");
-    }
-}
