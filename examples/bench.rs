@@ -6,11 +6,11 @@
 //! * the demo: wall time of `--demo --allow-write -p "create hello.txt containing hello"`;
 //! * a 50-call task against a scripted server with zero think time: the agent's own time per
 //!   turn (reply sent → next request received, as seen by the server, which includes running
-//!   `bash -c true`), and the agent's peak RSS (from `wait4`'s rusage);
+//!   `bash -c true`; a second task of `list_files` calls shows the cost without a process),
+//!   and the agent's peak RSS (from GNU time, else `wait4`'s rusage);
 //! * the size of the first request, its system prompt and its tool schemas.
 
 use mini_agent::ch13_scripted_server::{ScriptedServer, Step};
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -24,21 +24,20 @@ fn main() {
         .nth(1)
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/mini-agent"));
-    if !binary.exists() {
+    // Absolute, because every run starts in its own temporary directory.
+    let Ok(binary) = binary.canonicalize() else {
         eprintln!("bench: {} not found — build it with cargo build --release", binary.display());
         std::process::exit(1);
-    }
+    };
     let mut demo = Vec::new();
     let mut per_turn = Vec::new();
     let mut per_turn_no_process = Vec::new();
-    let mut per_turn_one_write = Vec::new();
     let mut peak_rss_kb = Vec::new();
     let mut sizes = (0, 0, 0);
     for _ in 0..RUNS {
         demo.push(demo_run(&binary));
         let (turn, rss, first) = fifty_calls(&binary, "bash", r#"{"command":"true"}"#);
         per_turn_no_process.push(fifty_calls(&binary, "list_files", "{}").0);
-        per_turn_one_write.push(fifty_calls_one_write_server(&binary));
         per_turn.push(turn);
         peak_rss_kb.push(rss);
         sizes = first;
@@ -47,9 +46,6 @@ fn main() {
     row("demo hello.txt, wall", &demo, |d| format!("{:.1} ms", d * 1e3));
     row(&format!("{CALLS} bash `true` calls: mean per turn"), &per_turn, |d| format!("{:.2} ms", d * 1e3));
     row(&format!("{CALLS} list_files calls: mean per turn (no process)"), &per_turn_no_process, |d| {
-        format!("{:.2} ms", d * 1e3)
-    });
-    row(&format!("{CALLS} bash `true` calls, one-write server: per turn"), &per_turn_one_write, |d| {
         format!("{:.2} ms", d * 1e3)
     });
     let rss: Vec<f64> = peak_rss_kb.iter().map(|kb| *kb as f64).collect();
@@ -120,68 +116,6 @@ fn fifty_calls(
     let system = first["messages"][0]["content"].as_str().map_or(0, str::len);
     let tools = first.get("tools").map_or(0, |t| t.to_string().len());
     (mean, max_rss_kb, (first.to_string().len(), system, tools))
-}
-
-/// The same 50-call task against a minimal server that sends each reply in one write with
-/// TCP_NODELAY. ScriptedServer writes head and body separately, and Nagle's algorithm then
-/// holds the body until the client's delayed ACK (~40 ms on Linux): this row shows the
-/// agent's own overhead without that artefact of the test server.
-fn fifty_calls_one_write_server(binary: &Path) -> f64 {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}/v1", listener.local_addr().expect("address"));
-    let server = std::thread::spawn(move || {
-        let mut arrivals = Vec::new();
-        let (stream, _) = listener.accept().expect("accept");
-        stream.set_nodelay(true).expect("nodelay");
-        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-        let mut writer = stream;
-        for served in 0..=CALLS {
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).expect("read head");
-                let line = line.trim_end();
-                if line.is_empty() {
-                    break;
-                }
-                if let Some((name, value)) = line.split_once(':')
-                    && name.eq_ignore_ascii_case("content-length")
-                {
-                    length = value.trim().parse().expect("length");
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).expect("read body");
-            arrivals.push(Instant::now());
-            let message = if served < CALLS {
-                r#"{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"bash","arguments":"{\"command\":\"true\"}"}}]}"#
-            } else {
-                r#"{"role":"assistant","content":"done"}"#
-            };
-            let body = format!(r#"{{"choices":[{{"index":0,"message":{message},"finish_reason":"stop"}}]}}"#);
-            let reply = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-                body.len()
-            );
-            writer.write_all(reply.as_bytes()).expect("write reply");
-        }
-        arrivals
-    });
-    let dir = TempDir::new("one-write");
-    let status = Command::new(binary)
-        .args(["--allow-shell", "--max-turns", "100", "-p", "run true 50 times", "--base-url", &url])
-        .current_dir(&dir.0)
-        .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("run mini-agent");
-    assert!(status.success(), "the one-write task failed: {status}");
-    let arrivals = server.join().expect("server thread");
-    let gaps: Vec<f64> = arrivals.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect();
-    gaps.iter().sum::<f64>() / gaps.len() as f64
 }
 
 /// Runs the agent and returns (exit code, its peak RSS in KB).
