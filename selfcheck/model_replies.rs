@@ -91,3 +91,14 @@ fn a_busy_server_is_retried_and_the_retry_is_shown() {
     assert_eq!(run.stdout, "fine now\n");
     assert_eq!(run.requests.len(), 2);
 }
+
+#[test]
+fn a_connection_cut_before_the_reply_fails_saying_the_server_may_have_acted() {
+    let run = Test::new()
+        .args(["-p", "x"])
+        .env("MINI_AGENT_REQUEST_MAX_RETRIES", "2")
+        .server(vec![Step::Close, text("a retry would get this")])
+        .run();
+    run.expect_code(1).stderr_has("mini-agent: model request failed").stderr_has("may have acted");
+    assert_eq!(run.requests.len(), 1, "a request that may have been acted on is not retried");
+}
