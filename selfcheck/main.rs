@@ -10,4 +10,5 @@ mod harness;
 
 mod command_line;
 mod model_replies;
+mod sessions;
 mod tools;
