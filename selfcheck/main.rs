@@ -9,6 +9,8 @@
 mod harness;
 
 mod command_line;
+mod events;
 mod model_replies;
+mod repl;
 mod sessions;
 mod tools;
