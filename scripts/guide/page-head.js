@@ -1,5 +1,5 @@
 // Runs before the body is drawn, so the page never flashes the wrong theme or language.
-// A hash such as #theme=dark&lang=zh&at=tool-loop overrides the stored choices (and is
+// A hash such as #theme=dark&lang=zh&at=tool-loop&q=循环 overrides the stored choices (and is
 // what the screenshots use).
 (function () {
   var params = new URLSearchParams(location.hash.indexOf('=') > 0 ? location.hash.slice(1) : '');

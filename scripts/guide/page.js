@@ -27,7 +27,8 @@
   function show(id) {
     var target = document.getElementById(language() + '-' + id);
     if (!target) return;
-    target.scrollIntoView();
+    // The fixed header covers the top 3rem, so stop a little below it.
+    window.scrollTo(0, target.getBoundingClientRect().top + window.scrollY - 56);
     history.replaceState(null, '', '#' + target.id);
     markCurrent();
   }
@@ -126,6 +127,7 @@
   setLanguage(language(), false);
   var params = new URLSearchParams(location.hash.indexOf('=') > 0 ? location.hash.slice(1) : '');
   var fragment = /^#(en|zh)-(.+)$/.exec(location.hash);
+  if (params.get('q')) { search.value = params.get('q'); runSearch(); }
   if (params.get('at')) show(params.get('at'));
   else if (fragment) show(fragment[2]);
   markCurrent();
