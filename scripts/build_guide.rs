@@ -251,7 +251,7 @@ pub fn build(root: &Path) -> Build {
                     name: &chapter.name,
                     part: language.parts.get(&chapter.name).map(String::as_str),
                     headings: &outline.headings,
-                    html: &rendered.html,
+                    pieces: &rendered.pieces,
                     sections: &rendered.sections,
                 })
                 .collect(),
@@ -433,9 +433,15 @@ fn check_unused_anchors(
     }
 }
 
+/// The current directory when it looks like the repository (so a copied binary works on any
+/// checkout), else the one this binary was built from (so it works from a subdirectory).
 fn repository_root() -> PathBuf {
-    let from_build = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    if from_build.join("guide").is_dir() { from_build } else { PathBuf::from(".") }
+    let current = PathBuf::from(".");
+    if current.join("guide").is_dir() && current.join("src").is_dir() {
+        current
+    } else {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    }
 }
 
 const USAGE: &str = "usage: build-guide [--check | --accept [NN-slug.md[#id]]...]";

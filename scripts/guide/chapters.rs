@@ -55,9 +55,21 @@ pub struct SearchSection {
     pub text: String,
 }
 
+/// A rendered chapter is prose with code between: top-level includes are kept apart so the
+/// page can show one copy of the code to both languages.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Piece {
+    Prose(String),
+    /// A top-level include: its `file:anchor` and its captioned HTML.
+    Code {
+        target: String,
+        html: String,
+    },
+}
+
 #[derive(Debug)]
 pub struct Rendered {
-    pub html: String,
+    pub pieces: Vec<Piece>,
     pub sections: Vec<SearchSection>,
     /// Every `file:anchor` this chapter included (resolved or not).
     pub included: BTreeSet<String>,
@@ -265,6 +277,10 @@ pub fn render(chapter: &Chapter, context: &RenderContext, diagnostics: &mut Vec<
     let mut image_depth = 0;
     let mut parser = Parser::new_ext(&chapter.text, options()).into_offset_iter().peekable();
     let mut last_char = ' ';
+    let mut pieces = Vec::new();
+    // How many blocks (list, quote, table…) enclose the current event: only an include at depth 0
+    // can be cut out of the prose without breaking the HTML around it.
+    let mut depth = 0usize;
     while let Some((event, range)) = parser.next() {
         if let Some((_, _, body)) = code_block.as_mut() {
             match event {
@@ -275,11 +291,23 @@ pub fn render(chapter: &Chapter, context: &RenderContext, diagnostics: &mut Vec<
                     let body_start = start + chapter.text[start..].find('\n').map_or(0, |at| at + 1);
                     let at = Offsets { fence: start, body: body_start };
                     let html = code_block_html(&info, &body, at, context, &mut included, &mut report);
-                    events.push(Event::Html(html.into()));
+                    match include_target(&body).filter(|_| depth == 0 && fence_language(&info) == "rust") {
+                        Some(target) => {
+                            pieces.push(Piece::Prose(to_html(std::mem::take(&mut events))));
+                            pieces.push(Piece::Code { target: target.to_string(), html });
+                        }
+                        None => events.push(Event::Html(html.into())),
+                    }
                 }
                 _ => {}
             }
             continue;
+        }
+        match &event {
+            Event::Start(Tag::CodeBlock(_)) => {}
+            Event::Start(_) => depth += 1,
+            Event::End(_) => depth = depth.saturating_sub(1),
+            _ => {}
         }
         match event {
             Event::Start(Tag::Heading { level, id, classes, attrs }) => {
@@ -390,13 +418,19 @@ pub fn render(chapter: &Chapter, context: &RenderContext, diagnostics: &mut Vec<
             Event::InlineMath(_) | Event::DisplayMath(_) => events.push(event),
         }
     }
-    let mut html = String::new();
-    pulldown_cmark::html::push_html(&mut html, events.into_iter());
+    pieces.push(Piece::Prose(to_html(events)));
+    pieces.retain(|piece| *piece != Piece::Prose(String::new()));
     for section in &mut sections {
         section.title = section.title.trim().to_string();
         section.text = section.text.split_whitespace().collect::<Vec<_>>().join(" ");
     }
-    Rendered { html, sections, included }
+    Rendered { pieces, sections, included }
+}
+
+fn to_html(events: Vec<Event>) -> String {
+    let mut html = String::new();
+    pulldown_cmark::html::push_html(&mut html, events.into_iter());
+    html
 }
 
 /// Han characters, kana, CJK and full-width punctuation: text written without spaces.
@@ -573,7 +607,8 @@ mod tests {
         let mut diagnostics = Vec::new();
         let rendered = render(&chapter, &context, &mut diagnostics);
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
-        assert_eq!(rendered.html, "<h1 id=\"zh-a\">标题</h1>\n<p>第一行，第二行 and\nwords.</p>\n");
+        let html = "<h1 id=\"zh-a\">标题</h1>\n<p>第一行，第二行 and\nwords.</p>\n";
+        assert_eq!(rendered.pieces, [Piece::Prose(html.into())]);
         assert_eq!(rendered.sections[0].text, "第一行，第二行 and words.");
     }
 

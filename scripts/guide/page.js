@@ -16,7 +16,7 @@
   // The id (without language prefix) of the last heading above the top of the window.
   function currentSection() {
     var found = null;
-    var headings = document.querySelectorAll('article[data-lang="' + language() + '"] [id]');
+    var headings = document.querySelectorAll('main [id^="' + language() + '-"]');
     for (var i = 0; i < headings.length; i++) {
       if (headings[i].getBoundingClientRect().top > 80) break;
       found = headings[i];

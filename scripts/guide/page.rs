@@ -3,10 +3,12 @@
 //! Everything the reader needs is inline (style, script, index), so the file works from a
 //! disk, a USB stick or an e-mail attachment. Both languages are always present; the script
 //! only flips `data-lang` on `<html>` and the stylesheet hides the other one, which is what
-//! lets the toggle land on the same heading id. The output depends only on its inputs, taken
-//! in sorted order, so two builds give the same bytes.
+//! lets the toggle land on the same heading id. Both languages show the same code, so a
+//! chapter is laid out as prose blocks per language around one shared copy of each listing:
+//! that halves the biggest part of the file. The output depends only on its inputs, taken in
+//! sorted order, so two builds give the same bytes.
 
-use crate::chapters::{Heading, SearchSection};
+use crate::chapters::{Heading, Piece, SearchSection};
 use crate::highlight::{escape_attribute, escape_html};
 use serde::Serialize;
 
@@ -26,7 +28,7 @@ pub struct ChapterPage<'a> {
     /// Set when this chapter opens a part (from `guide/<lang>/parts.txt`).
     pub part: Option<&'a str>,
     pub headings: &'a [Heading],
-    pub html: &'a str,
+    pub pieces: &'a [Piece],
     pub sections: &'a [SearchSection],
 }
 
@@ -60,29 +62,109 @@ pub fn assemble(books: &[Book]) -> String {
     for book in books {
         table_of_contents(book, &mut html);
     }
-    html.push_str("</nav>\n<div id=\"results\" hidden></div>\n<main id=\"top\">\n");
-    for book in books {
-        let lang_attribute = if book.language == "zh" { "zh-CN" } else { book.language };
-        html.push_str(&format!("<article data-lang=\"{}\" lang=\"{lang_attribute}\">\n", book.language));
-        for chapter in &book.chapters {
-            if let Some(part) = chapter.part {
-                html.push_str(&format!("<p class=\"part-title\">{}</p>\n", escape_html(part)));
+    html.push_str("</nav>\n<div id=\"results\" hidden></div>\n<main id=\"top\">\n<article>\n");
+    for name in chapter_names(books) {
+        let pages: Vec<(&str, &ChapterPage)> = books
+            .iter()
+            .filter_map(|book| {
+                Some((book.language, book.chapters.iter().find(|chapter| chapter.name == name)?))
+            })
+            .collect();
+        for (language, page) in &pages {
+            if let Some(part) = page.part {
+                html.push_str(&format!(
+                    "<p class=\"part-title\" data-lang=\"{language}\">{}</p>\n",
+                    escape_html(part)
+                ));
             }
-            html.push_str(&format!(
-                "<section class=\"chapter\" data-file=\"{}\">\n",
-                escape_attribute(chapter.name)
-            ));
-            html.push_str(chapter.html);
-            html.push_str("</section>\n");
         }
-        html.push_str("</article>\n");
+        html.push_str(&format!("<section class=\"chapter\" data-file=\"{}\">\n", escape_attribute(name)));
+        chapter_body(&pages, &mut html);
+        html.push_str("</section>\n");
     }
+    html.push_str("</article>\n");
     html.push_str("</main>\n<script type=\"application/json\" id=\"search-index\">");
     html.push_str(&search_index(books));
     html.push_str("</script>\n<script>\n");
     html.push_str(SCRIPT);
     html.push_str("</script>\n</body>\n</html>\n");
     html
+}
+
+/// Chapter file names in book order: those of the first language, then any only in others.
+fn chapter_names<'a>(books: &[Book<'a>]) -> Vec<&'a str> {
+    let mut names: Vec<&str> = Vec::new();
+    for book in books {
+        for chapter in &book.chapters {
+            if !names.contains(&chapter.name) {
+                names.push(chapter.name);
+            }
+        }
+    }
+    names
+}
+
+/// A chapter's prose between its listings: `segments[i]` comes before `codes[i]`.
+struct Split<'a> {
+    segments: Vec<String>,
+    codes: Vec<(&'a str, &'a str)>,
+}
+
+fn split(pieces: &[Piece]) -> Split<'_> {
+    let mut split = Split { segments: vec![String::new()], codes: Vec::new() };
+    for piece in pieces {
+        match piece {
+            Piece::Prose(html) => split.segments.last_mut().expect("starts with one segment").push_str(html),
+            Piece::Code { target, html } => {
+                split.codes.push((target, html));
+                split.segments.push(String::new());
+            }
+        }
+    }
+    split
+}
+
+/// Interleaves the languages' prose around one copy of each listing when they show the same
+/// listings in the same order (the checker insists on it); otherwise each language stands alone.
+fn chapter_body(pages: &[(&str, &ChapterPage)], html: &mut String) {
+    let splits: Vec<(&str, Split)> =
+        pages.iter().map(|(language, page)| (*language, split(page.pieces))).collect();
+    let shared = splits
+        .windows(2)
+        .all(|pair| pair[0].1.codes.iter().map(|code| code.0).eq(pair[1].1.codes.iter().map(|code| code.0)));
+    let prose_block = |language: &str, prose: &str, html: &mut String| {
+        if !prose.is_empty() {
+            let lang_attribute = if language == "zh" { "zh-CN" } else { language };
+            html.push_str(&format!(
+                "<div data-lang=\"{language}\" lang=\"{lang_attribute}\">\n{prose}</div>\n"
+            ));
+        }
+    };
+    match splits.first() {
+        Some((_, first)) if shared => {
+            for (index, (_, code)) in first.codes.iter().enumerate() {
+                for (language, split) in &splits {
+                    prose_block(language, &split.segments[index], html);
+                }
+                html.push_str(code);
+            }
+            for (language, split) in &splits {
+                prose_block(language, split.segments.last().map_or("", String::as_str), html);
+            }
+        }
+        _ => {
+            for (language, split) in &splits {
+                let mut prose = String::new();
+                for (index, segment) in split.segments.iter().enumerate() {
+                    prose.push_str(segment);
+                    if let Some((_, code)) = split.codes.get(index) {
+                        prose.push_str(code);
+                    }
+                }
+                prose_block(language, &prose, html);
+            }
+        }
+    }
 }
 
 fn table_of_contents(book: &Book, html: &mut String) {

@@ -121,12 +121,37 @@ fn the_page_holds_both_languages_with_prefixed_ids_captions_and_highlighting() {
     ));
     assert!(html.contains("<span class=\"kw\">pub</span> <span class=\"kw\">fn</span> greet()"));
     assert!(!html.contains("ANCHOR"), "marker lines are never shown");
+    assert_eq!(html.matches("<figcaption>").count(), 1, "both languages share one copy of the listing");
+    let (english_intro, chinese_intro, listing) = (
+        html.find("Hello paragraph.").unwrap(),
+        html.find("你好段落。").unwrap(),
+        html.find("<figcaption>").unwrap(),
+    );
+    assert!(
+        english_intro < chinese_intro && chinese_intro < listing,
+        "each language's prose comes before the listing"
+    );
     assert!(
         html.contains(
             "{\"c\":\"简介\",\"id\":\"greeting\",\"t\":\"问候\",\"x\":\"一些文字。 参见简介和问候。\"}"
         ),
         "search index holds Chinese text"
     );
+}
+
+#[test]
+fn an_include_inside_a_list_stays_with_its_language() {
+    let fixture = Fixture::new("nested-include");
+    for path in ["guide/en/01-intro.md", "guide/zh/01-intro.md"] {
+        fixture.edit(
+            path,
+            "```rust\n{{#include src/a.rs:greet}}\n```",
+            "- item\n\n  ```rust\n  {{#include src/a.rs:greet}}\n  ```",
+        );
+    }
+    let html = build(fixture.root()).html;
+    assert_eq!(html.matches("<figcaption>").count(), 2);
+    assert!(html.contains("<li>\n<p>item</p>\n<figure class=\"code\">"));
 }
 
 #[test]
