@@ -325,9 +325,19 @@ fn pairs(languages: &[Language]) -> Vec<translations::Pair<'_>> {
         .collect()
 }
 
-/// Same chapter files, same heading skeletons, same includes in both languages.
+/// Same chapter files, same parts, same heading skeletons, same includes in both languages.
 fn compare_languages(languages: &[Language], diagnostics: &mut Vec<Diagnostic>) {
     let [english, chinese] = languages else { return };
+    if english.parts.keys().ne(chinese.parts.keys()) {
+        let starts =
+            |language: &Language| language.parts.keys().map(|name| &name[..2]).collect::<Vec<_>>().join(" ");
+        let message = format!(
+            "parts open at chapters [{}] here but [{}] in guide/en/parts.txt",
+            starts(chinese),
+            starts(english)
+        );
+        diagnostics.push(Diagnostic::new("guide/zh/parts.txt", 0, message));
+    }
     for (this, other) in [(english, chinese), (chinese, english)] {
         for chapter in &this.chapters {
             if !other.chapters.iter().any(|candidate| candidate.name == chapter.name) {

@@ -290,3 +290,20 @@ fn a_stale_committed_page_fails_the_check() {
         ["guide/index.html: out of date; run `cargo run --release --bin build-guide` and commit it"]
     );
 }
+
+#[test]
+fn parts_appear_in_both_contents_and_must_open_at_the_same_chapters() {
+    let fixture = Fixture::new("parts");
+    fixture.write("guide/en/parts.txt", "01 Part 1 · Basics\n");
+    fixture.write("guide/zh/parts.txt", "01 第一部分 · 基础\n");
+    assert_eq!(fixture.diagnostics(), Vec::<String>::new());
+    let html = build(fixture.root()).html;
+    assert!(html.contains("<li class=\"part\">Part 1 · Basics</li>"));
+    assert!(html.contains("<li class=\"part\">第一部分 · 基础</li>"));
+    fixture.write("guide/zh/parts.txt", "02 第二部分\n");
+    fixture.assert_reports("guide/zh/parts.txt:1", "no chapter numbered 02 in guide/zh");
+    fixture.assert_reports(
+        "guide/zh/parts.txt",
+        "parts open at chapters [] here but [01] in guide/en/parts.txt",
+    );
+}
