@@ -13,34 +13,50 @@
   function remember(key, value) { try { localStorage.setItem(key, value); } catch (e) { /* private mode */ } }
   function language() { return root.dataset.lang; }
 
-  // The id (without language prefix) of the last heading above the top of the window.
-  function currentSection() {
-    var found = null;
-    var headings = document.querySelectorAll('main [id^="' + language() + '-"]');
-    for (var i = 0; i < headings.length; i++) {
-      if (headings[i].getBoundingClientRect().top > 80) break;
-      found = headings[i];
-    }
-    return found ? found.id.slice(3) : null;
+  var HEADER = 56; // px hidden under the fixed header
+
+  function headingsOf(lang) { return document.querySelectorAll('main [id^="' + lang + '-"]'); }
+  function pageTop(element) { return element.getBoundingClientRect().top + window.scrollY; }
+
+  // Where the reader is: the last heading above the top of the window (its id without the
+  // language prefix), and how far through its section the window has scrolled (0 to 1).
+  function currentPlace() {
+    var headings = headingsOf(language());
+    var index = -1;
+    while (index + 1 < headings.length && headings[index + 1].getBoundingClientRect().top <= HEADER + 24) index++;
+    if (index < 0) return null;
+    var start = pageTop(headings[index]);
+    var end = index + 1 < headings.length ? pageTop(headings[index + 1]) : document.body.scrollHeight;
+    var fraction = Math.min(1, Math.max(0, (window.scrollY + HEADER - start) / Math.max(1, end - start)));
+    return { id: headings[index].id.slice(3), fraction: fraction };
   }
 
-  function show(id) {
+  function currentSection() {
+    var place = currentPlace();
+    return place && place.id;
+  }
+
+  // Scrolls to the same point of the same section in the current language.
+  function show(id, fraction) {
+    var headings = Array.prototype.slice.call(headingsOf(language()));
     var target = document.getElementById(language() + '-' + id);
     if (!target) return;
-    // The fixed header covers the top 3rem, so stop a little below it.
-    window.scrollTo(0, target.getBoundingClientRect().top + window.scrollY - 56);
+    var next = headings[headings.indexOf(target) + 1];
+    var start = pageTop(target);
+    var end = next ? pageTop(next) : document.body.scrollHeight;
+    window.scrollTo(0, start + (fraction || 0) * (end - start) - HEADER);
     history.replaceState(null, '', '#' + target.id);
     markCurrent();
   }
 
   function setLanguage(lang, keepPlace) {
-    var place = keepPlace ? currentSection() : null;
+    var place = keepPlace ? currentPlace() : null;
     root.dataset.lang = lang;
     root.lang = lang === 'zh' ? 'zh-CN' : 'en';
     remember('guide-lang', lang);
     document.getElementById('lang-toggle').textContent = labels[lang].other;
     search.placeholder = labels[lang].search;
-    if (place) show(place);
+    if (place) show(place.id, place.fraction);
     runSearch();
   }
 

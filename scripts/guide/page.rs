@@ -55,7 +55,7 @@ pub fn assemble(books: &[Book]) -> String {
         "<header class=\"bar\">\n<button id=\"toc-toggle\" type=\"button\" aria-label=\"Contents\">☰</button>\n\
          <a class=\"brand\" href=\"#top\">mini-agent</a>\n\
          <input id=\"search\" type=\"search\" autocomplete=\"off\" spellcheck=\"false\">\n\
-         <button id=\"lang-toggle\" type=\"button\"></button>\n\
+         <button id=\"lang-toggle\" type=\"button\">中文</button>\n\
          <button id=\"theme-toggle\" type=\"button\" aria-label=\"Theme\">◐</button>\n</header>\n",
     );
     html.push_str("<nav id=\"toc\">\n");
