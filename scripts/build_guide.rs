@@ -2,19 +2,23 @@
 //! the book still matches the code it explains.
 //!
 //! ```sh
-//! cargo run --release --bin build-guide              # write guide/index.html
+//! cargo run --release --bin build-guide              # write guide/index.html (problems are warnings)
 //! cargo run --release --bin build-guide -- --check   # every check; exit 1 with file:line lines
-//! cargo run --release --bin build-guide -- --accept [NN-slug.md[#id]]...  # record translations
+//! cargo run --release --bin build-guide -- --accept 03-tools.md#dispatch   # record a translation
 //! ```
+//!
+//! The build writes the page even when it finds problems (so a draft can be read) and lists
+//! them; `--check` is the gate. The library entry points are [`build`] (root → page and
+//! diagnostics, writes nothing), [`check`] and [`accept`].
 //!
 //! # Writing a chapter
 //!
 //! * Chapters are `guide/en/NN-slug.md` and `guide/zh/NN-slug.md`; the file name pairs them.
-//!   Both languages must have the same files.
+//!   Both languages have the same files. The book is in file-name order.
 //! * Every heading carries an explicit id: `## The tool loop {#tool-loop}` and
-//!   `## 工具循环 {#tool-loop}`. Ids use `a-z 0-9 -` and are unique within a language. A chapter
-//!   starts with its one `#` heading (its title). Both languages must have the same sequence of
-//!   heading levels and ids.
+//!   `## 工具循环 {#tool-loop}`. Ids use `a-z 0-9 -` and are unique across the whole book
+//!   (they become the page's `#en-tool-loop` / `#zh-tool-loop`). A chapter starts with its one
+//!   `#` heading (its title). Both languages have the same sequence of heading levels and ids.
 //! * Rust code is never pasted. A fenced `rust` block holds exactly one include line, naming a
 //!   source file under `src/` and an anchor in it:
 //!
@@ -26,27 +30,38 @@
 //!
 //!   The region between `// ANCHOR: dispatch` and `// ANCHOR_END: dispatch` is shown (other
 //!   marker lines dropped, dedented) under a caption naming the file and anchor. Every anchor in
-//!   `src/` must be included by some chapter, and both languages include the same anchors.
-//! * Other fenced blocks name their language: `toml`, `sh`, `json` (or `jsonl`), `text`.
+//!   `src/` is included by some chapter, and both languages include the same anchors in the same
+//!   order (a top-level listing is then printed once and shared by both languages).
+//! * Other fenced blocks name their language: `toml`, `sh` (or `console`), `json` (or
+//!   `jsonl`), `text`. Indented code blocks are refused (they cannot name a language).
 //! * Links: `[text](#id)` within the chapter, `[text](03-tools.md#id)` or `[text](03-tools.md)`
-//!   to another. No external URLs (no `http://`, `https://`, `//host`) outside code, no images,
-//!   no raw HTML except `<kbd> <br> <sub> <sup>` and comments.
+//!   to another. No external URL (`http://`, `https://`, `//host`) in prose, links or images:
+//!   the book works offline. A URL inside backticks or a code block is text, and allowed (a
+//!   `--base-url` example). No images; no raw HTML except `<kbd> <br> <sub> <sup>` and comments
+//!   (a bare `Vec<Message>` in prose would be eaten as a tag: use backticks).
 //! * Parts: `guide/<lang>/parts.txt` has one line per part, `NN Title`, naming the chapter that
-//!   opens the part.
+//!   opens it, e.g. `01 Part 1 · The agent` / `01 第一部分 · 智能体`.
 //!
 //! # Translations
 //!
-//! English is the source. After reviewing a Chinese section against its English one, run
-//! `--accept 03-tools.md#dispatch` (or `--accept 03-tools.md`, or `--accept` for all): it
-//! stores the hash of the English section in `guide/zh/.translated.json` (see
+//! English is the source. After bringing a Chinese section in line with its English one, run
+//! `--accept 03-tools.md#dispatch` (or `--accept 03-tools.md` for a chapter, or `--accept` for
+//! everything): it stores the hash of the English section in `guide/zh/.translated.json` (see
 //! `guide/translations.rs`). When the English section changes later, `--check` names the
-//! Chinese heading that is now stale.
+//! Chinese heading that is now stale, with the English file:line to compare against.
 //!
 //! # Checks
 //!
 //! Anchors balanced, unique per file, all used; includes resolve to non-empty regions; same
-//! chapters and heading skeletons in both languages; links resolve; translations current; no
-//! external reference in the output; the committed `guide/index.html` equals a fresh build.
+//! chapters, parts, heading skeletons and includes in both languages; ids unique; links
+//! resolve; no pasted Rust; translations current; no external reference in the output; the
+//! committed `guide/index.html` equals a fresh build.
+//!
+//! # The page
+//!
+//! A URL hash can set the view, which makes screenshots reproducible:
+//! `index.html#theme=dark&lang=zh&at=tool-loop&q=循环` (theme, language, section id, search).
+//! A plain `#zh-tool-loop` opens that heading in that language.
 
 #[path = "guide/anchors.rs"]
 mod anchors;
