@@ -301,6 +301,7 @@ pub fn check(root: &Path) -> Vec<Diagnostic> {
             format!("cannot read ({error}); run `cargo run --release --bin build-guide`"),
         )),
     }
+    diagnostics.sort();
     diagnostics
 }
 

@@ -117,8 +117,19 @@ fn quoted_end(chars: &[char], start: usize, quote: char, escapes: bool) -> usize
     chars.len()
 }
 
+/// Digits, suffixes (`10u64`, `0x1f`) and a decimal point only when a digit follows, so the
+/// range `0..n` and the call `1.max(2)` end the number where Rust does.
 fn number_end(chars: &[char], start: usize) -> usize {
-    run_end(chars, start, |c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    let mut end = start;
+    while end < chars.len() {
+        let is_decimal_point = chars[end] == '.' && chars.get(end + 1).is_some_and(char::is_ascii_digit);
+        if chars[end].is_ascii_alphanumeric() || chars[end] == '_' || is_decimal_point {
+            end += 1;
+        } else {
+            break;
+        }
+    }
+    end
 }
 
 const RUST_KEYWORDS: &[&str] = &[
@@ -456,6 +467,15 @@ mod tests {
             rust_html("#[derive(Debug)] 42 /* a /* b */ c */ x"),
             "<span class=\"attr\">#[derive(Debug)]</span> <span class=\"num\">42</span> \
              <span class=\"com\">/* a /* b */ c */</span> x"
+        );
+    }
+
+    #[test]
+    fn rust_numbers_stop_before_ranges_and_method_calls() {
+        assert_eq!(
+            rust_html("0..n 1.5 2.max(3) 0x1f_u8"),
+            "<span class=\"num\">0</span>..n <span class=\"num\">1.5</span> <span class=\"num\">2</span>.max(\
+             <span class=\"num\">3</span>) <span class=\"num\">0x1f_u8</span>"
         );
     }
 
