@@ -9,6 +9,7 @@
     (/^zh/i.test(navigator.language || '') ? 'zh' : 'en');
   var theme = params.get('theme') || stored('guide-theme');
   var root = document.documentElement;
+  root.classList.add('js');
   root.dataset.lang = lang === 'zh' ? 'zh' : 'en';
   if (theme === 'dark' || theme === 'light') root.dataset.theme = theme;
 })();

@@ -101,14 +101,17 @@
     }
   }
 
-  // Highlights the contents entry of the section being read.
+  // Highlights the contents entry of the section being read and opens its chapter.
   function markCurrent() {
     var id = currentSection();
-    var links = document.querySelectorAll('nav a.current');
-    for (var i = 0; i < links.length; i++) links[i].classList.remove('current');
-    if (!id) return;
-    var link = document.querySelector('nav a[href="#' + language() + '-' + id + '"]');
-    if (link) link.classList.add('current');
+    var marked = document.querySelectorAll('nav a.current, nav li.open');
+    for (var i = 0; i < marked.length; i++) marked[i].classList.remove('current', 'open');
+    var link = id && document.querySelector('nav a[href="#' + language() + '-' + id + '"]');
+    if (!link) link = document.querySelector('nav .toc[data-lang="' + language() + '"] a');
+    if (!link) return;
+    if (id) link.classList.add('current');
+    var chapter = link.closest('.toc > ol > li');
+    if (chapter) chapter.classList.add('open');
   }
 
   document.getElementById('lang-toggle').addEventListener('click', function () {
