@@ -480,9 +480,14 @@ fn resolve_link(
         };
     }
     if ids.iter().any(|known| known == id) {
-        Ok(format!("#{}-{id}", context.language))
-    } else {
-        Err(format!("link `{dest}`: no heading `{{#{id}}}` in {target_name}"))
+        return Ok(format!("#{}-{id}", context.language));
+    }
+    let elsewhere = context.targets.iter().find(|(_, ids)| ids.iter().any(|known| known == id));
+    match elsewhere {
+        Some((other, _)) => Err(format!(
+            "link `{dest}`: no heading `{{#{id}}}` in {target_name}; it is in {other}: write `{other}#{id}`"
+        )),
+        None => Err(format!("link `{dest}`: no heading `{{#{id}}}` in {target_name}")),
     }
 }
 

@@ -307,3 +307,19 @@ fn parts_appear_in_both_contents_and_must_open_at_the_same_chapters() {
         "parts open at chapters [] here but [01] in guide/en/parts.txt",
     );
 }
+
+#[test]
+fn a_link_to_a_heading_of_another_chapter_names_the_link_to_write() {
+    let fixture = Fixture::new("cross-link");
+    for (language, title) in [
+        ("en", "# Two {#two}\n\nSee [greeting](#greeting).\n"),
+        ("zh", "# 二 {#two}\n\n见[问候](01-intro.md#greeting)。\n"),
+    ] {
+        fixture.write(&format!("guide/{language}/02-two.md"), title);
+    }
+    fixture.assert_reports(
+        "guide/en/02-two.md:3",
+        "no heading `{#greeting}` in 02-two.md; it is in 01-intro.md: write `01-intro.md#greeting`",
+    );
+    assert!(!fixture.diagnostics().iter().any(|line| line.starts_with("guide/zh/02-two.md:3")));
+}
