@@ -69,6 +69,8 @@ mod anchors;
 mod chapters;
 #[path = "guide/highlight.rs"]
 mod highlight;
+#[path = "guide/listings.rs"]
+mod listings;
 #[path = "guide/page.rs"]
 mod page;
 #[cfg(test)]

@@ -4,13 +4,14 @@
 //! explicit ids and the source text of each section) and its includes: enough to compare the
 //! two languages and to resolve links between chapters. The second pass, [`render`], walks the
 //! pulldown-cmark events again and rewrites what the single-file page needs: heading ids get a
-//! language prefix, links become in-page fragments, fenced blocks are highlighted here, and a
-//! `rust` block is replaced by the anchored source region it names. Every problem becomes a
+//! language prefix, links become in-page fragments, fenced blocks become listings (a `rust`
+//! block becomes the anchored source region it names, see `listings.rs`), and top-level
+//! listings are cut out so the page can share them between languages. Every problem becomes a
 //! [`Diagnostic`] pointing at the chapter line, so a writer can jump straight to it.
 
 use crate::Diagnostic;
 use crate::anchors::AnchorMap;
-use crate::highlight::{Language, escape_html, highlight};
+use crate::listings::{Offsets, code_block_html, fence_language, include_target};
 use pulldown_cmark::{CodeBlockKind, CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -220,16 +221,6 @@ fn normalize_section(text: &str) -> String {
     let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
     let end = lines.iter().rposition(|line| !line.is_empty()).map_or(0, |at| at + 1);
     lines[..end].join("\n")
-}
-
-/// The language word of a fence info string: "rust,ignore" → "rust".
-fn fence_language(info: &str) -> &str {
-    info.split([',', ' ']).next().unwrap_or("").trim()
-}
-
-/// `{{#include src/x.rs:name}}` (the block's whole content) → `src/x.rs:name`.
-fn include_target(block: &str) -> Option<&str> {
-    block.trim().strip_prefix("{{#include ")?.strip_suffix("}}").map(str::trim)
 }
 
 /// Inline HTML a chapter may use; anything else is almost always a `<Type>` that lost its
@@ -489,83 +480,6 @@ fn resolve_link(
         )),
         None => Err(format!("link `{dest}`: no heading `{{#{id}}}` in {target_name}")),
     }
-}
-
-/// Where a fenced block starts, and where its first content line starts.
-struct Offsets {
-    fence: usize,
-    body: usize,
-}
-
-/// A fenced block as HTML: a `rust` block is an include and gets a caption; others are
-/// highlighted as written.
-fn code_block_html(
-    info: &str,
-    body: &str,
-    at: Offsets,
-    context: &RenderContext,
-    included: &mut BTreeSet<String>,
-    report: &mut impl FnMut(usize, String),
-) -> String {
-    let language_word = fence_language(info);
-    let Some(language) = Language::from_fence(language_word) else {
-        report(
-            at.fence,
-            format!(
-                "unknown code block language `{language_word}`; use rust (includes only), toml, sh, json or text"
-            ),
-        );
-        return format!("<pre><code>{}</code></pre>\n", escape_html(body));
-    };
-    if language_word.is_empty() {
-        report(at.fence, "code block without a language; name it (```sh, ```toml, ```json, ```text)".into());
-    }
-    if body.contains("{{#include") && language != Language::Rust {
-        report(at.body, "includes show Rust source: put the include in a ```rust block".into());
-    }
-    if language != Language::Rust {
-        let class = language_word.to_ascii_lowercase();
-        return format!("<pre><code class=\"lang-{class}\">{}</code></pre>\n", highlight(body, language));
-    }
-    let Some(target) = include_target(body) else {
-        report(at.body, "pasted Rust code: a ```rust block must hold only `{{#include src/FILE.rs:ANCHOR}}` so the book shows the real source".into());
-        return format!("<pre><code class=\"lang-rust\">{}</code></pre>\n", highlight(body, Language::Rust));
-    };
-    included.insert(target.to_string());
-    let code = match resolve_include(target, context.anchors) {
-        Ok(code) => code,
-        Err(message) => {
-            report(at.body, message);
-            String::new()
-        }
-    };
-    let (file, anchor) = target.rsplit_once(':').unwrap_or((target, ""));
-    format!(
-        "<figure class=\"code\"><figcaption><span class=\"file\">{}</span> <span class=\"anchor\">{}</span></figcaption><pre><code class=\"lang-rust\">{}</code></pre></figure>\n",
-        escape_html(file),
-        escape_html(anchor),
-        highlight(&code, Language::Rust)
-    )
-}
-
-fn resolve_include(target: &str, anchors: &AnchorMap) -> Result<String, String> {
-    let Some((file, anchor)) = target.rsplit_once(':') else {
-        return Err(format!("include `{target}` names no anchor; write `{{{{#include {target}:ANCHOR}}}}`"));
-    };
-    let Some(file_anchors) = anchors.get(file) else {
-        return Err(format!("include `{target}`: no source file `{file}` under src/"));
-    };
-    let Some(region) = file_anchors.get(anchor) else {
-        let known: Vec<&str> = file_anchors.keys().map(String::as_str).collect();
-        return Err(format!(
-            "include `{target}`: no anchor `{anchor}` in {file} (anchors there: {})",
-            known.join(", ")
-        ));
-    };
-    if region.code.trim().is_empty() {
-        return Err(format!("include `{target}` resolves to an empty region ({file}:{})", region.line));
-    }
-    Ok(region.code.clone())
 }
 
 #[cfg(test)]
