@@ -181,3 +181,21 @@ fn a_torn_last_line_is_cut_with_a_warning_and_the_session_goes_on() {
     assert_eq!(records.len(), 6, "the torn line is gone, the new turn is there");
     assert!(std::fs::read(&file).expect("journal").len() > whole);
 }
+
+#[test]
+fn how_a_turn_ended_is_recorded_and_status_tells_it() {
+    let steps = (0..3).map(|_| call("list_files", json!({}))).collect();
+    let limited = Test::new().args(["-p", "loop", "--max-turns", "2"]).server(steps).run();
+    limited.expect_code(2);
+    let last = limited.only_journal().pop().expect("records");
+    assert_eq!(last["type"], "error");
+    assert!(last["message"].as_str().is_some_and(|m| m.contains("turn limit")), "{last}");
+
+    let failed = Test::new().args(["-p", "hi"]).server(vec![Step::error(400, "no such model")]).run();
+    failed.expect_code(1);
+    let last = failed.only_journal().pop().expect("records");
+    assert_eq!(last["type"], "error");
+    assert!(last["message"].as_str().is_some_and(|m| m.contains("no such model")), "{last}");
+    let status = Test::new().args(["-c", "--status"]).run_in(failed.workspace);
+    assert!(status.stdout.contains("state    failed: model request failed: 400"), "{}", status.stdout);
+}

@@ -1,8 +1,10 @@
 //! The composition root: the one place that knows every chapter.
 //!
-//! `main` parses the command line, builds the pieces — a model client, the workspace tools
-//! behind their permission gate, an observer that reports progress — and hands them to the
-//! loop of chapter 1. Everything that can go wrong comes back here as one [`Error`], which
+//! `main` parses the command line, builds the pieces — a model client (retrying, streaming,
+//! compacting), the workspace tools behind their permission gate, a session journal, the
+//! observers that report progress — and hands them to the loop of chapter 1, once (`-p`) or
+//! for every line typed (the REPL). The session wiring lives in `app.rs`, the `--json`
+//! events in `json_events.rs`. Everything that can go wrong comes back here as one [`Error`], which
 //! becomes one line on stderr and an exit code: 0 the agent finished, 1 something failed,
 //! 2 the turn limit was reached, 130 the user pressed Ctrl+C. The final answer, and only
 //! the final answer, goes to stdout, so `mini-agent -p … > answer.md` does what it says.
@@ -14,7 +16,7 @@ mod json_events;
 use app::{Agent, Asker, Config, Opened, open_session};
 use args::{Command, Options, Prompt};
 use json_events::JsonEvents;
-use mini_agent::ch01_loop::{Error, Model, Outcome};
+use mini_agent::ch01_loop::{Error, Model, Observer, Outcome};
 use mini_agent::ch02_model::{ChatClient, ClientConfig};
 use mini_agent::ch04_terminal::{
     LineReader, Screen, TerminalObserver, install_interrupt_handler, render_markdown, run_repl,
@@ -155,11 +157,7 @@ fn one_shot(mut agent: Agent, task: String, options: &Options) -> Result<u8, Err
     let screen = if streams_to_stdout { terminal.clone() } else { stderr_only(&terminal) };
     let mut display = TerminalObserver::new(screen, None);
     let mut events = json;
-    let outcome = agent.turn(
-        task,
-        &mut display,
-        events.as_mut().map(|json| json as &mut dyn mini_agent::ch01_loop::Observer),
-    );
+    let outcome = agent.turn(task, &mut display, events.as_mut().map(|json| json as &mut dyn Observer));
     match outcome {
         Outcome::Completed(answer) if answer.trim().is_empty() => {
             say("mini-agent: the model finished without a final answer");
