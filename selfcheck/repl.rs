@@ -81,3 +81,16 @@ fn compact_is_recorded_and_a_resumed_session_sends_the_same_view() {
     assert_eq!(sent[3]["content"], "answer two");
     assert_eq!(sent[4]["content"], "third");
 }
+
+#[test]
+fn slash_resume_switches_to_a_session_and_continues_it() {
+    let first = Test::new().args(["-p", "one"]).server(vec![text("answer one")]).run();
+    let id = first.only_journal()[0]["id"].as_str().expect("an id").to_string();
+    let script = format!("/resume {id}\n/resume {id}\nnext\n/resume nosuch\n");
+    let repl = Test::new().stdin(&script).server(vec![text("answer two")]).run_in(first.workspace);
+    repl.expect_code(0).stderr_has("error: no session matches 'nosuch'");
+    assert!(repl.stdout.contains(&format!("resumed session {id}\n> one\nanswer one")), "{}", repl.stdout);
+    assert!(repl.stdout.contains(&format!("already in session {id}")), "{}", repl.stdout);
+    let sent: Vec<_> = messages(&repl.requests[0]).iter().map(|m| m["content"].clone()).collect();
+    assert_eq!(sent[1..], [json!("one"), json!("answer one"), json!("next")]);
+}
