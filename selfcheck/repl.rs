@@ -94,3 +94,14 @@ fn slash_resume_switches_to_a_session_and_continues_it() {
     let sent: Vec<_> = messages(&repl.requests[0]).iter().map(|m| m["content"].clone()).collect();
     assert_eq!(sent[1..], [json!("one"), json!("answer one"), json!("next")]);
 }
+
+#[test]
+fn ctrl_c_during_a_repl_turn_is_recorded_and_the_repl_goes_on() {
+    let run = Test::new()
+        .stdin("wait for it\n")
+        .server(vec![mini_agent::ch13_scripted_server::Step::Hang])
+        .interrupt_after(1)
+        .run();
+    run.expect_code(0).stderr_has("interrupted");
+    assert_eq!(run.journal_types(), ["session", "system", "user", "interrupted"]);
+}
