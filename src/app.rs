@@ -437,7 +437,7 @@ impl Prompter for TypeAheadPrompter {
             Permission::Shell => "shell commands",
         };
         let mut question =
-            format!("{}\nallow? [y] once  [a] all {scope} this session  [n] no: ", describe_call(call));
+            format!("{}\nallow? [y] once  [a] all {scope} this session  [n] no: ", request(call));
         loop {
             let Some(answer) = self.0.ask(&question) else {
                 return Answer::Deny("no answer from the terminal".into());
@@ -455,3 +455,18 @@ impl Prompter for TypeAheadPrompter {
     }
 }
 // ANCHOR_END: prompter
+
+/// What the user is asked to allow, in words: the command, or the file and the size.
+fn request(call: &mini_agent::ch01_loop::ToolCall) -> String {
+    let arguments: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+    let text = |key: &str| arguments[key].as_str().map(str::to_string);
+    match (call.name.as_str(), text("command"), text("path")) {
+        ("bash", Some(command), _) => format!("bash wants to run: {command}"),
+        ("write_file", _, Some(path)) => {
+            let bytes = text("content").map_or(0, |content| content.len());
+            format!("write_file wants to write {bytes} bytes to {path}")
+        }
+        ("edit_file", _, Some(path)) => format!("edit_file wants to change {path}"),
+        _ => describe_call(call),
+    }
+}
