@@ -13,4 +13,5 @@ mod events;
 mod model_replies;
 mod repl;
 mod sessions;
+mod terminal;
 mod tools;
