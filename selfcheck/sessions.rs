@@ -127,7 +127,8 @@ fn killed_during_a_tool() -> TempDir {
     let run = Test::new()
         .args(["-p", "run it", "--allow-shell"])
         .server(vec![call("bash", json!({ "command": command })), text("never sent")])
-        .signal_when_journal_has("tool_started", SIGKILL)
+        // Killed once the command has certainly begun: its first line is written.
+        .signal_when(|root| root.join("runs.txt").exists(), SIGKILL)
         .run();
     assert_eq!(run.code, None, "killed by a signal");
     assert_eq!(run.journal_types().last().map(String::as_str), Some("tool_started"));
