@@ -10,4 +10,5 @@ pub mod ch09_journal;
 pub mod ch10_recovery;
 pub mod ch11_streaming;
 pub mod ch13_demo;
+pub mod ch13_evaluation;
 pub mod ch13_scripted_server;
