@@ -397,10 +397,23 @@ pub struct Observed {
     pub stderr: String,
     /// The expected files as found: content, or `None` when absent.
     pub files: BTreeMap<String, Option<String>>,
-    /// The tools started during the run, in order.
+    /// The tools started during the run, in order, and where that was read.
     pub tools: Vec<String>,
+    pub tools_witness: ToolsWitness,
     /// The request bodies the server received during the run.
     pub requests: Vec<Value>,
+}
+
+/// Where the list of tools a run started comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ToolsWitness {
+    /// The `tool_started` records of the session journal: every tool that began, even one
+    /// that was killed or denied before it could answer.
+    #[default]
+    Journal,
+    /// No journal was written (an early build): the tool calls answered in the requests,
+    /// which misses a call whose answer was never sent (the turn limit, a kill).
+    Requests,
 }
 
 // ANCHOR: compare
@@ -426,7 +439,11 @@ pub fn compare(expect: &Expect, observed: &Observed) -> Vec<String> {
     if let Some(tools) = &expect.tools
         && &observed.tools != tools
     {
-        differences.push(format!("tools: expected {tools:?}, got {:?}", observed.tools));
+        let witness = match observed.tools_witness {
+            ToolsWitness::Journal => "from the journal",
+            ToolsWitness::Requests => "from the answers sent; no journal was written",
+        };
+        differences.push(format!("tools ({witness}): expected {tools:?}, got {:?}", observed.tools));
     }
     if let Some(count) = expect.requests
         && observed.requests.len() != count
@@ -521,26 +538,41 @@ struct Attempt {
     failure: Option<String>,
     requests: usize,
     elapsed: Duration,
+    /// With `verbose`: each run's exit code, stdout and stderr.
+    transcript: String,
 }
 
 // ANCHOR: run_eval
 /// Runs every scenario in `dir` `repeats` times against `binary`, prints a table (and what
-/// differed, for failures) on stdout, and says whether everything passed.
+/// differed, for failures) on stdout, and says whether everything passed. With `verbose`,
+/// each run's output is shown too.
 pub fn run_eval(binary: &Path, dir: &Path, repeats: usize, verbose: bool) -> Result<bool, Error> {
+    run_eval_to(&mut std::io::stdout().lock(), binary, dir, repeats, verbose)
+}
+
+fn run_eval_to(
+    out: &mut dyn Write,
+    binary: &Path,
+    dir: &Path,
+    repeats: usize,
+    verbose: bool,
+) -> Result<bool, Error> {
     let scenarios = load_scenarios(dir)?;
     let repeats = repeats.max(1);
     let width = scenarios.iter().map(|s| s.name.chars().count()).max().unwrap_or(8).max(8);
-    let mut out = std::io::stdout().lock();
-    let print = |out: &mut std::io::StdoutLock, line: String| {
+    let print = |out: &mut dyn Write, line: String| {
         // A closed stdout (| head) must not stop the evaluation; the result still counts.
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());
     };
-    print(&mut out, format!("{:<width$}  {:>7}  {:>5}  {:>6}", "scenario", "passed", "turns", "ms"));
+    print(out, format!("{:<width$}  {:>7}  {:>5}  {:>6}", "scenario", "passed", "turns", "ms"));
     let (mut all_passed, mut failures) = (true, Vec::new());
     for scenario in &scenarios {
         let mut attempts = Vec::new();
         for _ in 0..repeats {
             attempts.push(attempt(binary, scenario, verbose)?);
+        }
+        for attempt in attempts.iter().filter(|a| !a.transcript.is_empty()) {
+            print(out, attempt.transcript.trim_end().to_string());
         }
         let passed = attempts.iter().filter(|a| a.failure.is_none()).count();
         let mut times: Vec<Duration> = attempts.iter().map(|a| a.elapsed).collect();
@@ -549,7 +581,7 @@ pub fn run_eval(binary: &Path, dir: &Path, repeats: usize, verbose: bool) -> Res
         let median = times[times.len() / 2].as_millis();
         let mark = if passed == repeats { "" } else { "  FAIL" };
         print(
-            &mut out,
+            out,
             format!(
                 "{:<width$}  {:>7}  {turns:>5}  {median:>6}{mark}",
                 scenario.name,
@@ -562,10 +594,10 @@ pub fn run_eval(binary: &Path, dir: &Path, repeats: usize, verbose: bool) -> Res
         }
     }
     for (name, failure) in &failures {
-        print(&mut out, format!("\n{name}: {failure}"));
+        print(out, format!("\n{name}: {failure}"));
     }
     let failed = failures.len();
-    print(&mut out, format!("\n{} of {} scenarios passed", scenarios.len() - failed, scenarios.len()));
+    print(out, format!("\n{} of {} scenarios passed", scenarios.len() - failed, scenarios.len()));
     Ok(all_passed)
 }
 // ANCHOR_END: run_eval
@@ -575,6 +607,7 @@ fn attempt(binary: &Path, scenario: &Scenario, verbose: bool) -> Result<Attempt,
     let workspace = TempWorkspace::new(&scenario.name)?;
     let started = Instant::now();
     let mut requests = 0;
+    let mut transcript = String::new();
     let mut names = HashMap::new();
     for (path, content) in &scenario.files {
         let full = workspace.path.join(path);
@@ -588,14 +621,15 @@ fn attempt(binary: &Path, scenario: &Scenario, verbose: bool) -> Result<Attempt,
         let observed = run_once(binary, &workspace.path, index, run, &mut names)?;
         requests += observed.requests.len();
         if verbose {
-            println!(
-                "--- {} run {}: exit {:?}\n{}{}",
+            transcript.push_str(&format!(
+                "--- {} run {} ({}): exit {}\n{}{}",
                 scenario.name,
                 index + 1,
-                observed.exit,
+                run.args.join(" "),
+                observed.exit.map_or("none (timed out)".to_string(), |code| code.to_string()),
                 observed.stdout,
                 observed.stderr
-            );
+            ));
         }
         let differences = compare(&run.expect, &observed);
         if !differences.is_empty() {
@@ -608,10 +642,10 @@ fn attempt(binary: &Path, scenario: &Scenario, verbose: bool) -> Result<Attempt,
                 differences.join("\n  - "),
                 stderr_tail.join(" | ")
             );
-            return Ok(Attempt { failure: Some(failure), requests, elapsed: started.elapsed() });
+            return Ok(Attempt { failure: Some(failure), requests, elapsed: started.elapsed(), transcript });
         }
     }
-    Ok(Attempt { failure: None, requests, elapsed: started.elapsed() })
+    Ok(Attempt { failure: None, requests, elapsed: started.elapsed(), transcript })
 }
 
 // ANCHOR: run_once
@@ -659,16 +693,20 @@ fn run_once(
         stderr: finish_collecting(stderr),
         files: BTreeMap::new(),
         tools: Vec::new(),
+        tools_witness: ToolsWitness::Journal,
         requests: server.requests(),
     };
     drop(server);
     for path in run.expect.files.keys() {
         observed.files.insert(path.clone(), std::fs::read_to_string(root.join(path)).ok());
     }
-    observed.tools = match journal_records(root) {
-        after if after.is_empty() => tools_answered(&observed.requests, index, names),
-        after => tools_started_since(&journal_before, &after),
-    };
+    let journal_after = journal_records(root);
+    if journal_after.is_empty() {
+        observed.tools = tools_answered(&observed.requests, index, names);
+        observed.tools_witness = ToolsWitness::Requests;
+    } else {
+        observed.tools = tools_started_since(&journal_before, &journal_after);
+    }
     Ok(observed)
 }
 
@@ -744,7 +782,8 @@ fn finish_collecting(receiver: mpsc::Receiver<Vec<u8>>) -> String {
 }
 
 // ANCHOR: journal
-/// Every journal record under `<root>/.mini_agent/sessions/`, per file in name order. The
+/// Every journal record under `<root>/.mini_agent/sessions/`, per file in name order (a
+/// run writes to one session, so the order between files never decides a result). The
 /// evaluation reads the documented format from outside (one JSON object per line) rather
 /// than through the journal's own reader: it checks the contract, not the code.
 fn journal_records(root: &Path) -> Vec<(PathBuf, Vec<Value>)> {
@@ -935,6 +974,7 @@ mod tests {
             stderr: "→ read_file a.txt ✓\n→ bash ls ✓\n".into(),
             files: BTreeMap::from([("a.txt".into(), Some("hi\n".into())), ("gone".into(), None)]),
             tools: vec!["read_file".into(), "bash".into()],
+            tools_witness: ToolsWitness::Journal,
             requests: vec![answered_pair()],
         };
         (expect, observed)
@@ -958,7 +998,7 @@ mod tests {
                 "exit: expected 0, got 1",
                 "file a.txt: expected \"hi\\n\", got (absent)",
                 "file gone: expected (absent), got \"back\"",
-                "tools: expected [\"read_file\", \"bash\"], got [\"bash\"]",
+                "tools (from the journal): expected [\"read_file\", \"bash\"], got [\"bash\"]",
                 "model requests: expected 1, got 2",
                 "stdout: expected to contain \"Done\", got \"Nope\"",
                 "request 2: tool result \"x\" answers no call just before it",
@@ -1018,6 +1058,60 @@ mod tests {
         assert_eq!(cut.partial_text(), "Writing it now.");
     }
 
+    #[test]
+    fn tools_started_are_read_from_the_journal_as_the_journal_writes_them() {
+        use crate::ch05_sessions::{Append, Body, SessionStore};
+        use crate::ch09_journal::Journal;
+        let root = TempWorkspace::new("journal").expect("temp dir");
+        let store = SessionStore::new(&root.path);
+        let started = |name: &str| Body::ToolStarted {
+            id: format!("id_{name}"),
+            name: name.into(),
+            arguments: "{}".into(),
+        };
+        let mut first = Journal::create(&store, "m").expect("a journal");
+        first.append(started("bash")).expect("append");
+        let before = journal_records(&root.path);
+        first.append(started("read_file")).expect("append");
+        first
+            .append(Body::ToolFinished {
+                id: "id_read_file".into(),
+                status: crate::ch01_loop::ToolStatus::Ok,
+                content: "x".into(),
+            })
+            .expect("append");
+        assert_eq!(tools_started_since(&before, &journal_records(&root.path)), ["read_file"]);
+        drop(first);
+        let before = journal_records(&root.path);
+        let mut second = Journal::create(&store, "m").expect("a second journal");
+        second.append(started("edit_file")).expect("append");
+        assert_eq!(tools_started_since(&before, &journal_records(&root.path)), ["edit_file"]);
+        let mut everything = tools_started_since(&[], &journal_records(&root.path));
+        everything.sort();
+        assert_eq!(everything, ["bash", "edit_file", "read_file"]);
+    }
+
+    #[test]
+    fn without_a_journal_the_answers_of_this_run_name_the_tools() {
+        let names = HashMap::from([
+            ("call_0_0_0".to_string(), "read_file".to_string()),
+            ("call_1_0_0".to_string(), "bash".to_string()),
+            ("call_1_1_0".to_string(), "search".to_string()),
+        ]);
+        let messages = json!([
+            {"role": "tool", "tool_call_id": "call_0_0_0", "content": ""},
+            {"role": "tool", "tool_call_id": "call_1_0_0", "content": ""}
+        ]);
+        let mut later = messages.clone();
+        later
+            .as_array_mut()
+            .expect("array")
+            .push(json!({"role": "tool", "tool_call_id": "call_1_1_0", "content": ""}));
+        let requests = [request(messages), request(later)];
+        assert_eq!(tools_answered(&requests, 1, &names), ["bash", "search"]);
+        assert_eq!(tools_answered(&requests, 0, &names), ["read_file"]);
+    }
+
     /// A stand-in binary: a shell script, so the runner's plumbing (arguments, stdin, exit
     /// codes, files, signals, timeouts) is tested without the agent.
     fn script(dir: &Path, body: &str) -> PathBuf {
@@ -1062,6 +1156,32 @@ mod tests {
             r#"{"args": [], "signal": {"signal": "INT", "when_file": "ready", "delay_ms": 20}, "expect": {"exit": 130}}"#,
         );
         assert_eq!(differences, Vec::<String>::new(), "{observed:?}");
+    }
+
+    #[test]
+    fn the_table_counts_passes_per_scenario_and_failures_say_what_differed() {
+        let dir = TempWorkspace::new("scenarios").expect("temp dir");
+        let scenario = |name: &str, exit: i32| {
+            format!(
+                r#"{{"name": "{name}", "runs": [{{"args": ["-p", "x"], "expect": {{"exit": {exit}, "stdout_contains": ["hello"]}}}}]}}"#
+            )
+        };
+        std::fs::write(dir.path.join("a.json"), scenario("passes", 0)).expect("write");
+        std::fs::write(dir.path.join("b.json"), scenario("fails", 5)).expect("write");
+        let binary = script(&dir.path, "echo hello");
+        let mut out = Vec::new();
+        let all_passed = run_eval_to(&mut out, &binary, &dir.path, 2, false).expect("ran");
+        let out = String::from_utf8(out).expect("utf-8");
+        assert!(!all_passed, "{out}");
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].starts_with("scenario") && lines[0].ends_with("ms"), "{out}");
+        assert!(lines[1].starts_with("passes    ") && lines[1].contains(" 2/2 "), "{out}");
+        assert!(
+            lines[2].starts_with("fails     ") && lines[2].contains(" 0/2 ") && lines[2].ends_with("FAIL"),
+            "{out}"
+        );
+        assert!(out.contains("fails: run 1 (-p x) differed:\n  - exit: expected 5, got 0\n"), "{out}");
+        assert!(out.ends_with("1 of 2 scenarios passed\n"), "{out}");
     }
 
     #[test]
