@@ -15,7 +15,8 @@
 //! number of model requests; substrings of stdout, stderr, the tool results and the first
 //! request; and, always, that every request the binary sent is well formed — each tool call
 //! answered exactly once, right after its assistant message, in order (an API rejects
-//! anything else). **What it cannot assert:** that a real model would behave like the script.
+//! anything else) — and that the journal kept its promises: every line a record (a torn
+//! last line only after a kill) and no tool call started twice. **What it cannot assert:** that a real model would behave like the script.
 //! The script plays the model; the scenario tests everything *around* the model — the part
 //! that must be dependable whatever the model does. Whether the agent solves real tasks well
 //! is a question for a different kind of evaluation, with real models and many samples.
@@ -150,6 +151,9 @@ pub struct ErrorSpec {
     pub code: Option<String>,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Sent instead of the JSON error body (an HTML page from a proxy, say).
+    #[serde(default)]
+    pub body: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -324,7 +328,8 @@ fn server_steps(run_index: usize, steps: &[ScriptStep], names: &mut HashMap<Stri
                         error["code"] = json!(code);
                     }
                     let headers = spec.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                    Step::Reply { status: spec.status, headers, body: json!({"error": error}).to_string() }
+                    let body = spec.body.clone().unwrap_or_else(|| json!({"error": error}).to_string());
+                    Step::Reply { status: spec.status, headers, body }
                 }
                 ScriptStep::Stream(spec) => {
                     let calls = ids(&spec.tool_calls);
@@ -402,6 +407,8 @@ pub struct Observed {
     pub tools_witness: ToolsWitness,
     /// The request bodies the server received during the run.
     pub requests: Vec<Value>,
+    /// Broken promises of the session journal (see [`journal_problems`]).
+    pub journal_problems: Vec<String>,
 }
 
 /// Where the list of tools a run started comes from.
@@ -467,6 +474,7 @@ pub fn compare(expect: &Expect, observed: &Observed) -> Vec<String> {
             differences.push(format!("request {}: {problem}", index + 1));
         }
     }
+    differences.extend(observed.journal_problems.iter().map(|problem| format!("journal: {problem}")));
     differences
 }
 
@@ -695,6 +703,7 @@ fn run_once(
         tools: Vec::new(),
         tools_witness: ToolsWitness::Journal,
         requests: server.requests(),
+        journal_problems: journal_problems(root, exit == Some(128 + SignalName::Kill.number())),
     };
     drop(server);
     for path in run.expect.files.keys() {
@@ -802,6 +811,42 @@ fn journal_records(root: &Path) -> Vec<(PathBuf, Vec<Value>)> {
             (path, records)
         })
         .collect()
+}
+
+/// What must hold for every journal after every run, whatever the scenario: each line is
+/// a record (only a process killed mid-write may leave a torn last line, which the next
+/// open cuts off), and no tool call was started twice — nothing is ever re-run.
+fn journal_problems(root: &Path, killed: bool) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(root.join(".mini_agent").join("sessions")) else { return Vec::new() };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|entry| entry.ok().map(|e| e.path())).collect();
+    paths.retain(|path| path.extension().is_some_and(|ext| ext == "jsonl"));
+    paths.sort();
+    let mut problems = Vec::new();
+    let mut started = std::collections::HashSet::new();
+    for path in paths {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let lines: Vec<&str> = text.split_terminator('\n').collect();
+        for (number, line) in lines.iter().enumerate() {
+            let record: Option<Value> =
+                serde_json::from_str(line).ok().filter(|r: &Value| r["type"].is_string());
+            match record {
+                None if killed && number + 1 == lines.len() => {}
+                None => problems.push(format!("{name} line {} is not a record", number + 1)),
+                Some(record) if record["type"] == "tool_started" => {
+                    let id = record["id"].as_str().unwrap_or_default().to_string();
+                    if !started.insert(id.clone()) {
+                        problems.push(format!(
+                            "tool call {id} was started a second time ({name} line {})",
+                            number + 1
+                        ));
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    problems
 }
 
 /// The names of the `tool_started` records written since `before`.
@@ -976,6 +1021,7 @@ mod tests {
             tools: vec!["read_file".into(), "bash".into()],
             tools_witness: ToolsWitness::Journal,
             requests: vec![answered_pair()],
+            journal_problems: Vec::new(),
         };
         (expect, observed)
     }
@@ -1089,6 +1135,31 @@ mod tests {
         let mut everything = tools_started_since(&[], &journal_records(&root.path));
         everything.sort();
         assert_eq!(everything, ["bash", "edit_file", "read_file"]);
+    }
+
+    #[test]
+    fn a_journal_with_a_torn_middle_or_a_tool_started_twice_is_a_difference() {
+        let root = TempWorkspace::new("promises").expect("temp dir");
+        let dir = root.path.join(".mini_agent").join("sessions");
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let lines = [
+            r#"{"seq":1,"type":"session"}"#,
+            r#"{"seq":2,"type":"tool_started","id":"call_0_0_0","name":"bash"}"#,
+            r#"{"seq":3,"ty"#,
+            r#"{"seq":4,"type":"tool_started","id":"call_0_0_0","name":"bash"}"#,
+            r#"{"seq":5,"type":"tool_fin"#,
+        ];
+        std::fs::write(dir.join("20261129-100000-abcd.jsonl"), lines.join("\n")).expect("write");
+        assert_eq!(
+            journal_problems(&root.path, false),
+            [
+                "20261129-100000-abcd.jsonl line 3 is not a record",
+                "tool call call_0_0_0 was started a second time (20261129-100000-abcd.jsonl line 4)",
+                "20261129-100000-abcd.jsonl line 5 is not a record",
+            ]
+        );
+        // Only a killed process may leave a torn last line.
+        assert_eq!(journal_problems(&root.path, true).len(), 2);
     }
 
     #[test]
