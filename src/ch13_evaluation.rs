@@ -796,13 +796,7 @@ fn finish_collecting(receiver: mpsc::Receiver<Vec<u8>>) -> String {
 /// evaluation reads the documented format from outside (one JSON object per line) rather
 /// than through the journal's own reader: it checks the contract, not the code.
 fn journal_records(root: &Path) -> Vec<(PathBuf, Vec<Value>)> {
-    let Ok(entries) = std::fs::read_dir(root.join(".mini_agent").join("sessions")) else { return Vec::new() };
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
-        .collect();
-    paths.sort();
-    paths
+    journal_paths(root)
         .into_iter()
         .map(|path| {
             let text = std::fs::read_to_string(&path).unwrap_or_default();
@@ -817,13 +811,9 @@ fn journal_records(root: &Path) -> Vec<(PathBuf, Vec<Value>)> {
 /// a record (only a process killed mid-write may leave a torn last line, which the next
 /// open cuts off), and no tool call was started twice — nothing is ever re-run.
 fn journal_problems(root: &Path, killed: bool) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(root.join(".mini_agent").join("sessions")) else { return Vec::new() };
-    let mut paths: Vec<PathBuf> = entries.filter_map(|entry| entry.ok().map(|e| e.path())).collect();
-    paths.retain(|path| path.extension().is_some_and(|ext| ext == "jsonl"));
-    paths.sort();
     let mut problems = Vec::new();
     let mut started = std::collections::HashSet::new();
-    for path in paths {
+    for path in journal_paths(root) {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         let lines: Vec<&str> = text.split_terminator('\n').collect();
@@ -847,6 +837,15 @@ fn journal_problems(root: &Path, killed: bool) -> Vec<String> {
         }
     }
     problems
+}
+
+/// The session files of the workspace, in name order.
+fn journal_paths(root: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(root.join(".mini_agent").join("sessions")) else { return Vec::new() };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|entry| entry.ok().map(|e| e.path())).collect();
+    paths.retain(|path| path.extension().is_some_and(|ext| ext == "jsonl"));
+    paths.sort();
+    paths
 }
 
 /// The names of the `tool_started` records written since `before`.
