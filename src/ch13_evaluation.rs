@@ -566,6 +566,10 @@ fn run_eval_to(
     verbose: bool,
 ) -> Result<bool, Error> {
     let scenarios = load_scenarios(dir)?;
+    // Each run starts in its own workspace, so a relative path would no longer lead here.
+    let binary = &binary
+        .canonicalize()
+        .map_err(|e| Error::io(format!("finding the binary to evaluate, {}", binary.display()), e))?;
     let repeats = repeats.max(1);
     let width = scenarios.iter().map(|s| s.name.chars().count()).max().unwrap_or(8).max(8);
     let print = |out: &mut dyn Write, line: String| {
