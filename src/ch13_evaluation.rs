@@ -467,7 +467,7 @@ pub fn compare(expect: &Expect, observed: &Observed) -> Vec<String> {
     missing("stderr", &observed.stderr, &expect.stderr_contains, &mut differences);
     let results = tool_results(&observed.requests).join("\n");
     missing("tool results", &results, &expect.tool_results_contain, &mut differences);
-    let first = observed.requests.first().map(|r| r["messages"].to_string()).unwrap_or_default();
+    let first = observed.requests.first().map(message_texts).unwrap_or_default();
     missing("first request", &first, &expect.first_request_contains, &mut differences);
     for (index, request) in observed.requests.iter().enumerate() {
         if let Err(problem) = check_tool_answers(request) {
@@ -516,6 +516,12 @@ pub fn check_tool_answers(request: &Value) -> Result<(), String> {
     Ok(())
 }
 // ANCHOR_END: compare
+
+/// The text of every message of a request, one after the other, as the model reads it.
+fn message_texts(request: &Value) -> String {
+    let messages = request["messages"].as_array().map(Vec::as_slice).unwrap_or_default();
+    messages.iter().filter_map(|m| m["content"].as_str()).collect::<Vec<_>>().join("\n")
+}
 
 /// The content of every tool result in these requests, each once.
 fn tool_results(requests: &[Value]) -> Vec<String> {
