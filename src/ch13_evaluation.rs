@@ -50,6 +50,7 @@
 //!       "tools": ["edit_file", "edit_file"],         // tools started during this run
 //!       "requests": 3,                               // model requests during this run
 //!       "stdout_contains": ["Done."], "stderr_contains": [],
+//!       "stdout_json_lines": false,                  // true: each stdout line is JSON
 //!       "tool_results_contain": ["not found"],       // in some tool result sent back
 //!       "first_request_contains": []                 // in the first request's messages
 //!     }
@@ -212,6 +213,9 @@ pub struct Expect {
     pub tools: Option<Vec<String>>,
     #[serde(default)]
     pub requests: Option<usize>,
+    /// Every line of stdout is a JSON object (`--json`).
+    #[serde(default)]
+    pub stdout_json_lines: bool,
     #[serde(default)]
     pub stdout_contains: Vec<String>,
     #[serde(default)]
@@ -463,6 +467,15 @@ pub fn compare(expect: &Expect, observed: &Observed) -> Vec<String> {
                 .push(format!("{label}: expected to contain {needle:?}, got {}", shown(Some(haystack))));
         }
     };
+    if expect.stdout_json_lines
+        && let Some((number, line)) = observed
+            .stdout
+            .lines()
+            .enumerate()
+            .find(|(_, line)| !serde_json::from_str::<Value>(line).is_ok_and(|v| v.is_object()))
+    {
+        differences.push(format!("stdout line {} is not a JSON object: {}", number + 1, shown(Some(line))));
+    }
     missing("stdout", &observed.stdout, &expect.stdout_contains, &mut differences);
     missing("stderr", &observed.stderr, &expect.stderr_contains, &mut differences);
     let results = tool_results(&observed.requests).join("\n");
@@ -1016,6 +1029,7 @@ mod tests {
             files: BTreeMap::from([("a.txt".into(), Some("hi\n".into())), ("gone".into(), None)]),
             tools: Some(vec!["read_file".into(), "bash".into()]),
             requests: Some(1),
+            stdout_json_lines: false,
             stdout_contains: vec!["Done".into()],
             stderr_contains: vec!["→ bash".into()],
             tool_results_contain: vec!["exit code 0".into()],
@@ -1059,6 +1073,18 @@ mod tests {
                 "request 2: tool result \"x\" answers no call just before it",
             ]
         );
+    }
+
+    #[test]
+    fn json_lines_output_is_checked_line_by_line() {
+        let (mut expect, mut observed) = passing();
+        expect.stdout_json_lines = true;
+        expect.stdout_contains = vec!["read_file".into()];
+        observed.stdout =
+            "{\"type\":\"tool_started\",\"name\":\"read_file\"}\n{\"type\":\"exit\",\"code\":0}\n".into();
+        assert_eq!(compare(&expect, &observed), Vec::<String>::new());
+        observed.stdout.push_str("Done.\n");
+        assert_eq!(compare(&expect, &observed), ["stdout line 3 is not a JSON object: \"Done.\""]);
     }
 
     #[test]
