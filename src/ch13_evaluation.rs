@@ -710,6 +710,7 @@ fn run_once(
         .stdin(if run.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    without_terminal(&mut command);
     let mut child = command.spawn().map_err(|e| Error::io(format!("starting {}", binary.display()), e))?;
     if let (Some(text), Some(mut stdin)) = (run.stdin.clone(), child.stdin.take()) {
         thread::spawn(move || stdin.write_all(text.as_bytes()));
@@ -781,6 +782,21 @@ fn wait(
     }
 }
 // ANCHOR_END: run_once
+
+/// Starts the child in a session of its own, with no controlling terminal. Otherwise an
+/// evaluation started from a terminal would let the agent open `/dev/tty` and ask the
+/// person at the keyboard whether a write is allowed — and the answer would depend on them.
+fn without_terminal(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    unsafe extern "C" {
+        fn setsid() -> i32;
+    }
+    // SAFETY: runs in the forked child before exec; setsid is async-signal-safe and
+    // allocates nothing.
+    unsafe {
+        command.pre_exec(|| if setsid() == -1 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
+    }
+}
 
 fn send_signal(pid: u32, signal: i32) {
     unsafe extern "C" {
@@ -1246,6 +1262,15 @@ mod tests {
                 "files": {"made.txt": "x\n", "other.txt": null},
                 "stdout_contains": ["-p hi", "--base-url http://127.0.0.1:"],
                 "stderr_contains": ["stdin: typed"], "requests": 0, "tools": []}}"#,
+        );
+        assert_eq!(differences, Vec::<String>::new(), "{observed:?}");
+    }
+
+    #[test]
+    fn the_binary_has_no_terminal_to_ask_even_when_the_evaluation_has_one() {
+        let (observed, differences) = run_with(
+            "if (exec < /dev/tty) 2>/dev/null; then echo tty; else echo no-tty; fi",
+            r#"{"args": [], "expect": {"exit": 0, "stdout_contains": ["no-tty"]}}"#,
         );
         assert_eq!(differences, Vec::<String>::new(), "{observed:?}");
     }
