@@ -9,17 +9,19 @@
 //! compares what happened with what it expected. The same scenario gives the same result on
 //! every machine, so a failure means the code changed, not the weather.
 //!
-//! **What "passed" asserts:** for every run, the exit code; the files named (exact content,
-//! or absent); the tools the agent started, in order (from the journal's `tool_started`
+//! **What "passed" asserts:** for every run, the exit code (a process that dies of a signal
+//! fails, unless it is the scenario's own SIGKILL); the files named (exact content, or
+//! absent); the tools the agent started, in order (from the journal's `tool_started`
 //! records, or, when a build keeps no journal, from the tool results it sent back); the
 //! number of model requests; substrings of stdout, stderr, the tool results and the first
 //! request; and, always, that every request the binary sent is well formed — each tool call
 //! answered exactly once, right after its assistant message, in order (an API rejects
 //! anything else) — and that the journal kept its promises: every line a record (a torn
-//! last line only after a kill) and no tool call started twice. **What it cannot assert:** that a real model would behave like the script.
-//! The script plays the model; the scenario tests everything *around* the model — the part
-//! that must be dependable whatever the model does. Whether the agent solves real tasks well
-//! is a question for a different kind of evaluation, with real models and many samples.
+//! last line only after a kill) and no tool call started twice. **What it cannot assert:**
+//! that a real model would behave like the script. The script plays the model; the scenario
+//! tests everything *around* the model — the part that must be dependable whatever the
+//! model does. Whether the agent solves real tasks well is a question for a different kind
+//! of evaluation, with real models and many samples.
 //!
 //! # The scenario format
 //!
@@ -45,7 +47,7 @@
 //!            // or {"signal": "KILL", "when_file": "started.txt", "delay_ms": 0}
 //!     "timeout_ms": 15000,                           // optional; the run is killed after it
 //!     "expect": {
-//!       "exit": 0,                                   // 128+N when killed by signal N
+//!       "exit": 0,                                   // 137: killed by the scenario's SIGKILL
 //!       "files": {"notes.txt": "hello there\n", "gone.txt": null},
 //!       "tools": ["edit_file", "edit_file"],         // tools started during this run
 //!       "requests": 3,                               // model requests during this run
@@ -399,9 +401,7 @@ fn stream_chunks(text: Option<&str>, calls: &[(String, String, String)], finish:
 /// What one run did, as seen from outside the binary.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Observed {
-    /// The exit code, or 128+N when a signal N ended the process.
-    pub exit: Option<i32>,
-    pub timed_out: bool,
+    pub ending: Ending,
     pub stdout: String,
     pub stderr: String,
     /// The expected files as found: content, or `None` when absent.
@@ -413,6 +413,29 @@ pub struct Observed {
     pub requests: Vec<Value>,
     /// Broken promises of the session journal (see [`journal_problems`]).
     pub journal_problems: Vec<String>,
+}
+
+/// How the process ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Ending {
+    Exited(i32),
+    /// A signal ended it: SIGKILL when the scenario sent one, anything else is a failure
+    /// (an agent catches Ctrl+C and exits with 130 after recording it).
+    Signalled(i32),
+    /// It outlived its timeout and was killed by the runner.
+    #[default]
+    TimedOut,
+}
+
+impl Ending {
+    /// The shell's way of saying it: the exit code, or 128+N for signal N.
+    pub fn code(self) -> Option<i32> {
+        match self {
+            Ending::Exited(code) => Some(code),
+            Ending::Signalled(signal) => Some(128 + signal),
+            Ending::TimedOut => None,
+        }
+    }
 }
 
 /// Where the list of tools a run started comes from.
@@ -431,11 +454,16 @@ pub enum ToolsWitness {
 /// Every way `observed` differs from `expect`, one line each; empty means the run passed.
 pub fn compare(expect: &Expect, observed: &Observed) -> Vec<String> {
     let mut differences = Vec::new();
-    if observed.timed_out {
-        differences.push("the run did not end in time and was killed".to_string());
-    } else if observed.exit != Some(expect.exit) {
-        let got = observed.exit.map_or("no exit code".to_string(), |code| code.to_string());
-        differences.push(format!("exit: expected {}, got {got}", expect.exit));
+    let kill = SignalName::Kill.number();
+    match observed.ending {
+        Ending::TimedOut => differences.push("the run did not end in time and was killed".to_string()),
+        Ending::Exited(code) if code == expect.exit => {}
+        Ending::Exited(code) => differences.push(format!("exit: expected {}, got {code}", expect.exit)),
+        Ending::Signalled(signal) if signal == kill && expect.exit == 128 + kill => {}
+        Ending::Signalled(signal) => differences.push(format!(
+            "exit: expected {}, got killed by signal {signal} (a signal it should have handled, or did not expect)",
+            expect.exit
+        )),
     }
     for (path, wanted) in &expect.files {
         let found = observed.files.get(path).cloned().flatten();
@@ -657,7 +685,7 @@ fn attempt(binary: &Path, scenario: &Scenario, verbose: bool) -> Result<Attempt,
                 scenario.name,
                 index + 1,
                 run.args.join(" "),
-                observed.exit.map_or("none (timed out)".to_string(), |code| code.to_string()),
+                observed.ending.code().map_or("none (timed out)".to_string(), |code| code.to_string()),
                 observed.stdout,
                 observed.stderr
             ));
@@ -717,17 +745,16 @@ fn run_once(
     }
     let stdout = collect(child.stdout.take());
     let stderr = collect(child.stderr.take());
-    let (exit, timed_out) = wait(&mut child, run, root, &server)?;
+    let ending = wait(&mut child, run, root, &server)?;
     let mut observed = Observed {
-        exit,
-        timed_out,
+        ending,
         stdout: finish_collecting(stdout),
         stderr: finish_collecting(stderr),
         files: BTreeMap::new(),
         tools: Vec::new(),
         tools_witness: ToolsWitness::Journal,
         requests: server.requests(),
-        journal_problems: journal_problems(root, exit == Some(128 + SignalName::Kill.number())),
+        journal_problems: journal_problems(root, ending == Ending::Signalled(SignalName::Kill.number())),
     };
     drop(server);
     for path in run.expect.files.keys() {
@@ -745,24 +772,23 @@ fn run_once(
 
 /// Waits for the child, sends the planned signal when its moment comes, and kills the
 /// child if it outlives its timeout.
-fn wait(
-    child: &mut Child,
-    run: &Run,
-    root: &Path,
-    server: &ScriptedServer,
-) -> Result<(Option<i32>, bool), Error> {
+fn wait(child: &mut Child, run: &Run, root: &Path, server: &ScriptedServer) -> Result<Ending, Error> {
     let deadline = Instant::now() + Duration::from_millis(run.timeout_ms.unwrap_or(DEFAULT_RUN_TIMEOUT_MS));
     let mut signal = run.signal.clone();
     let mut send_at: Option<Instant> = None;
     loop {
         if let Some(status) = child.try_wait().map_err(|e| Error::io("waiting for the binary", e))? {
             use std::os::unix::process::ExitStatusExt;
-            return Ok((status.code().or(status.signal().map(|n| 128 + n)), false));
+            return Ok(match (status.code(), status.signal()) {
+                (Some(code), _) => Ending::Exited(code),
+                (None, Some(signal)) => Ending::Signalled(signal),
+                (None, None) => Ending::TimedOut,
+            });
         }
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            return Ok((None, true));
+            return Ok(Ending::TimedOut);
         }
         if let Some(plan) = &signal {
             let ready = match (&plan.after_requests, &plan.when_file) {
@@ -1052,8 +1078,7 @@ mod tests {
             first_request_contains: vec!["go".into()],
         };
         let observed = Observed {
-            exit: Some(0),
-            timed_out: false,
+            ending: Ending::Exited(0),
             stdout: "Done.\n".into(),
             stderr: "→ read_file a.txt ✓\n→ bash ls ✓\n".into(),
             files: BTreeMap::from([("a.txt".into(), Some("hi\n".into())), ("gone".into(), None)]),
@@ -1071,7 +1096,7 @@ mod tests {
         assert_eq!(compare(&expect, &observed), Vec::<String>::new());
 
         let mut wrong = observed.clone();
-        wrong.exit = Some(1);
+        wrong.ending = Ending::Exited(1);
         wrong.files.insert("a.txt".into(), None);
         wrong.files.insert("gone".into(), Some("back".into()));
         wrong.tools = vec!["bash".into()];
@@ -1106,13 +1131,20 @@ mod tests {
     #[test]
     fn a_killed_or_timed_out_run_says_so() {
         let (mut expect, mut observed) = passing();
-        observed.timed_out = true;
-        observed.exit = None;
+        observed.ending = Ending::TimedOut;
         assert_eq!(compare(&expect, &observed), ["the run did not end in time and was killed"]);
         expect.exit = 137;
-        observed.timed_out = false;
-        observed.exit = Some(137);
+        observed.ending = Ending::Signalled(9);
         assert_eq!(compare(&expect, &observed), Vec::<String>::new());
+        // Dying of Ctrl+C is not the same as catching it and exiting with 130.
+        expect.exit = 130;
+        observed.ending = Ending::Signalled(2);
+        assert_eq!(
+            compare(&expect, &observed),
+            [
+                "exit: expected 130, got killed by signal 2 (a signal it should have handled, or did not expect)"
+            ]
+        );
     }
 
     struct Ignore;
@@ -1319,7 +1351,7 @@ mod tests {
     fn a_run_that_never_ends_is_killed_at_its_timeout() {
         let (observed, differences) =
             run_with("exec sleep 10", r#"{"args": [], "timeout_ms": 200, "expect": {"exit": 0}}"#);
-        assert!(observed.timed_out);
+        assert_eq!(observed.ending, Ending::TimedOut);
         assert_eq!(differences, ["the run did not end in time and was killed"]);
     }
 }
