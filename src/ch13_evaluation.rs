@@ -647,7 +647,7 @@ fn run_eval_to(
                 format!("{passed}/{repeats}")
             ),
         );
-        // The first failure says enough; repeats of a deterministic scenario fail alike.
+        // The first failure is shown; the passed/N column says how often it happened.
         if let Some(failure) = attempts.iter().find_map(|a| a.failure.clone()) {
             failures.push((scenario.name.clone(), failure));
         }
