@@ -598,9 +598,10 @@ struct Attempt {
 }
 
 // ANCHOR: run_eval
-/// Runs every scenario in `dir` `repeats` times against `binary`, prints a table (and what
-/// differed, for failures) on stdout, and says whether everything passed. With `verbose`,
-/// each run's output is shown too.
+/// Runs every scenario in `dir` `repeats` times against `binary`, prints a table on stdout
+/// — scenario, passed/N, turns (the model requests of all its runs), median milliseconds —
+/// then what differed for each failure, and says whether everything passed. With
+/// `verbose`, each run's exit code, stdout and stderr are shown too.
 pub fn run_eval(binary: &Path, dir: &Path, repeats: usize, verbose: bool) -> Result<bool, Error> {
     run_eval_to(&mut std::io::stdout().lock(), binary, dir, repeats, verbose)
 }
