@@ -2,4 +2,12 @@
 //! Read the modules in order; each one uses only the chapters before it.
 
 pub mod ch01_loop;
+pub mod ch02_model;
+pub mod ch03_tools;
+pub mod ch05_sessions;
+pub mod ch08_retry;
+pub mod ch09_journal;
+pub mod ch10_recovery;
+pub mod ch11_streaming;
+pub mod ch13_demo;
 pub mod ch13_scripted_server;

@@ -1,0 +1,406 @@
+//! Chapter 8 — retries.
+//!
+//! Servers are busy sometimes: a 429 says "slow down", a 502/503/504 says a proxy or the
+//! model's backend is overloaded for a moment. Trying again after a short wait usually works,
+//! so [`Retrying`] wraps any [`Model`] and does exactly that — and nothing more. What it does
+//! *not* retry matters as much:
+//!
+//! * a timeout or a cut connection: the server may have received the request and acted on it;
+//! * Ctrl+C: the user wants to stop, not to wait;
+//! * a 429 that means the quota is used up (`insufficient_quota`): waiting will not help;
+//! * a streaming request: its text has already been shown, a second try would repeat it;
+//! * a `Retry-After` longer than a minute: we say how long instead of hanging silently.
+//!
+//! The waits grow exponentially with some randomness ("jitter") so that many clients that
+//! failed together do not all come back at the same instant. Every retry is an event, so the
+//! terminal shows it and the journal records it.
+
+use crate::ch01_loop::{Error, Event, Model, Observer, Reply, Request, interrupted};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The longest `Retry-After` we honour; a server asking for more gets an error that says so.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// The first backoff; each further retry doubles it, up to `MAX_BACKOFF`.
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(8);
+/// How often a backoff sleep looks at the Ctrl+C flag.
+const SLEEP_SLICE: Duration = Duration::from_millis(50);
+
+/// How many retries after the first request, from `MINI_AGENT_REQUEST_MAX_RETRIES`'s value.
+pub fn parse_max_retries(value: Option<&str>) -> Result<u32, Error> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(2),
+        Some(text) => text.parse().map_err(|_| {
+            Error::Config(format!(
+                "MINI_AGENT_REQUEST_MAX_RETRIES must be a whole number (0 disables retries), got {text:?}"
+            ))
+        }),
+    }
+}
+
+// ANCHOR: retrying
+/// A Model that retries its inner Model's transient failures.
+pub struct Retrying<M: Model> {
+    pub inner: M,
+    max_retries: u32,
+    /// Set for streaming models: their requests are never retried.
+    streaming: bool,
+    /// Waits between attempts; interruptible. Tests replace it to run instantly.
+    sleep: fn(Duration) -> Result<(), Error>,
+}
+
+impl<M: Model> Retrying<M> {
+    /// `max_retries` retries after the first request (0 disables retrying).
+    pub fn new(inner: M, max_retries: u32) -> Self {
+        Retrying { inner, max_retries, streaming: false, sleep: sleep_interruptibly }
+    }
+
+    /// For a streaming inner model: everything passes through untouched.
+    pub fn streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
+        self
+    }
+
+    /// Replaces the wait between attempts (tests use a sleep that returns at once).
+    pub fn with_sleep(mut self, sleep: fn(Duration) -> Result<(), Error>) -> Self {
+        self.sleep = sleep;
+        self
+    }
+}
+
+impl<M: Model> Model for Retrying<M> {
+    fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
+        let mut attempt = 0;
+        loop {
+            let error = match self.inner.complete(request, observer) {
+                Ok(reply) => return Ok(reply),
+                Err(error) => error,
+            };
+            let wait = match decide(&error, attempt, self.max_retries, self.streaming) {
+                Decision::GiveUp => return Err(error),
+                Decision::Explain(why) => return Err(explain(error, &why)),
+                Decision::RetryAfter(wait) => wait,
+            };
+            attempt += 1;
+            let reason = describe(&error);
+            let wait_ms = wait.as_millis() as u64;
+            observer.event(Event::Retry { attempt, wait_ms, reason: &reason })?;
+            (self.sleep)(wait)?;
+        }
+    }
+}
+// ANCHOR_END: retrying
+
+// ANCHOR: decide
+enum Decision {
+    /// Not a retryable failure: return it as it is.
+    GiveUp,
+    /// Retryable in principle, but not now: return it with this explanation added.
+    Explain(String),
+    RetryAfter(Duration),
+}
+
+/// The whole policy, in one place: may this failure be tried again, and after how long?
+fn decide(error: &Error, attempt: u32, max_retries: u32, streaming: bool) -> Decision {
+    let Error::Http { status, retry_after_ms, code, .. } = error else {
+        // Network: the server may have acted. Interrupted: the user said stop. The rest
+        // (bad reply, config, I/O) would fail the same way again.
+        return Decision::GiveUp;
+    };
+    if !matches!(status, 429 | 502 | 503 | 504) || streaming {
+        return Decision::GiveUp;
+    }
+    if code.as_deref() == Some("insufficient_quota") {
+        return Decision::Explain(
+            "not retried: the account's quota is used up (insufficient_quota); waiting will not help, \
+             check the plan and billing"
+                .into(),
+        );
+    }
+    if attempt >= max_retries {
+        return match max_retries {
+            0 => Decision::GiveUp,
+            n => Decision::Explain(format!("still failing after {n} {}", plural(n, "retry", "retries"))),
+        };
+    }
+    match retry_after_ms.map(Duration::from_millis) {
+        Some(wait) if wait > MAX_RETRY_AFTER => Decision::Explain(format!(
+            "not retried: the server asks to wait {} s, longer than the {} s we wait",
+            wait.as_secs().max(1),
+            MAX_RETRY_AFTER.as_secs()
+        )),
+        Some(wait) => Decision::RetryAfter(wait),
+        None => Decision::RetryAfter(backoff(attempt)),
+    }
+}
+
+/// Exponential backoff with "equal jitter": half the delay is fixed, half is random.
+fn backoff(attempt: u32) -> Duration {
+    let delay = FIRST_BACKOFF.saturating_mul(1 << attempt.min(16)).min(MAX_BACKOFF);
+    let half = delay / 2;
+    half + half.mul_f64(random_fraction())
+}
+// ANCHOR_END: decide
+
+/// A number in [0, 1) that differs from call to call; no need for a random-number crate.
+fn random_fraction() -> f64 {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    // xorshift64 scrambles the clock's low bits into all 64.
+    let mut x = nanos | 1;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn explain(error: Error, why: &str) -> Error {
+    match error {
+        Error::Http { status, message, retry_after_ms, code } => {
+            Error::Http { status, message: format!("{message} ({why})"), retry_after_ms, code }
+        }
+        other => other,
+    }
+}
+
+/// One line for the retry notice: `503 overloaded`.
+fn describe(error: &Error) -> String {
+    match error {
+        Error::Http { status, message, .. } => format!("{status} {message}"),
+        other => other.to_string(),
+    }
+}
+
+fn plural<'a>(n: u32, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
+}
+
+/// Sleeps `duration` in small slices, returning early with `Interrupted` on Ctrl+C.
+pub fn sleep_interruptibly(duration: Duration) -> Result<(), Error> {
+    let mut left = duration;
+    while !left.is_zero() {
+        if interrupted() {
+            return Err(Error::Interrupted);
+        }
+        let slice = left.min(SLEEP_SLICE);
+        std::thread::sleep(slice);
+        left -= slice;
+    }
+    if interrupted() { Err(Error::Interrupted) } else { Ok(()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ch01_loop::Message;
+    use crate::ch02_model::{ChatClient, ClientConfig};
+    use crate::ch13_scripted_server::{ScriptedServer, Step};
+
+    /// Records every retry event as `(attempt, wait_ms, reason)`.
+    #[derive(Default)]
+    struct Retries(Vec<(u32, u64, String)>);
+    impl Observer for Retries {
+        fn event(&mut self, event: Event) -> Result<(), Error> {
+            if let Event::Retry { attempt, wait_ms, reason } = event {
+                self.0.push((attempt, wait_ms, reason.to_owned()));
+            }
+            Ok(())
+        }
+    }
+
+    fn no_wait(_: Duration) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Runs one request through `Retrying<ChatClient>` against `steps`; returns the result,
+    /// the retries seen and how many requests reached the server.
+    fn run(steps: Vec<Step>, max_retries: u32, streaming: bool) -> (Result<Reply, Error>, Retries, usize) {
+        let server = ScriptedServer::scripted(steps).expect("server");
+        let config = ClientConfig { base_url: server.url.clone(), api_key: None, model: "m".into() };
+        let client = ChatClient::new(config).expect("client");
+        let mut model = Retrying::new(client, max_retries).streaming(streaming).with_sleep(no_wait);
+        let mut retries = Retries::default();
+        let messages = [Message::User { content: "hi".into() }];
+        let result = model.complete(&Request { messages: &messages, tools: &[] }, &mut retries);
+        (result, retries, server.requests().len())
+    }
+
+    fn with_header(status: u16, name: &str, value: &str) -> Step {
+        let body = serde_json::json!({"error": {"message": "slow down", "type": "requests"}}).to_string();
+        Step::Reply { status, headers: vec![(name.into(), value.into())], body }
+    }
+
+    #[test]
+    fn each_transient_status_is_retried_until_success() {
+        for status in [429, 502, 503, 504] {
+            let (result, retries, requests) =
+                run(vec![Step::error(status, "busy"), Step::text("ok")], 2, false);
+            assert_eq!(result.expect("second try succeeds").content.as_deref(), Some("ok"));
+            assert_eq!(requests, 2);
+            assert_eq!(retries.0.len(), 1);
+            assert_eq!((retries.0[0].0, retries.0[0].2.clone()), (1, format!("{status} busy")));
+            assert!((250..=500).contains(&retries.0[0].1), "first backoff 0.25–0.5 s: {:?}", retries.0);
+        }
+    }
+
+    #[test]
+    fn other_statuses_are_not_retried() {
+        for status in [400, 401, 404, 500] {
+            let (result, retries, requests) =
+                run(vec![Step::error(status, "no"), Step::text("ok")], 2, false);
+            assert!(matches!(result, Err(Error::Http { status: s, .. }) if s == status));
+            assert_eq!((requests, retries.0.len()), (1, 0));
+        }
+    }
+
+    #[test]
+    fn retries_stop_at_the_limit_and_say_so() {
+        let steps = vec![Step::error(503, "busy"), Step::error(503, "busy"), Step::error(503, "busy")];
+        let (result, retries, requests) = run(steps, 2, false);
+        assert_eq!(requests, 3);
+        assert_eq!(retries.0.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 2]);
+        assert!((500..=1000).contains(&retries.0[1].1), "second backoff doubles: {:?}", retries.0);
+        assert_eq!(
+            result.expect_err("gives up").to_string(),
+            "model request failed: 503 busy (still failing after 2 retries) — the server failed; try again later"
+        );
+    }
+
+    #[test]
+    fn zero_retries_disables_retrying() {
+        let (result, retries, requests) = run(vec![Step::error(429, "busy"), Step::text("ok")], 0, false);
+        assert!(matches!(result, Err(Error::Http { status: 429, ref message, .. }) if message == "busy"));
+        assert_eq!((requests, retries.0.len()), (1, 0));
+    }
+
+    #[test]
+    fn exhausted_quota_is_not_retried_and_says_why() {
+        let body = serde_json::json!({"error": {"message": "You exceeded your current quota",
+            "type": "insufficient_quota", "code": "insufficient_quota"}});
+        let step = Step::Reply { status: 429, headers: vec![], body: body.to_string() };
+        let (result, retries, requests) = run(vec![step, Step::text("ok")], 2, false);
+        assert_eq!((requests, retries.0.len()), (1, 0));
+        let text = result.expect_err("quota").to_string();
+        assert!(
+            text.contains("You exceeded your current quota (not retried")
+                && text.contains("insufficient_quota")
+        );
+    }
+
+    #[test]
+    fn retry_after_seconds_is_honoured() {
+        let (result, retries, _) =
+            run(vec![with_header(429, "Retry-After", "3"), Step::text("ok")], 2, false);
+        assert!(result.is_ok());
+        assert_eq!(retries.0, [(1, 3000, "429 slow down".to_owned())]);
+    }
+
+    #[test]
+    fn retry_after_as_an_http_date_is_honoured() {
+        let in_ten_seconds = SystemTime::now() + Duration::from_secs(10);
+        let date = http_date(in_ten_seconds);
+        let (result, retries, _) =
+            run(vec![with_header(503, "Retry-After", &date), Step::text("ok")], 2, false);
+        assert!(result.is_ok());
+        // The date has whole seconds, so the wait is between 9 and 10 s (less the request time).
+        assert!((8000..=10_000).contains(&retries.0[0].1), "{:?} for {date}", retries.0);
+    }
+
+    #[test]
+    fn a_retry_after_beyond_a_minute_fails_with_the_wait() {
+        let (result, retries, requests) =
+            run(vec![with_header(429, "Retry-After", "600"), Step::text("ok")], 2, false);
+        assert_eq!((requests, retries.0.len()), (1, 0));
+        let text = result.expect_err("too long").to_string();
+        assert!(text.contains("the server asks to wait 600 s, longer than the 60 s we wait"), "{text}");
+    }
+
+    #[test]
+    fn an_html_502_is_retried() {
+        let page = "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>";
+        let step = Step::Reply { status: 502, headers: vec![], body: page.into() };
+        let (result, retries, _) = run(vec![step, Step::text("ok")], 2, false);
+        assert!(result.is_ok());
+        assert_eq!(retries.0[0].2, "502 502 Bad Gateway");
+    }
+
+    #[test]
+    fn disconnects_are_not_retried() {
+        let (result, retries, requests) = run(vec![Step::Close, Step::text("ok")], 2, false);
+        assert!(matches!(result, Err(Error::Network(_))), "{result:?}");
+        assert_eq!((requests, retries.0.len()), (1, 0));
+    }
+
+    #[test]
+    fn streaming_requests_are_not_retried() {
+        let (result, retries, requests) = run(vec![Step::error(503, "busy"), Step::text("ok")], 2, true);
+        assert!(matches!(result, Err(Error::Http { status: 503, .. })));
+        assert_eq!((requests, retries.0.len()), (1, 0));
+    }
+
+    #[test]
+    fn ctrl_c_cuts_a_backoff_short() {
+        crate::ch02_model::in_own_process("ch08_retry::tests::ctrl_c_cuts_a_backoff_short", || {
+            let server =
+                ScriptedServer::scripted(vec![with_header(503, "Retry-After", "30"), Step::text("ok")])
+                    .expect("server");
+            let config = ClientConfig { base_url: server.url.clone(), api_key: None, model: "m".into() };
+            let mut model = Retrying::new(ChatClient::new(config).expect("client"), 2);
+            std::thread::spawn(|| {
+                std::thread::sleep(Duration::from_millis(200));
+                crate::ch01_loop::set_interrupted(true);
+            });
+            let started = std::time::Instant::now();
+            let messages = [Message::User { content: "hi".into() }];
+            let result =
+                model.complete(&Request { messages: &messages, tools: &[] }, &mut Retries::default());
+            assert!(matches!(result, Err(Error::Interrupted)), "{result:?}");
+            assert_eq!(server.requests().len(), 1);
+            println!(
+                "figure: a 30 s backoff ended {:?} after the request, Ctrl+C at 200 ms",
+                started.elapsed()
+            );
+        });
+    }
+
+    #[test]
+    fn the_retry_count_comes_from_the_environment_value() {
+        assert_eq!(parse_max_retries(None).ok(), Some(2));
+        assert_eq!(parse_max_retries(Some("0")).ok(), Some(0));
+        assert_eq!(parse_max_retries(Some(" 5 ")).ok(), Some(5));
+        assert!(matches!(parse_max_retries(Some("many")), Err(Error::Config(_))));
+    }
+
+    #[test]
+    fn backoff_grows_and_stays_bounded() {
+        for attempt in 0..40 {
+            let wait = backoff(attempt);
+            let full = FIRST_BACKOFF.saturating_mul(1 << attempt.min(16)).min(MAX_BACKOFF);
+            assert!(wait >= full / 2 && wait <= full, "attempt {attempt}: {wait:?}");
+        }
+    }
+
+    /// Formats an IMF-fixdate, the inverse of what chapter 2 parses (civil_from_days).
+    fn http_date(at: SystemTime) -> String {
+        let secs = at.duration_since(UNIX_EPOCH).expect("after 1970").as_secs() as i64;
+        let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        const MONTHS: [&str; 12] =
+            ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+        let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][days.rem_euclid(7) as usize];
+        format!(
+            "{weekday}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
+            MONTHS[(month - 1) as usize],
+            rest / 3600,
+            rest % 3600 / 60,
+            rest % 60
+        )
+    }
+}

@@ -1,0 +1,527 @@
+//! Chapter 9 — the session file becomes a journal.
+//!
+//! Chapter 5 appended records; this chapter makes each append a promise. An agent acts on
+//! the world — it edits files, runs commands — so the order "write down what I am about to
+//! do, *then* do it" must survive a crash or a power cut. Four rules carry that:
+//!
+//! * **One record, one `write`, then `sync_data`,** before [`Journal::append`] returns. The
+//!   loop waits for the observer, so `tool_started` is on disk before the tool runs. A new
+//!   file's directory is synced once too, or the file itself could vanish after a crash.
+//! * **A torn tail is expected; a torn middle is not.** Power loss can cut the last line
+//!   short (or leave garbage where it was): that line is reported and cut off. Any other
+//!   unreadable line means the file was damaged by something else, and guessing would be
+//!   worse than stopping, so it is an error that names the file and the line.
+//! * **One process per session,** enforced by an OS file lock, so two terminals cannot
+//!   interleave their records in one file.
+//! * **Secrets stay out.** Records hold only what the agent gives them, and a journal also
+//!   redacts the API key (`OPENAI_API_KEY`) should it ever appear in one, say in the output
+//!   of a command that printed the environment.
+//!
+//! The reader is strict in the same way for everyone: `--status` and `--resume` use it.
+
+use crate::ch01_loop::{Error, ToolCall, ToolStatus, Usage};
+use crate::ch05_sessions::{Append, Body, FORMAT_VERSION, Record, SessionStore, now_rfc3339};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What replaces a secret that was about to be written.
+const REDACTED: &str = "[redacted]";
+
+// ANCHOR: journal
+/// An open, locked session file. Records are appended durably; the lock is released when
+/// the journal is dropped (or the process dies: the OS releases it then, too).
+pub struct Journal {
+    file: File,
+    path: PathBuf,
+    id: String,
+    next_seq: u64,
+    secrets: Vec<String>,
+    /// Set when a write failed half-way: appending after a partial line would corrupt the
+    /// middle of the file, so the journal refuses.
+    broken: bool,
+}
+
+impl Journal {
+    /// Starts a new session of `store`'s root: creates the file, locks it, writes the
+    /// `session` record and makes the new file's name durable.
+    pub fn create(store: &SessionStore, model: &str) -> Result<Journal, Error> {
+        let (id, path, file) = store.create_file()?;
+        lock(&file, &path, &id)?;
+        let mut journal =
+            Journal { file, path, id: id.clone(), next_seq: 1, secrets: secrets_from_env(), broken: false };
+        let root = store.root().display().to_string();
+        let created = now_rfc3339();
+        journal.append(Body::Session {
+            version: FORMAT_VERSION,
+            id,
+            root,
+            model: model.to_string(),
+            created,
+        })?;
+        sync_directory(store.dir())?;
+        Ok(journal)
+    }
+
+    /// Opens an existing session to continue it: locks it, reads every record, and cuts a
+    /// torn last line off the file (the returned `Loaded::warning` says so).
+    pub fn open(path: &Path) -> Result<(Journal, Loaded), Error> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io(format!("cannot open session {}", path.display()), e))?;
+        let id = id_of(path);
+        lock(&file, path, &id)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+        let loaded = parse_journal(path, &bytes, "it was cut off")?;
+        if loaded.good_len < bytes.len() as u64 {
+            file.set_len(loaded.good_len)
+                .and_then(|()| file.sync_data())
+                .map_err(|e| Error::io(format!("cannot cut the torn last line of {}", path.display()), e))?;
+        }
+        let next_seq = loaded.records.last().map_or(1, |last| last.seq + 1);
+        let journal = Journal {
+            file,
+            path: path.to_path_buf(),
+            id,
+            next_seq,
+            secrets: secrets_from_env(),
+            broken: false,
+        };
+        Ok((journal, loaded))
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Also redact `secret` from every record written from now on.
+    pub fn redact(&mut self, secret: &str) {
+        if !secret.is_empty() {
+            self.secrets.push(secret.to_string());
+        }
+    }
+}
+
+impl Append for Journal {
+    /// Writes the record as one line with one `write`, then `sync_data`: when this returns
+    /// `Ok`, the record survives a crash.
+    fn append(&mut self, body: Body) -> Result<u64, Error> {
+        if self.broken {
+            return Err(Error::Session(format!(
+                "session {} stopped recording after a failed write; resume it to continue",
+                self.id
+            )));
+        }
+        let seq = self.next_seq;
+        let record = Record { seq, ts: now_rfc3339(), body };
+        let mut line = serde_json::to_string(&record)
+            .map_err(|e| Error::Session(format!("cannot encode a record of session {}: {e}", self.id)))?;
+        for secret in &self.secrets {
+            // Secrets are plain tokens: JSON leaves them unescaped, so they match verbatim.
+            if line.contains(secret.as_str()) {
+                line = line.replace(secret.as_str(), REDACTED);
+            }
+        }
+        line.push('\n');
+        if let Err(e) = self.file.write_all(line.as_bytes()).and_then(|()| self.file.sync_data()) {
+            self.broken = true;
+            return Err(Error::io(format!("cannot write to session {}", self.path.display()), e));
+        }
+        self.next_seq += 1;
+        Ok(seq)
+    }
+}
+// ANCHOR_END: journal
+
+fn secrets_from_env() -> Vec<String> {
+    // A short value is a placeholder, and redacting it would mangle ordinary text.
+    std::env::var("OPENAI_API_KEY").into_iter().filter(|key| key.len() >= 8).collect()
+}
+
+fn id_of(path: &Path) -> String {
+    path.file_stem().map_or_else(|| path.display().to_string(), |stem| stem.to_string_lossy().into_owned())
+}
+
+fn sync_directory(dir: &Path) -> Result<(), Error> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(format!("cannot sync {}", dir.display()), e))
+}
+
+// ANCHOR: lock
+/// Takes the session's exclusive lock without waiting: a second process fails at once,
+/// with the holder's pid when the OS tells us.
+fn lock(file: &File, path: &Path, id: &str) -> Result<(), Error> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(TryLockError::WouldBlock) => {
+            let holder =
+                lock_holder(file).map_or_else(|| "another process".to_string(), |pid| format!("pid {pid}"));
+            Err(Error::Session(format!(
+                "session {id} is in use by another mini-agent process ({holder}); \
+                 finish or quit that one first"
+            )))
+        }
+        Err(TryLockError::Error(e)) => Err(Error::io(format!("cannot lock {}", path.display()), e)),
+    }
+}
+
+/// The pid holding a lock on `file`, from Linux's `/proc/locks`
+/// (`1: FLOCK  ADVISORY  WRITE 4242 08:01:1234567 0 EOF`). `None` elsewhere.
+fn lock_holder(file: &File) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let metadata = file.metadata().ok()?;
+    let dev = metadata.dev();
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let wanted = format!("{major:02x}:{minor:02x}:{}", metadata.ino());
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let pid = fields.get(4)?;
+        (fields.get(1) == Some(&"FLOCK") && fields.get(5) == Some(&wanted.as_str()))
+            .then(|| pid.parse().ok())?
+    })
+}
+// ANCHOR_END: lock
+
+// ANCHOR: reader
+/// The records of a session file, and what the reader had to say about its end.
+#[derive(Debug)]
+pub struct Loaded {
+    pub records: Vec<Record>,
+    /// Set when a torn last line was found (and, by `Journal::open`, cut off).
+    pub warning: Option<String>,
+    /// Bytes up to the end of the last good line.
+    good_len: u64,
+}
+
+/// Reads a session file without locking or changing it (for `--status` and `/list`).
+/// A torn last line is ignored with a warning; it is cut when the session is resumed.
+pub fn read_journal(path: &Path) -> Result<Loaded, Error> {
+    let bytes =
+        std::fs::read(path).map_err(|e| Error::io(format!("cannot read session {}", path.display()), e))?;
+    parse_journal(path, &bytes, "it is ignored, and will be cut off when the session is resumed")
+}
+
+fn parse_journal(path: &Path, bytes: &[u8], torn_action: &str) -> Result<Loaded, Error> {
+    let mut records = Vec::new();
+    let mut good_len = 0usize;
+    let mut warning = None;
+    let mut rest = bytes;
+    let mut number = 0usize;
+    while !rest.is_empty() {
+        number += 1;
+        let (line, complete) = match rest.iter().position(|&b| b == b'\n') {
+            Some(end) => (&rest[..end], true),
+            None => (rest, false),
+        };
+        rest = if complete { &rest[line.len() + 1..] } else { &[] };
+        match serde_json::from_slice::<Record>(line) {
+            Ok(record) if complete => {
+                check_record(path, number, &record)?;
+                records.push(record);
+                good_len += line.len() + 1;
+            }
+            Err(e) if !rest.is_empty() => {
+                return Err(Error::Session(format!(
+                    "{}:{number}: corrupt session record ({e}); the lines after it cannot be trusted, \
+                     so the session was not opened — repair or remove that line",
+                    path.display()
+                )));
+            }
+            // The last line: without its newline the write that made it did not finish, and
+            // garbage in its place is what a crash leaves behind. Either way it is torn.
+            Ok(_) | Err(_) => {
+                warning = Some(format!(
+                    "{}: line {number} was cut off mid-write ({} bytes); {torn_action}",
+                    path.display(),
+                    line.len() + usize::from(complete)
+                ));
+            }
+        }
+    }
+    Ok(Loaded { records, warning, good_len: good_len as u64 })
+}
+
+/// A line can parse and still be wrong for its place: the first must be the header of a
+/// format version we know.
+fn check_record(path: &Path, number: usize, record: &Record) -> Result<(), Error> {
+    match (&record.body, number) {
+        (Body::Session { version, .. }, 1) if *version > FORMAT_VERSION => Err(Error::Session(format!(
+            "{}: written by a newer mini-agent (session format {version}, this one reads {FORMAT_VERSION})",
+            path.display()
+        ))),
+        (Body::Session { .. }, 1) => Ok(()),
+        (_, 1) => {
+            Err(Error::Session(format!("{}:1: not a session file (no session record)", path.display())))
+        }
+        _ => Ok(()),
+    }
+}
+// ANCHOR_END: reader
+
+// ANCHOR: measure
+/// Appends `count` records to a fresh journal in `dir` and returns records per second.
+/// Each append is one write plus `sync_data`, so this measures the disk, not serde.
+pub fn measure_appends(dir: &Path, count: usize) -> Result<f64, Error> {
+    let store = SessionStore::new(dir);
+    let mut journal = Journal::create(&store, "bench")?;
+    let started = Instant::now();
+    for index in 0..count {
+        journal.append(Body::User { content: format!("record {index} of the append benchmark") })?;
+    }
+    Ok(count as f64 / started.elapsed().as_secs_f64().max(1e-9))
+}
+// ANCHOR_END: measure
+
+/// Writes a realistic session of `records` records to `path` (no fsync: it is test data):
+/// a header, a system prompt, then turns of user → assistant with a tool call →
+/// tool_started → tool_finished → assistant answer; it ends completed. For benchmarks of `--status` and resume.
+pub fn write_synthetic_journal(path: &Path, records: usize) -> Result<(), Error> {
+    let io_error = |e| Error::io(format!("cannot write {}", path.display()), e);
+    let mut out = BufWriter::new(File::create(path).map_err(io_error)?);
+    let root = path.parent().map_or_else(String::new, |p| p.display().to_string());
+    let mut seq = 0;
+    let mut write = |body: Body| -> Result<(), Error> {
+        seq += 1;
+        let record = Record { seq, ts: now_rfc3339(), body };
+        let line = serde_json::to_string(&record).map_err(|e| Error::Session(e.to_string()))?;
+        writeln!(out, "{line}").map_err(io_error)
+    };
+    let id = id_of(path);
+    write(Body::Session {
+        version: FORMAT_VERSION,
+        id,
+        root,
+        model: "synthetic".into(),
+        created: now_rfc3339(),
+    })?;
+    write(Body::System { content: "You are mini-agent, a coding agent. ".repeat(20) })?;
+    let turns = records.saturating_sub(2);
+    // Whole turns only, so the session ends completed; the few records left over are
+    // earlier user lines.
+    for index in 0..turns % 5 {
+        write(Body::User { content: format!("Note {index}: keep the public API unchanged.") })?;
+    }
+    for turn in 0..turns - turns % 5 {
+        let call = ToolCall {
+            id: format!("call_{turn}"),
+            name: "read_file".into(),
+            arguments: format!(r#"{{"path":"src/file_{turn}.rs"}}"#),
+        };
+        let body = match turn % 5 {
+            0 => Body::User { content: format!("Please look at file {turn} and fix the failing test.") },
+            1 => Body::Assistant {
+                content: Some("Let me read it.".into()),
+                tool_calls: vec![call.clone()],
+                usage: Some(Usage { prompt_tokens: 1200, completion_tokens: 40 }),
+            },
+            2 => Body::ToolStarted {
+                id: format!("call_{}", turn - 1),
+                name: call.name,
+                arguments: call.arguments,
+            },
+            3 => Body::ToolFinished {
+                id: format!("call_{}", turn - 2),
+                status: ToolStatus::Ok,
+                content: "   1\tfn main() {\n   2\t    println!(\"hello\");\n   3\t}\n".repeat(4),
+            },
+            _ => Body::Assistant {
+                content: Some("Fixed: the test passes now.".into()),
+                tool_calls: vec![],
+                usage: None,
+            },
+        };
+        write(body)?;
+    }
+    out.flush().map_err(io_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ch01_loop::{Event, Message, Observer, ToolOutput};
+    use crate::ch05_sessions::tests::TempDir;
+    use crate::ch05_sessions::{Recorder, replay};
+
+    fn user(text: &str) -> Body {
+        Body::User { content: text.into() }
+    }
+
+    fn bodies(records: &[Record]) -> Vec<Body> {
+        records.iter().map(|r| r.body.clone()).collect()
+    }
+
+    #[test]
+    fn appended_records_read_back_in_order() {
+        let temp = TempDir::new("journal-roundtrip");
+        let store = SessionStore::new(&temp.0);
+        let mut journal = Journal::create(&store, "m").unwrap();
+        assert_eq!(journal.append(user("one")).unwrap(), 2);
+        assert_eq!(journal.append(user("two")).unwrap(), 3);
+        let path = journal.path().to_path_buf();
+        drop(journal);
+        let (mut journal, loaded) = Journal::open(&path).unwrap();
+        assert_eq!(loaded.warning, None);
+        assert_eq!(&bodies(&loaded.records)[1..], [user("one"), user("two")]);
+        assert_eq!(journal.append(user("three")).unwrap(), 4);
+        let seqs: Vec<u64> = read_journal(&path).unwrap().records.iter().map(|r| r.seq).collect();
+        assert_eq!(seqs, [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn a_torn_last_line_is_reported_and_cut_off() {
+        let temp = TempDir::new("journal-torn");
+        let store = SessionStore::new(&temp.0);
+        let mut journal = Journal::create(&store, "m").unwrap();
+        journal.append(user("kept")).unwrap();
+        let path = journal.path().to_path_buf();
+        drop(journal);
+        let intact = std::fs::read(&path).unwrap();
+        let mut torn = intact.clone();
+        torn.extend_from_slice(br#"{"seq":3,"ts":"2026-11-29T09:15:00.000Z","type":"user","con"#);
+        std::fs::write(&path, &torn).unwrap();
+
+        let status_view = read_journal(&path).unwrap();
+        assert_eq!(status_view.records.len(), 2);
+        assert!(status_view.warning.unwrap().contains("line 3 was cut off mid-write"));
+        assert_eq!(std::fs::read(&path).unwrap(), torn, "reading for --status changes nothing");
+
+        let (mut journal, loaded) = Journal::open(&path).unwrap();
+        assert!(loaded.warning.unwrap().ends_with("it was cut off"));
+        assert_eq!(std::fs::read(&path).unwrap(), intact);
+        assert_eq!(journal.append(user("after")).unwrap(), 3);
+        assert_eq!(bodies(&read_journal(&path).unwrap().records)[1..], [user("kept"), user("after")]);
+    }
+
+    #[test]
+    fn a_complete_but_garbled_last_line_is_torn_too() {
+        let temp = TempDir::new("journal-garbled-tail");
+        let store = SessionStore::new(&temp.0);
+        let path = Journal::create(&store, "m").unwrap().path().to_path_buf();
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(b"\0\0\0\0\n");
+        std::fs::write(&path, &bytes).unwrap();
+        let (_journal, loaded) = Journal::open(&path).unwrap();
+        assert_eq!(loaded.records.len(), 1);
+        assert!(loaded.warning.unwrap().contains("line 2 was cut off mid-write (5 bytes)"));
+    }
+
+    #[test]
+    fn a_corrupt_middle_line_is_an_error_naming_the_line() {
+        let temp = TempDir::new("journal-corrupt");
+        let store = SessionStore::new(&temp.0);
+        let mut journal = Journal::create(&store, "m").unwrap();
+        for text in ["a", "b", "c"] {
+            journal.append(user(text)).unwrap();
+        }
+        let path = journal.path().to_path_buf();
+        drop(journal);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let damaged = text.replacen(r#""content":"b"}"#, r#""content":"b""#, 1);
+        std::fs::write(&path, &damaged).unwrap();
+        for error in [read_journal(&path).unwrap_err(), Journal::open(&path).err().unwrap()] {
+            let message = error.to_string();
+            assert!(
+                message.starts_with(&format!("{}:3: corrupt session record", path.display())),
+                "{message}"
+            );
+        }
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), damaged, "a corrupt journal is never rewritten");
+    }
+
+    #[test]
+    fn a_second_opener_is_refused_with_a_clear_message() {
+        let temp = TempDir::new("journal-lock");
+        let store = SessionStore::new(&temp.0);
+        let journal = Journal::create(&store, "m").unwrap();
+        let message = Journal::open(journal.path()).err().unwrap().to_string();
+        let expected = format!(
+            "session {} is in use by another mini-agent process (pid {}); finish or quit that one first",
+            journal.id(),
+            std::process::id()
+        );
+        assert_eq!(message, expected);
+        let path = journal.path().to_path_buf();
+        drop(journal);
+        assert!(Journal::open(&path).is_ok(), "the lock goes with the journal");
+    }
+
+    #[test]
+    fn a_file_without_a_session_header_is_refused() {
+        let temp = TempDir::new("journal-header");
+        let path = temp.0.join("x.jsonl");
+        std::fs::write(&path, "{\"seq\":1,\"ts\":\"t\",\"type\":\"user\",\"content\":\"hi\"}\n").unwrap();
+        let message = read_journal(&path).unwrap_err().to_string();
+        assert_eq!(message, format!("{}:1: not a session file (no session record)", path.display()));
+    }
+
+    #[test]
+    fn the_api_key_never_reaches_the_session_directory() {
+        let temp = TempDir::new("journal-secret");
+        let fake_key = "sk-test-0123456789abcdef";
+        let store = SessionStore::new(&temp.0);
+        let mut journal = Journal::create(&store, "m").unwrap();
+        journal.redact(fake_key);
+        let mut recorder = Recorder::new(journal);
+        // A tool whose output echoed the environment, the way `env` would.
+        let call = ToolCall { id: "a".into(), name: "bash".into(), arguments: r#"{"command":"env"}"#.into() };
+        let output =
+            ToolOutput { content: format!("HOME=/x\nOPENAI_API_KEY={fake_key}\n"), status: ToolStatus::Ok };
+        recorder.message(&Message::User { content: "print the env".into() }).unwrap();
+        recorder.event(Event::ToolStarted(&call)).unwrap();
+        recorder.event(Event::ToolFinished(&call, &output)).unwrap();
+        drop(recorder);
+        let mut found = Vec::new();
+        let mut stack = vec![temp.0.join(".mini_agent")];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    assert!(!text.contains(fake_key), "{} holds the key", path.display());
+                    found.push(text);
+                }
+            }
+        }
+        assert_eq!(found.len(), 1);
+        assert!(found[0].contains("OPENAI_API_KEY=[redacted]"));
+    }
+
+    #[test]
+    fn a_synthetic_journal_reads_and_replays() {
+        let temp = TempDir::new("journal-synthetic");
+        let path = temp.0.join("20261129-091500-aaaa.jsonl");
+        write_synthetic_journal(&path, 1_000).unwrap();
+        let loaded = read_journal(&path).unwrap();
+        assert_eq!((loaded.records.len(), loaded.warning), (1_000, None));
+        let history = replay(loaded.records.iter().map(|r| &r.body));
+        let answered = history.iter().filter(|m| matches!(m, Message::Tool { .. })).count();
+        let asked: usize = history
+            .iter()
+            .map(|m| if let Message::Assistant { tool_calls, .. } = m { tool_calls.len() } else { 0 })
+            .sum();
+        assert_eq!(answered, asked);
+        assert!(history.len() > 700);
+    }
+
+    #[test]
+    fn appends_per_second_are_measured() {
+        let temp = TempDir::new("journal-measure");
+        let rate = measure_appends(&temp.0, 50).unwrap();
+        eprintln!("journal: {rate:.0} appends/s with sync_data (50 records)");
+        let records = read_journal(&SessionStore::new(&temp.0).latest().unwrap()).unwrap().records;
+        assert_eq!(records.len(), 51);
+    }
+}

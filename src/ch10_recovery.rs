@@ -1,0 +1,571 @@
+//! Chapter 10 — recovery.
+//!
+//! A journal written by chapter 9 can end anywhere: after a clean answer, after Ctrl+C, or
+//! in the middle of a tool run when the machine lost power. This chapter reads the end of
+//! the story and decides, without guessing, what may happen next.
+//!
+//! The hard case is a `tool_started` with no `tool_finished`: the command may have run to
+//! the end, half-way, or not at all, and only the workspace knows. Running it again could
+//! do the work twice (`git commit`, a migration, an `rm`), and telling the model it failed
+//! could be a lie. So the agent **refuses to continue** and asks the user to look; once
+//! they pass `--acknowledge-unknown`, the model is told exactly that — "unknown, the user
+//! inspected the workspace" — in a synthetic result. A tool call the model asked for but
+//! that never started is safe to answer "not run". Nothing is ever re-run automatically.
+//!
+//! Everything here is a pure function of the records, so `--status` needs no key and sends
+//! nothing, and the rules are tested without a disk or a model.
+
+use crate::ch01_loop::{Error, Message, ToolCall, ToolStatus};
+use crate::ch05_sessions::{Append, Body, Record, replay};
+use crate::ch09_journal::{Journal, read_journal};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// What the model reads for a call whose outcome is unknown, once the user acknowledged it.
+pub const UNKNOWN_OUTCOME_RESULT: &str = "unknown outcome: mini-agent stopped while this tool was running, so it \
+     may have finished, partly run or not run at all. It was not run again. The user inspected the workspace and \
+     chose to continue: check the current state before relying on it.";
+
+/// What the model reads for a call that never started.
+pub const NOT_RUN_RESULT: &str = "not run: the session stopped before this tool call started, so nothing was \
+     executed. Call it again if it is still needed.";
+
+// ANCHOR: state
+/// Where a session stopped, as `--status` tells it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SessionState {
+    /// No user message yet.
+    New,
+    /// The model answered without calling tools.
+    Completed,
+    /// The user pressed Ctrl+C.
+    Interrupted,
+    /// The next step was a model request (after a user line or tool results).
+    WaitingForModel,
+    /// The turn ended with this error.
+    Failed(String),
+    /// The model asked for these calls; none of them started. Resuming answers "not run".
+    NotRun(Vec<ToolCall>),
+    /// These calls started and never finished: resuming needs `--acknowledge-unknown`.
+    UnknownOutcomes(Vec<ToolCall>),
+}
+
+/// The tool calls that have no result yet, split by whether they started.
+struct OpenCalls {
+    unknown: Vec<ToolCall>,
+    not_run: Vec<ToolCall>,
+}
+
+/// Follows every call from the assistant message that asked for it to its result.
+fn open_calls(records: &[Record]) -> OpenCalls {
+    // Few calls are open at any moment, so a list beats a map here.
+    let mut open: Vec<(ToolCall, bool)> = Vec::new();
+    for record in records {
+        match &record.body {
+            Body::Assistant { tool_calls, .. } => open.extend(tool_calls.iter().map(|c| (c.clone(), false))),
+            Body::ToolStarted { id, name, arguments } => match open.iter_mut().find(|(c, _)| &c.id == id) {
+                Some((_, started)) => *started = true,
+                None => open.push((
+                    ToolCall { id: id.clone(), name: name.clone(), arguments: arguments.clone() },
+                    true,
+                )),
+            },
+            Body::ToolFinished { id, .. } => open.retain(|(call, _)| &call.id != id),
+            Body::Session { .. }
+            | Body::System { .. }
+            | Body::User { .. }
+            | Body::Interrupted {}
+            | Body::Compaction { .. }
+            | Body::Retry { .. }
+            | Body::Partial { .. }
+            | Body::Error { .. }
+            | Body::Usage { .. } => {}
+        }
+    }
+    let (started, never): (Vec<_>, Vec<_>) = open.into_iter().partition(|(_, started)| *started);
+    OpenCalls {
+        unknown: started.into_iter().map(|(call, _)| call).collect(),
+        not_run: never.into_iter().map(|(call, _)| call).collect(),
+    }
+}
+
+fn state_of(records: &[Record]) -> SessionState {
+    let open = open_calls(records);
+    if !open.unknown.is_empty() {
+        return SessionState::UnknownOutcomes(open.unknown);
+    }
+    if !open.not_run.is_empty() {
+        return SessionState::NotRun(open.not_run);
+    }
+    // The last record that moved the conversation decides; retries, usage and the like
+    // are side notes.
+    for record in records.iter().rev() {
+        match &record.body {
+            Body::User { .. } | Body::ToolFinished { .. } => return SessionState::WaitingForModel,
+            Body::Assistant { tool_calls, .. } if tool_calls.is_empty() => return SessionState::Completed,
+            Body::Assistant { .. } => return SessionState::WaitingForModel,
+            Body::Interrupted {} => return SessionState::Interrupted,
+            Body::Error { message } => return SessionState::Failed(message.clone()),
+            Body::Session { .. }
+            | Body::System { .. }
+            | Body::ToolStarted { .. }
+            | Body::Compaction { .. }
+            | Body::Retry { .. }
+            | Body::Partial { .. }
+            | Body::Usage { .. } => {}
+        }
+    }
+    SessionState::New
+}
+// ANCHOR_END: state
+
+// ANCHOR: status
+/// Everything `--status` prints.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionStatus {
+    pub id: String,
+    pub root: String,
+    pub model: String,
+    pub created: String,
+    pub updated: String,
+    pub records: usize,
+    pub turns: usize,
+    pub last_user_message: Option<String>,
+    pub state: SessionState,
+    /// The reader's warning about a torn last line, if any.
+    pub warning: Option<String>,
+}
+
+/// The status of a session, from its records (the first must be the `session` header).
+pub fn status(records: &[Record]) -> Result<SessionStatus, Error> {
+    let header = header(records)?;
+    let user_lines = records.iter().filter_map(|r| match &r.body {
+        Body::User { content } => Some(content),
+        _ => None,
+    });
+    let (turns, last_user_message) = user_lines.fold((0, None), |(n, _), line| (n + 1, Some(line.clone())));
+    Ok(SessionStatus {
+        id: header.id.to_string(),
+        root: header.root.to_string(),
+        model: header.model.to_string(),
+        created: header.created.to_string(),
+        updated: records.last().map_or_else(String::new, |r| r.ts.clone()),
+        records: records.len(),
+        turns,
+        last_user_message,
+        state: state_of(records),
+        warning: None,
+    })
+}
+
+/// `--status`: reads the journal without locking or changing it, so it also works while
+/// another process runs the session.
+pub fn status_of(path: &Path) -> Result<SessionStatus, Error> {
+    let loaded = read_journal(path)?;
+    let mut status = status(&loaded.records).map_err(|e| in_file(path, e))?;
+    status.warning = loaded.warning;
+    Ok(status)
+}
+// ANCHOR_END: status
+
+impl fmt::Display for SessionStatus {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        writeln!(f, "session  {}", self.id)?;
+        writeln!(f, "root     {}", self.root)?;
+        writeln!(f, "model    {}", self.model)?;
+        writeln!(f, "created  {}", self.created)?;
+        writeln!(f, "updated  {}", self.updated)?;
+        writeln!(f, "turns    {} ({} records)", self.turns, self.records)?;
+        if let Some(line) = &self.last_user_message {
+            writeln!(f, "last     {:?}", shorten(line.lines().next().unwrap_or_default(), 100))?;
+        }
+        write!(f, "state    ")?;
+        match &self.state {
+            SessionState::New => writeln!(f, "new: no messages yet")?,
+            SessionState::Completed => writeln!(f, "completed: the model answered")?,
+            SessionState::Interrupted => writeln!(f, "interrupted by the user (Ctrl+C)")?,
+            SessionState::WaitingForModel => {
+                writeln!(f, "waiting for the model: resuming sends the next request")?
+            }
+            SessionState::Failed(message) => writeln!(f, "failed: {message}")?,
+            SessionState::NotRun(calls) => {
+                writeln!(
+                    f,
+                    "stopped before running {}; resuming answers them \"not run\":",
+                    count(calls.len())
+                )?;
+                calls.iter().try_for_each(|call| writeln!(f, "           {}", describe_call(call)))?;
+            }
+            SessionState::UnknownOutcomes(calls) => {
+                writeln!(f, "unknown outcome: {} started and never finished:", count(calls.len()))?;
+                calls.iter().try_for_each(|call| writeln!(f, "           {}", describe_call(call)))?;
+                writeln!(f, "         inspect the workspace, then resume with --acknowledge-unknown")?;
+            }
+        }
+        if let Some(warning) = &self.warning {
+            writeln!(f, "warning  {warning}")?;
+        }
+        Ok(())
+    }
+}
+
+// ANCHOR: resume
+/// How to continue a session: the records to append first, then the history to send.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResumePlan {
+    pub id: String,
+    /// The saved workspace root: a resumed session works where it started.
+    pub root: PathBuf,
+    pub model: String,
+    /// Synthetic `tool_finished` records (unknown / not run), in call order.
+    pub append: Vec<Body>,
+    /// The history to continue with, the appended results included.
+    pub history: Vec<Message>,
+}
+
+/// Decides how to continue. Unknown outcomes block unless `acknowledge_unknown`; no tool
+/// is ever run again. Permissions are not part of a session: the caller grants them anew.
+pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<ResumePlan, Error> {
+    let header = header(records)?;
+    let open = open_calls(records);
+    if !open.unknown.is_empty() && !acknowledge_unknown {
+        let calls: Vec<String> = open.unknown.iter().map(describe_call).collect();
+        let (has, outcome) = if calls.len() == 1 { ("has", "outcome") } else { ("have", "outcomes") };
+        return Err(Error::Session(format!(
+            "cannot resume {}: {} {has} an unknown {outcome} ({}); inspect the workspace, then rerun with \
+             --acknowledge-unknown",
+            header.id,
+            count(calls.len()),
+            calls.join(", ")
+        )));
+    }
+    // Results must follow their assistant message in call order, and calls run in order,
+    // so the unknown ones (started) come before the ones that never started.
+    let result = |call: &ToolCall, status, text: &str| Body::ToolFinished {
+        id: call.id.clone(),
+        status,
+        content: text.to_string(),
+    };
+    let append: Vec<Body> =
+        (open.unknown.iter().map(|c| result(c, ToolStatus::Unknown, UNKNOWN_OUTCOME_RESULT)))
+            .chain(open.not_run.iter().map(|c| result(c, ToolStatus::NotRun, NOT_RUN_RESULT)))
+            .collect();
+    let history = replay(records.iter().map(|r| &r.body).chain(&append));
+    Ok(ResumePlan {
+        id: header.id.to_string(),
+        root: PathBuf::from(header.root),
+        model: header.model.to_string(),
+        append,
+        history,
+    })
+}
+
+/// A session opened for `-c` / `--resume`: locked, repaired, ready to record.
+pub struct Resumed {
+    pub journal: Journal,
+    pub plan: ResumePlan,
+    /// A torn last line that was cut off, to show the user.
+    pub warning: Option<String>,
+}
+
+/// Opens the journal at `path`, checks it can continue, and appends the synthetic results.
+pub fn resume(path: &Path, acknowledge_unknown: bool) -> Result<Resumed, Error> {
+    let (mut journal, loaded) = Journal::open(path)?;
+    let plan = prepare_resume(&loaded.records, acknowledge_unknown).map_err(|e| in_file(path, e))?;
+    for body in &plan.append {
+        journal.append(body.clone())?;
+    }
+    Ok(Resumed { journal, plan, warning: loaded.warning })
+}
+// ANCHOR_END: resume
+
+struct Header<'a> {
+    id: &'a str,
+    root: &'a str,
+    model: &'a str,
+    created: &'a str,
+}
+
+fn header(records: &[Record]) -> Result<Header<'_>, Error> {
+    match records.first().map(|r| &r.body) {
+        Some(Body::Session { id, root, model, created, .. }) => Ok(Header { id, root, model, created }),
+        _ => Err(Error::Session(
+            "the session has no session record (it stopped before its first write); start a new one".into(),
+        )),
+    }
+}
+
+fn in_file(path: &Path, error: Error) -> Error {
+    match error {
+        Error::Session(text) if text.starts_with("the session has no") => {
+            Error::Session(format!("{}: {text}", path.display()))
+        }
+        other => other,
+    }
+}
+
+fn count(calls: usize) -> String {
+    if calls == 1 { "1 tool call".into() } else { format!("{calls} tool calls") }
+}
+
+/// `bash: "cargo test"` — the tool and the argument that says what it does.
+pub fn describe_call(call: &ToolCall) -> String {
+    let parsed: Option<serde_json::Map<String, serde_json::Value>> =
+        serde_json::from_str(&call.arguments).ok();
+    let main_argument = parsed.as_ref().and_then(|arguments| {
+        ["command", "path", "pattern"].iter().find_map(|key| arguments.get(*key)?.as_str())
+    });
+    match main_argument {
+        Some(value) => format!("{}: {:?}", call.name, shorten(value, 80)),
+        None => format!("{}: {}", call.name, shorten(&call.arguments, 80)),
+    }
+}
+
+fn shorten(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ch01_loop::{Limits, Model, Outcome, Reply, Request, ToolOutput, Tools, run_turn};
+    use crate::ch05_sessions::tests::{TempDir, call};
+    use crate::ch05_sessions::{FORMAT_VERSION, MemoryLog, Recorder, SessionStore};
+    use crate::ch09_journal::write_synthetic_journal;
+    use serde_json::Value;
+    use std::time::Instant;
+
+    fn session(bodies: Vec<Body>) -> Vec<Record> {
+        let mut log = MemoryLog::default();
+        let header = Body::Session {
+            version: FORMAT_VERSION,
+            id: "20261129-091500-7f3a".into(),
+            root: "/work/project".into(),
+            model: "m".into(),
+            created: "2026-11-29T09:15:00.000Z".into(),
+        };
+        for body in std::iter::once(header).chain(bodies) {
+            log.append(body).unwrap();
+        }
+        log.0
+    }
+    fn user(text: &str) -> Body {
+        Body::User { content: text.into() }
+    }
+    fn asks(calls: Vec<ToolCall>) -> Body {
+        Body::Assistant { content: None, tool_calls: calls, usage: None }
+    }
+    fn started(c: &ToolCall) -> Body {
+        Body::ToolStarted { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() }
+    }
+    fn finished(c: &ToolCall) -> Body {
+        Body::ToolFinished { id: c.id.clone(), status: ToolStatus::Ok, content: "ok".into() }
+    }
+
+    #[test]
+    fn the_state_follows_the_last_step() {
+        let test = call("a", "bash", r#"{"command":"cargo test"}"#);
+        let answer = Body::Assistant { content: Some("done".into()), tool_calls: vec![], usage: None };
+        let cases = [
+            (vec![], SessionState::New),
+            (vec![user("go")], SessionState::WaitingForModel),
+            (vec![user("go"), answer.clone()], SessionState::Completed),
+            (vec![user("go"), Body::Interrupted {}], SessionState::Interrupted),
+            (vec![user("go"), asks(vec![test.clone()])], SessionState::NotRun(vec![test.clone()])),
+            (
+                vec![user("go"), asks(vec![test.clone()]), started(&test)],
+                SessionState::UnknownOutcomes(vec![test.clone()]),
+            ),
+            (
+                vec![user("go"), asks(vec![test.clone()]), started(&test), finished(&test)],
+                SessionState::WaitingForModel,
+            ),
+            (
+                vec![user("go"), Body::Error { message: "model request failed: 500".into() }],
+                SessionState::Failed("model request failed: 500".into()),
+            ),
+            (
+                vec![user("go"), answer, Body::Usage { prompt_tokens: 1, completion_tokens: 1 }],
+                SessionState::Completed,
+            ),
+        ];
+        for (bodies, expected) in cases {
+            assert_eq!(status(&session(bodies.clone())).unwrap().state, expected, "{bodies:?}");
+        }
+    }
+
+    #[test]
+    fn status_reads_like_a_report() {
+        let test = call("a", "bash", r#"{"command":"cargo test"}"#);
+        let records = session(vec![
+            user("first"),
+            user("fix the tests\nplease"),
+            asks(vec![test.clone()]),
+            started(&test),
+        ]);
+        let shown = status(&records).unwrap().to_string();
+        let updated = &records.last().unwrap().ts;
+        assert_eq!(
+            shown,
+            format!(
+                "session  20261129-091500-7f3a\nroot     /work/project\nmodel    m\ncreated  2026-11-29T09:15:00.000Z\n\
+                 updated  {updated}\nturns    2 (5 records)\nlast     \"fix the tests\"\n\
+                 state    unknown outcome: 1 tool call started and never finished:\n\
+                 \x20          bash: \"cargo test\"\n\
+                 \x20        inspect the workspace, then resume with --acknowledge-unknown\n"
+            )
+        );
+    }
+
+    #[test]
+    fn unknown_outcomes_block_until_acknowledged() {
+        let test = call("a", "bash", r#"{"command":"cargo test"}"#);
+        let write = call("b", "write_file", r#"{"path":"notes.md","content":"x"}"#);
+        let records = session(vec![user("go"), asks(vec![test.clone(), write.clone()]), started(&test)]);
+        let refused = prepare_resume(&records, false).unwrap_err().to_string();
+        assert_eq!(
+            refused,
+            "cannot resume 20261129-091500-7f3a: 1 tool call has an unknown outcome (bash: \"cargo test\"); \
+             inspect the workspace, then rerun with --acknowledge-unknown"
+        );
+        let plan = prepare_resume(&records, true).unwrap();
+        assert_eq!(
+            plan.append,
+            vec![
+                Body::ToolFinished {
+                    id: "a".into(),
+                    status: ToolStatus::Unknown,
+                    content: UNKNOWN_OUTCOME_RESULT.into()
+                },
+                Body::ToolFinished {
+                    id: "b".into(),
+                    status: ToolStatus::NotRun,
+                    content: NOT_RUN_RESULT.into()
+                },
+            ]
+        );
+        assert_eq!(plan.root, PathBuf::from("/work/project"));
+        assert_eq!(
+            plan.history[2..],
+            [
+                Message::Tool { tool_call_id: "a".into(), content: UNKNOWN_OUTCOME_RESULT.into() },
+                Message::Tool { tool_call_id: "b".into(), content: NOT_RUN_RESULT.into() },
+            ]
+        );
+    }
+
+    #[test]
+    fn calls_that_never_started_are_answered_not_run_without_acknowledgement() {
+        let first = call("a", "read_file", r#"{"path":"a.rs"}"#);
+        let second = call("b", "bash", r#"{"command":"rm -rf build"}"#);
+        let records = session(vec![
+            user("go"),
+            asks(vec![first.clone(), second.clone()]),
+            started(&first),
+            finished(&first),
+        ]);
+        let plan = prepare_resume(&records, false).unwrap();
+        assert_eq!(
+            plan.append,
+            vec![Body::ToolFinished {
+                id: "b".into(),
+                status: ToolStatus::NotRun,
+                content: NOT_RUN_RESULT.into()
+            }]
+        );
+        assert_eq!(plan.history.len(), 4);
+    }
+
+    struct Answers(Vec<Reply>, Vec<usize>);
+    impl Model for Answers {
+        fn complete(
+            &mut self,
+            request: &Request,
+            _: &mut dyn crate::ch01_loop::Observer,
+        ) -> Result<Reply, Error> {
+            self.1.push(request.messages.len());
+            Ok(self.0.remove(0))
+        }
+    }
+    struct CountRuns(Vec<String>);
+    impl Tools for CountRuns {
+        fn schemas(&self) -> Vec<Value> {
+            Vec::new()
+        }
+        fn run(&mut self, call: &ToolCall) -> ToolOutput {
+            self.0.push(call.id.clone());
+            ToolOutput { content: "ran".into(), status: ToolStatus::Ok }
+        }
+    }
+
+    #[test]
+    fn a_crashed_session_resumes_from_disk_without_running_anything_again() {
+        let temp = TempDir::new("recovery-resume");
+        let store = SessionStore::new(&temp.0);
+        let test = call("a", "bash", r#"{"command":"cargo test"}"#);
+        let mut journal = Journal::create(&store, "m").unwrap();
+        for body in [user("go"), asks(vec![test.clone()]), started(&test)] {
+            journal.append(body).unwrap();
+        }
+        let path = journal.path().to_path_buf();
+        drop(journal); // the crash
+
+        assert!(matches!(status_of(&path).unwrap().state, SessionState::UnknownOutcomes(_)));
+        assert!(resume(&path, false).is_err());
+        let resumed = resume(&path, true).unwrap();
+        assert_eq!(resumed.plan.root, temp.0);
+        let mut history = resumed.plan.history.clone();
+        let mut recorder = Recorder::new(resumed.journal);
+        let mut model = Answers(vec![Reply { content: Some("checked".into()), ..Reply::default() }], vec![]);
+        let mut tools = CountRuns(vec![]);
+        let outcome = run_turn(&mut model, &mut tools, &mut history, &mut recorder, &Limits { max_turns: 3 });
+        assert!(matches!(outcome, Outcome::Completed(_)));
+        assert!(tools.0.is_empty(), "no tool runs again");
+        assert_eq!(model.1, [3]);
+        drop(recorder);
+
+        let after = status_of(&path).unwrap();
+        assert_eq!(after.state, SessionState::Completed);
+        let again = resume(&path, false).unwrap();
+        assert!(again.plan.append.is_empty());
+        assert_eq!(again.plan.history, history);
+    }
+
+    #[test]
+    fn an_empty_session_file_cannot_be_resumed() {
+        let temp = TempDir::new("recovery-empty");
+        let store = SessionStore::new(&temp.0);
+        let (_, path, file) = store.create_file().unwrap();
+        drop(file);
+        let message = resume(&path, true).err().unwrap().to_string();
+        assert!(
+            message.starts_with(&format!("{}: the session has no session record", path.display())),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn status_and_resume_figures() {
+        let temp = TempDir::new("recovery-figures");
+        let big = temp.0.join("20261129-091500-aaaa.jsonl");
+        write_synthetic_journal(&big, 10_000).unwrap();
+        let started = Instant::now();
+        let shown = status_of(&big).unwrap();
+        let status_ms = started.elapsed().as_secs_f64() * 1e3;
+        assert_eq!((shown.records, shown.state), (10_000, SessionState::Completed));
+
+        let medium = temp.0.join("20261129-091500-bbbb.jsonl");
+        write_synthetic_journal(&medium, 1_250).unwrap();
+        let started = Instant::now();
+        let resumed = resume(&medium, false).unwrap();
+        let resume_ms = started.elapsed().as_secs_f64() * 1e3;
+        eprintln!(
+            "recovery: status of 10,000 records {status_ms:.1} ms; resume of {} messages {resume_ms:.1} ms",
+            resumed.plan.history.len()
+        );
+        assert!(resumed.plan.history.len() >= 1_000);
+    }
+}

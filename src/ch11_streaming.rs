@@ -1,0 +1,668 @@
+//! Chapter 11 — streaming.
+//!
+//! Without streaming the user stares at nothing until the whole reply exists. With
+//! `stream: true` the server sends the reply as it is generated, as Server-Sent Events:
+//! lines of `data: {json chunk}`, a blank line after each event, and `data: [DONE]` at the end.
+//! Text arrives in small pieces we can print at once; tool calls arrive in fragments — the id
+//! and name first, the arguments spread over many chunks, several calls interleaved by their
+//! `index` — and must be put back together.
+//!
+//! Three pieces, each separately testable. [`SseParser`] turns bytes into events and knows
+//! nothing about models. [`StreamAssembler`] turns chunks into a [`Reply`]. [`StreamingClient`]
+//! moves bytes from a worker thread to them while watching Ctrl+C and the idle timeout.
+//!
+//! The rule that keeps it dependable: the reply counts only once the stream has finished.
+//! A stream cut off in the middle is an error; the text that did arrive is reported as
+//! partial, and none of the half-received tool calls is run.
+
+use crate::ch01_loop::{Error, Event, Model, Observer, Reply, Request, ToolCall, interrupted};
+use crate::ch02_model::{
+    ChatClient, ClientConfig, INTERRUPT_POLL, parse_reply, parse_usage, quote, server_message,
+};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long the server may stay silent, once the request is sent, before we give up.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+// ANCHOR: sse
+/// One Server-Sent Event: its `event:` name (empty when none) and its data lines joined by `\n`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SseEvent {
+    pub event: String,
+    pub data: String,
+}
+
+/// Turns a byte stream into events, whatever the chunk boundaries. It never fails: bytes that
+/// are not valid UTF-8 are replaced, unknown fields are ignored.
+#[derive(Default)]
+pub struct SseParser {
+    /// Bytes of a line not yet terminated.
+    line: Vec<u8>,
+    /// The previous byte was `\r`: a `\n` right after it ends the same line.
+    after_cr: bool,
+    event: String,
+    data: String,
+    has_data: bool,
+}
+
+impl SseParser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds the next bytes; returns the events they completed.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        for &byte in bytes {
+            let after_cr = std::mem::replace(&mut self.after_cr, byte == b'\r');
+            match byte {
+                b'\n' if after_cr => {}
+                b'\n' | b'\r' => {
+                    let line = std::mem::take(&mut self.line);
+                    events.extend(self.line_ended(&String::from_utf8_lossy(&line)));
+                }
+                _ => self.line.push(byte),
+            }
+        }
+        events
+    }
+
+    fn line_ended(&mut self, line: &str) -> Option<SseEvent> {
+        if line.is_empty() {
+            // A blank line dispatches the event gathered so far.
+            let event = std::mem::take(&mut self.event);
+            let data = std::mem::take(&mut self.data);
+            return std::mem::take(&mut self.has_data).then_some(SseEvent { event, data });
+        }
+        if line.starts_with(':') {
+            return None; // a comment, often sent as a keep-alive
+        }
+        let (field, value) = line.split_once(':').unwrap_or((line, ""));
+        let value = value.strip_prefix(' ').unwrap_or(value);
+        match field {
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            "event" => self.event = value.to_owned(),
+            _ => {} // `id`, `retry` and unknown fields do not matter here
+        }
+        None
+    }
+}
+// ANCHOR_END: sse
+
+// ANCHOR: assembler
+/// Builds a reply from the chunks of a streamed Chat Completion.
+#[derive(Default)]
+pub struct StreamAssembler {
+    text: String,
+    /// Tool calls by their `index`; fragments append to the call they name.
+    calls: BTreeMap<u64, PartialCall>,
+    usage: Option<crate::ch01_loop::Usage>,
+    /// A `finish_reason` arrived: the model is done, only usage may follow.
+    finished: bool,
+    /// `[DONE]` arrived: the stream is over.
+    done: bool,
+}
+
+#[derive(Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl StreamAssembler {
+    /// Applies one event's data; new text is reported as `TextDelta` as soon as it is known.
+    pub fn apply(&mut self, data: &str, observer: &mut dyn Observer) -> Result<(), Error> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let chunk: Value = serde_json::from_str(data)
+            .map_err(|_| Error::Model(format!("a stream chunk is not JSON: {}", quote(data))))?;
+        if chunk.get("error").is_some_and(|e| !e.is_null()) {
+            let (message, _) = server_message(data);
+            let message = message.unwrap_or_default();
+            return Err(Error::Model(format!("the server reported an error in the stream: {message}")));
+        }
+        if let Some(usage) = chunk.get("usage").and_then(parse_usage) {
+            self.usage = Some(usage);
+        }
+        // Usage often comes in a last chunk with `choices: []`.
+        let Some(choice) = chunk.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else {
+            return Ok(());
+        };
+        let delta = choice.get("delta").unwrap_or(&Value::Null);
+        if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            self.text.push_str(text);
+            observer.event(Event::TextDelta(text))?;
+        }
+        for fragment in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            self.add_fragment(fragment);
+        }
+        if choice.get("finish_reason").is_some_and(|reason| !reason.is_null()) {
+            self.finished = true;
+        }
+        Ok(())
+    }
+
+    fn add_fragment(&mut self, fragment: &Value) {
+        let id = fragment.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
+        let index = match fragment.get("index").and_then(Value::as_u64) {
+            Some(index) => index,
+            // Servers that omit `index` send calls one after the other: a new id starts a new
+            // call, anything else continues the last one.
+            None => match self.calls.last_key_value() {
+                Some((&last, call)) if id.is_none_or(|id| id == call.id) => last,
+                Some((&last, _)) => last + 1,
+                None => 0,
+            },
+        };
+        let call = self.calls.entry(index).or_default();
+        if let Some(id) = id {
+            call.id = id.to_owned();
+        }
+        let function = fragment.get("function");
+        if let Some(name) = function.and_then(|f| f.get("name")).and_then(Value::as_str) {
+            call.name.push_str(name);
+        }
+        match function.and_then(|f| f.get("arguments")) {
+            Some(Value::String(piece)) => call.arguments.push_str(piece),
+            Some(Value::Null) | None => {}
+            Some(whole) => call.arguments.push_str(&whole.to_string()),
+        }
+    }
+
+    /// The stream reached its end (`[DONE]`, or a finish reason and then the end of the body).
+    pub fn is_complete(&self) -> bool {
+        self.done || self.finished
+    }
+
+    /// The text received so far, for reporting a stream that was cut off.
+    pub fn partial_text(&self) -> &str {
+        &self.text
+    }
+
+    /// The reply, once the stream is complete; each call must have a name to be run.
+    pub fn into_reply(self) -> Result<Reply, Error> {
+        let mut tool_calls = Vec::with_capacity(self.calls.len());
+        for (index, call) in self.calls {
+            if call.name.is_empty() {
+                return Err(Error::Model(format!("streamed tool call {index} has no function name")));
+            }
+            let id = if call.id.is_empty() { format!("call_{index}") } else { call.id };
+            let arguments = if call.arguments.trim().is_empty() { "{}".into() } else { call.arguments };
+            tool_calls.push(ToolCall { id, name: call.name, arguments });
+        }
+        let content = (!self.text.is_empty()).then_some(self.text);
+        Ok(Reply { content, tool_calls, usage: self.usage })
+    }
+
+    /// Describes how far a cut-off stream got, for the error message.
+    fn progress(&self) -> String {
+        let mut parts = vec![format!("{} characters of text", self.text.chars().count())];
+        if let Some(call) = self.calls.values().last() {
+            parts.push(format!("in the middle of tool call {:?}", call.name));
+        }
+        parts.join(", ")
+    }
+}
+// ANCHOR_END: assembler
+
+// ANCHOR: client
+/// A Model that streams: the same request as chapter 2 plus `stream: true`.
+pub struct StreamingClient {
+    pub client: ChatClient,
+    pub idle_timeout: Duration,
+}
+
+impl StreamingClient {
+    pub fn new(config: ClientConfig) -> Result<Self, Error> {
+        Ok(StreamingClient { client: ChatClient::new(config)?, idle_timeout: IDLE_TIMEOUT })
+    }
+
+    /// Changes how long the server may stay silent (tests use a short one).
+    pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> Self {
+        self.idle_timeout = idle_timeout;
+        self
+    }
+}
+
+/// What the worker thread hands over.
+enum Piece {
+    Bytes(Vec<u8>),
+    /// A server that ignored `stream: true` and sent the reply as one JSON document.
+    Whole(String),
+    End,
+    Failed(Error),
+}
+
+impl Model for StreamingClient {
+    fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
+        let mut body = self.client.request_body(request);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        let body = serde_json::to_vec(&body).expect("a JSON value always serialises");
+        if interrupted() {
+            return Err(Error::Interrupted);
+        }
+        let pieces = start_worker(self.client.clone(), body, self.idle_timeout)?;
+        let (mut parser, mut reply) = (SseParser::new(), StreamAssembler::default());
+        let mut last_data = Instant::now();
+        // The start of the body, kept until an event arrives, to quote a body that is not SSE.
+        let (mut seen_event, mut head) = (false, Vec::new());
+        loop {
+            // Checked on every piece too: a fast stream must not make Ctrl+C wait.
+            if interrupted() {
+                return Err(cut_off(&reply, Error::Interrupted, observer));
+            }
+            let piece = match pieces.recv_timeout(INTERRUPT_POLL) {
+                Ok(piece) => piece,
+                Err(mpsc::RecvTimeoutError::Timeout) if last_data.elapsed() < self.idle_timeout => continue,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let silence = format!(
+                        "the server sent nothing for {} s; stream cut off ({})",
+                        self.idle_timeout.as_secs_f64(),
+                        reply.progress()
+                    );
+                    return Err(cut_off(&reply, Error::Network(silence), observer));
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    Piece::Failed(Error::Network("the streaming thread stopped unexpectedly".into()))
+                }
+            };
+            match piece {
+                Piece::Bytes(bytes) => {
+                    last_data = Instant::now();
+                    if !seen_event && head.len() < 300 {
+                        head.extend_from_slice(&bytes[..bytes.len().min(300 - head.len())]);
+                    }
+                    for event in parser.feed(&bytes) {
+                        seen_event = true;
+                        if let Err(error) = reply.apply(&event.data, observer) {
+                            return Err(cut_off(&reply, error, observer));
+                        }
+                        if reply.done {
+                            return reply.into_reply();
+                        }
+                    }
+                }
+                Piece::Whole(text) => {
+                    let whole = parse_reply(&text)?;
+                    if let Some(text) = &whole.content {
+                        observer.event(Event::TextDelta(text))?;
+                    }
+                    return Ok(whole);
+                }
+                Piece::End if reply.is_complete() => return reply.into_reply(),
+                Piece::End if !seen_event => {
+                    let head = String::from_utf8_lossy(&head);
+                    return Err(Error::Model(format!(
+                        "the server's stream held no events: {}",
+                        quote(&head)
+                    )));
+                }
+                Piece::End => {
+                    let error = format!("stream cut off before it finished ({})", reply.progress());
+                    return Err(cut_off(&reply, Error::Network(error), observer));
+                }
+                Piece::Failed(error) => return Err(cut_off(&reply, error, observer)),
+            }
+        }
+    }
+}
+
+/// Records the text that did arrive as partial, then hands back the error: nothing runs.
+fn cut_off(reply: &StreamAssembler, error: Error, observer: &mut dyn Observer) -> Error {
+    if !reply.partial_text().is_empty()
+        && let Err(observer_error) =
+            observer.event(Event::Notice { kind: "partial", text: reply.partial_text() })
+    {
+        return observer_error;
+    }
+    error
+}
+// ANCHOR_END: client
+
+// ANCHOR: worker
+/// Sends the request on a worker thread that forwards the body as it arrives. The caller can
+/// then stop waiting at any moment (Ctrl+C, idle timeout); the worker ends on its own.
+fn start_worker(client: ChatClient, body: Vec<u8>, idle: Duration) -> Result<mpsc::Receiver<Piece>, Error> {
+    let (send, pieces) = mpsc::channel();
+    // A backstop read timeout, a little longer than ours, so an abandoned worker cannot hang forever.
+    let read_timeout = idle + Duration::from_secs(5);
+    thread::Builder::new()
+        .name("model-stream".into())
+        .spawn(move || {
+            let response = match client.send(&body, "text/event-stream", Some(read_timeout)) {
+                Ok(response) => response,
+                Err(error) => {
+                    let _ = send.send(Piece::Failed(error));
+                    return;
+                }
+            };
+            let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok());
+            if content_type.is_some_and(|t| t.starts_with("application/json")) {
+                let whole = response.into_body().read_to_vec().map_err(|error| {
+                    Error::Network(format!("reading the reply from {}: {error}", client.url))
+                });
+                let piece =
+                    whole.map_or_else(Piece::Failed, |b| Piece::Whole(String::from_utf8_lossy(&b).into()));
+                let _ = send.send(piece);
+                return;
+            }
+            let mut reader = response.into_body().into_reader();
+            let mut buffer = vec![0; 16 * 1024];
+            loop {
+                let piece = match reader.read(&mut buffer) {
+                    Ok(0) => Piece::End,
+                    Ok(n) => Piece::Bytes(buffer[..n].to_vec()),
+                    Err(error) => Piece::Failed(Error::Network(format!(
+                        "the stream from {} broke: {error}",
+                        client.url
+                    ))),
+                };
+                let last = !matches!(piece, Piece::Bytes(_));
+                if send.send(piece).is_err() || last {
+                    return;
+                }
+            }
+        })
+        .map_err(|error| Error::io("starting the model stream thread", error))?;
+    Ok(pieces)
+}
+// ANCHOR_END: worker
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ch01_loop::{Message, Usage};
+    use crate::ch13_scripted_server::{ScriptedServer, Step};
+
+    /// Records text deltas and notices.
+    #[derive(Default)]
+    struct Seen {
+        deltas: Vec<String>,
+        notices: Vec<(String, String)>,
+    }
+    impl Observer for Seen {
+        fn event(&mut self, event: Event) -> Result<(), Error> {
+            match event {
+                Event::TextDelta(text) => self.deltas.push(text.to_owned()),
+                Event::Notice { kind, text } => self.notices.push((kind.to_owned(), text.to_owned())),
+                _ => {}
+            }
+            Ok(())
+        }
+    }
+
+    fn stream(steps: Vec<Step>, idle: Duration) -> (Result<Reply, Error>, Seen, Vec<Value>) {
+        let server = ScriptedServer::scripted(steps).expect("server");
+        let config = ClientConfig { base_url: server.url.clone(), api_key: None, model: "m".into() };
+        let mut model = StreamingClient::new(config).expect("client").with_idle_timeout(idle);
+        let mut seen = Seen::default();
+        let messages = [Message::User { content: "hi".into() }];
+        let result = model.complete(&Request { messages: &messages, tools: &[] }, &mut seen);
+        (result, seen, server.requests())
+    }
+
+    fn chunks(values: &[Value], finish: bool) -> Step {
+        Step::Stream { chunks: values.iter().map(Value::to_string).collect(), delay_ms: 0, finish }
+    }
+    fn text(piece: &str) -> Value {
+        json!({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]})
+    }
+    fn finish(reason: &str) -> Value {
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+    }
+    fn usage() -> Value {
+        json!({"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3}})
+    }
+    fn call_fragment(index: u64, id: Option<&str>, name: Option<&str>, arguments: &str) -> Value {
+        let mut function = json!({"arguments": arguments});
+        if let Some(name) = name {
+            function["name"] = json!(name);
+        }
+        let mut call = json!({"index": index, "function": function});
+        if let Some(id) = id {
+            call["id"] = json!(id);
+            call["type"] = json!("function");
+        }
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]})
+    }
+
+    #[test]
+    fn text_is_shown_as_it_arrives_and_usage_comes_last() {
+        let step = chunks(&[text("Hel"), text("lo"), finish("stop"), usage()], true);
+        let (result, seen, requests) = stream(vec![step], IDLE_TIMEOUT);
+        assert_eq!(
+            result.expect("ok"),
+            Reply {
+                content: Some("Hello".into()),
+                tool_calls: vec![],
+                usage: Some(Usage { prompt_tokens: 12, completion_tokens: 3 })
+            }
+        );
+        assert_eq!(seen.deltas, ["Hel", "lo"]);
+        assert_eq!(requests[0]["stream"], json!(true));
+        assert_eq!(requests[0]["stream_options"], json!({"include_usage": true}));
+    }
+
+    #[test]
+    fn interleaved_tool_calls_are_assembled_by_index() {
+        let step = chunks(
+            &[
+                call_fragment(0, Some("call_a"), Some("read_file"), ""),
+                call_fragment(1, Some("call_b"), Some("bash"), "{\"comm"),
+                call_fragment(0, None, None, "{\"path\":"),
+                call_fragment(1, None, None, "and\":\"ls\"}"),
+                call_fragment(0, None, None, "\"x.rs\"}"),
+                finish("tool_calls"),
+                usage(),
+            ],
+            true,
+        );
+        let (result, seen, _) = stream(vec![step], IDLE_TIMEOUT);
+        let reply = result.expect("ok");
+        assert_eq!(reply.content, None);
+        assert_eq!(
+            reply.tool_calls,
+            vec![
+                ToolCall {
+                    id: "call_a".into(),
+                    name: "read_file".into(),
+                    arguments: r#"{"path":"x.rs"}"#.into()
+                },
+                ToolCall {
+                    id: "call_b".into(),
+                    name: "bash".into(),
+                    arguments: r#"{"command":"ls"}"#.into()
+                },
+            ]
+        );
+        assert!(seen.deltas.is_empty() && seen.notices.is_empty());
+    }
+
+    #[test]
+    fn a_finish_reason_then_the_end_of_the_body_is_complete() {
+        let (result, _, _) = stream(vec![chunks(&[text("ok"), finish("stop")], false)], IDLE_TIMEOUT);
+        assert_eq!(result.expect("complete").content.as_deref(), Some("ok"));
+    }
+
+    #[test]
+    fn a_stream_cut_in_the_text_is_an_error_with_the_partial_text_recorded() {
+        let (result, seen, _) =
+            stream(vec![chunks(&[text("Half an ans"), text("wer")], false)], IDLE_TIMEOUT);
+        let error = result.expect_err("cut");
+        assert!(matches!(error, Error::Network(ref m) if m.starts_with("stream cut off")), "{error:?}");
+        assert_eq!(seen.notices, [("partial".to_owned(), "Half an answer".to_owned())]);
+    }
+
+    #[test]
+    fn a_stream_cut_inside_tool_arguments_runs_nothing() {
+        let step = chunks(
+            &[text("Let me look."), call_fragment(0, Some("c"), Some("bash"), "{\"command\":\"rm")],
+            false,
+        );
+        let (result, seen, _) = stream(vec![step], IDLE_TIMEOUT);
+        let error = result.expect_err("cut").to_string();
+        assert!(error.contains("in the middle of tool call \"bash\""), "{error}");
+        assert_eq!(seen.notices, [("partial".to_owned(), "Let me look.".to_owned())]);
+    }
+
+    #[test]
+    fn a_silent_server_hits_the_idle_timeout() {
+        let started = Instant::now();
+        let (result, _, _) = stream(vec![Step::Hang], Duration::from_millis(200));
+        assert!(
+            matches!(result, Err(Error::Network(ref m)) if m.contains("sent nothing for 0.2 s")),
+            "{result:?}"
+        );
+        println!("figure: idle timeout of 200 ms fired after {:?}", started.elapsed());
+    }
+
+    #[test]
+    fn a_silence_after_the_headers_hits_the_idle_timeout() {
+        // The headers come at once, then the server waits 2 s before each chunk; we allow 300 ms.
+        let step = Step::Stream {
+            chunks: vec![text("a").to_string(), text("b").to_string()],
+            delay_ms: 2000,
+            finish: true,
+        };
+        let (result, _, _) = stream(vec![step], Duration::from_millis(300));
+        assert!(matches!(result, Err(Error::Network(ref m)) if m.contains("sent nothing")), "{result:?}");
+    }
+
+    #[test]
+    fn ctrl_c_abandons_a_slow_stream() {
+        crate::ch02_model::in_own_process("ch11_streaming::tests::ctrl_c_abandons_a_slow_stream", || {
+            let step = Step::Stream { chunks: vec![text("late").to_string()], delay_ms: 5000, finish: true };
+            std::thread::spawn(|| {
+                std::thread::sleep(Duration::from_millis(200));
+                crate::ch01_loop::set_interrupted(true);
+            });
+            let started = Instant::now();
+            let (result, _, _) = stream(vec![step], IDLE_TIMEOUT);
+            assert!(matches!(result, Err(Error::Interrupted)), "{result:?}");
+            println!("figure: stream abandoned {:?} after it started, Ctrl+C at 200 ms", started.elapsed());
+        });
+    }
+
+    #[test]
+    fn an_error_status_is_reported_like_chapter_2() {
+        let (result, seen, _) = stream(vec![Step::error(401, "Invalid API Key")], IDLE_TIMEOUT);
+        assert_eq!(
+            result.expect_err("401").to_string(),
+            "model request failed: 401 Invalid API Key — check OPENAI_API_KEY"
+        );
+        assert!(seen.notices.is_empty());
+    }
+
+    #[test]
+    fn a_server_that_ignores_stream_true_still_works() {
+        let (result, seen, _) = stream(vec![Step::text("whole")], IDLE_TIMEOUT);
+        assert_eq!(result.expect("ok").content.as_deref(), Some("whole"));
+        assert_eq!(seen.deltas, ["whole"]);
+    }
+
+    #[test]
+    fn an_error_chunk_stops_the_stream() {
+        let error = json!({"error": {"message": "overloaded"}});
+        let (result, seen, _) = stream(vec![chunks(&[text("so"), error], true)], IDLE_TIMEOUT);
+        assert_eq!(
+            result.expect_err("error").to_string(),
+            "unusable model reply: the server reported an error in the stream: overloaded"
+        );
+        assert_eq!(seen.notices, [("partial".to_owned(), "so".to_owned())]);
+    }
+
+    #[test]
+    fn a_200_that_is_not_a_stream_is_quoted() {
+        let page = "<html><body>Welcome to nginx</body></html>";
+        let (result, _, _) =
+            stream(vec![Step::Reply { status: 200, headers: vec![], body: page.into() }], IDLE_TIMEOUT);
+        let error = result.expect_err("not sse").to_string();
+        assert!(
+            error.starts_with("unusable model reply: the server's stream held no events: \"<html>"),
+            "{error}"
+        );
+    }
+
+    fn data(text: &str) -> SseEvent {
+        SseEvent { event: String::new(), data: text.into() }
+    }
+
+    #[test]
+    fn sse_handles_comments_multiline_data_and_line_endings() {
+        let mut parser = SseParser::new();
+        let input = ": keep-alive\n\ndata: one\n\ndata: two\ndata:three\r\n\r\nevent: error\rdata: {}\r\rid: 7\nretry: 5\n\n";
+        assert_eq!(
+            parser.feed(input.as_bytes()),
+            vec![data("one"), data("two\nthree"), SseEvent { event: "error".into(), data: "{}".into() }]
+        );
+    }
+
+    #[test]
+    fn sse_gives_the_same_events_however_the_bytes_are_split() {
+        let input = "data: {\"a\": \"é\"}\r\n\r\n: c\n\ndata: x\ndata: y\n\ndata: [DONE]\n\n".as_bytes();
+        let whole = SseParser::new().feed(input);
+        assert_eq!(whole, vec![data("{\"a\": \"é\"}"), data("x\ny"), data("[DONE]")]);
+        for split in 0..=input.len() {
+            let mut parser = SseParser::new();
+            let mut events = parser.feed(&input[..split]);
+            events.extend(parser.feed(&input[split..]));
+            assert_eq!(events, whole, "split at {split}");
+        }
+        let mut parser = SseParser::new();
+        let one_by_one: Vec<SseEvent> = input.iter().flat_map(|b| parser.feed(&[*b])).collect();
+        assert_eq!(one_by_one, whole);
+    }
+
+    #[test]
+    fn sse_survives_random_bytes_and_every_truncated_prefix() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..200 {
+            let bytes: Vec<u8> = (0..256)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // Favour the bytes the parser cares about.
+                    [b'\n', b'\r', b':', b' ', b'd', (x >> 8) as u8][(x % 6) as usize]
+                })
+                .collect();
+            let mut parser = SseParser::new();
+            for piece in bytes.chunks((x % 7 + 1) as usize) {
+                for event in parser.feed(piece) {
+                    let _ = StreamAssembler::default().apply(&event.data, &mut Seen::default());
+                }
+            }
+        }
+        let real = format!(
+            "data: {}\n\ndata: {}\n\n",
+            call_fragment(0, Some("c"), Some("bash"), "{\"a\":1}"),
+            finish("stop")
+        );
+        for end in 0..=real.len() {
+            let mut assembler = StreamAssembler::default();
+            for event in SseParser::new().feed(&real.as_bytes()[..end]) {
+                assembler.apply(&event.data, &mut Seen::default()).expect("every complete event is valid");
+            }
+            assert_eq!(assembler.is_complete(), end == real.len(), "prefix of {end} bytes");
+        }
+    }
+}
