@@ -402,8 +402,9 @@ fn a_stream_cut_mid_answer_fails_and_keeps_the_partial_text() {
     assert_eq!(run.code, Some(1), "a cut stream is a failure\n{}", run.describe());
     assert!(!run.panicked(), "{}", run.describe());
     let shown = format!("{}{}", run.stdout, run.stderr);
-    // aimock sent three 8-character fragments before closing the connection.
-    assert!(shown.contains("The beginning arrives"), "the partial answer is reported\n{}", run.describe());
+    // aimock sends four 8-character fragments, 20 ms apart, then closes the connection;
+    // the last write may be lost with the socket, the first ones cannot.
+    assert!(shown.contains("The beginning"), "the partial answer is reported\n{}", run.describe());
     assert!(!shown.contains("end of this sentence"), "{}", run.describe());
     assert!(
         run.stderr.contains("model request failed") || run.stderr.contains("unusable model reply"),
