@@ -85,6 +85,13 @@ pub trait Model {
     fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error>;
 }
 
+/// A boxed model is a model, so `main` can choose one at run time.
+impl<M: Model + ?Sized> Model for Box<M> {
+    fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
+        (**self).complete(request, observer)
+    }
+}
+
 /// The tools the model may call: their JSON schemas, and a way to run one call.
 /// A bad call (unknown tool, invalid arguments) is an `Error` output, never a panic.
 pub trait Tools {
@@ -261,9 +268,12 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
             Error::Usage(text) | Error::Config(text) | Error::Session(text) => f.write_str(text),
-            Error::Http { status, message, .. } => {
+            Error::Http { status, message, code, .. } => {
                 write!(f, "model request failed: {status} {message}")?;
                 match status {
+                    429 if code.as_deref() == Some("insufficient_quota") => {
+                        write!(f, " — the account's quota is used up; check billing")
+                    }
                     401 | 403 => write!(f, " — check OPENAI_API_KEY"),
                     404 => write!(f, " — check --base-url and --model"),
                     429 => write!(f, " — rate limited; wait and try again"),

@@ -272,6 +272,11 @@ pub fn error_from_response(response: ureq::http::Response<ureq::Body>) -> Error 
     let body = response.into_body().read_to_vec().map(|b| String::from_utf8_lossy(&b).into_owned());
     let (message, code) = server_message(&body.unwrap_or_default());
     let message = message.unwrap_or_else(|| status.canonical_reason().unwrap_or("(no message)").to_owned());
+    // Error pages often repeat the status ("<title>502 Bad Gateway</title>"); say it once.
+    let message = match message.strip_prefix(status.as_str()).and_then(|rest| rest.strip_prefix(' ')) {
+        Some(rest) if !rest.is_empty() => rest.to_owned(),
+        _ => message,
+    };
     Error::Http { status: status.as_u16(), message, retry_after_ms, code }
 }
 
@@ -536,7 +541,7 @@ mod tests {
         let (reply, _) = ask(vec![Step::Reply { status: 500, headers: vec![], body: page.into() }]);
         assert_eq!(
             reply.expect_err("500").to_string(),
-            "model request failed: 500 500 Internal Server Error — the server failed; try again later"
+            "model request failed: 500 Internal Server Error — the server failed; try again later"
         );
     }
 

@@ -46,6 +46,8 @@ const SEARCH_MAX_MATCHES: usize = 200;
 const SEARCH_LINE_MAX_CHARS: usize = 200;
 const SKIPPED_DIRS: [&str; 4] = [".git", ".mini_agent", "target", "node_modules"];
 const MAX_SYMLINKS: usize = 40;
+/// Longer paths fail in the kernel anyway (PATH_MAX); refusing early avoids deep mkdir chains.
+const PATH_MAX_BYTES: usize = 4_096;
 const BASH_DEFAULT_TIMEOUT_SECS: u64 = 120;
 const BASH_MAX_TIMEOUT_SECS: u64 = 600;
 /// How often a running command is checked for timeout and Ctrl+C.
@@ -70,6 +72,11 @@ const O_NOFOLLOW: i32 = 0o400_000;
 const O_NOFOLLOW: i32 = 0x100;
 #[cfg(target_os = "linux")]
 const O_NONBLOCK: i32 = 0o4_000;
+/// The error O_NOFOLLOW gives when the final component is a symlink.
+#[cfg(target_os = "linux")]
+const ELOOP: i32 = 40;
+#[cfg(not(target_os = "linux"))]
+const ELOOP: i32 = 62;
 #[cfg(not(target_os = "linux"))]
 const O_NONBLOCK: i32 = 0x4;
 
@@ -79,6 +86,8 @@ const SIGTERM: i32 = 15;
 unsafe extern "C" {
     /// POSIX kill(2); a negative pid signals a whole process group.
     fn kill(pid: i32, signal: i32) -> i32;
+    /// POSIX setsid(2): a new session and process group, with no controlling terminal.
+    fn setsid() -> i32;
 }
 
 /// The six tools, confined to one directory tree.
@@ -288,6 +297,9 @@ impl Workspace {
         if path.contains('\0') {
             return Err(format!("refused: the path contains a NUL byte; {hint}"));
         }
+        if path.len() > PATH_MAX_BYTES {
+            return Err(format!("refused: the path is {} bytes long; at most {PATH_MAX_BYTES}", path.len()));
+        }
         if path.contains('\\') {
             return Err(format!(
                 "refused: `{}` contains a backslash; separate directories with `/`",
@@ -377,6 +389,9 @@ impl Workspace {
             |error| match error.kind() {
                 io::ErrorKind::NotFound => {
                     format!("`{shown_path}` does not exist; list_files shows what does")
+                }
+                _ if error.raw_os_error() == Some(ELOOP) => {
+                    format!("refused: `{shown_path}` became a symlink after it was checked")
                 }
                 _ => format!("cannot open `{shown_path}`: {error}"),
             },
@@ -469,7 +484,7 @@ impl Workspace {
                 Ok(_) => number += 1,
                 Err(e) => return Err(format!("cannot read `{shown_path}`: {e}")),
             }
-            if number < first || number >= first + wanted || byte_cap_hit {
+            if number < first || number >= first.saturating_add(wanted) || byte_cap_hit {
                 continue; // keep counting, so the footer can say how many lines there are
             }
             let text = String::from_utf8_lossy(&line);
@@ -491,7 +506,10 @@ impl Workspace {
             return Ok(format!("`{shown_path}` is empty"));
         }
         if first > number {
-            return Err(format!("`{shown_path}` has only {number} lines; offset {first} is past the end"));
+            let plural = if number == 1 { "" } else { "s" };
+            return Err(format!(
+                "`{shown_path}` has only {number} line{plural}; offset {first} is past the end"
+            ));
         }
         if last_shown < number {
             out.push_str(&format!(
@@ -518,7 +536,8 @@ impl Workspace {
     /// rather than writing through it.
     fn write_confined(&self, real: &Path, content: &[u8]) -> Result<(), String> {
         let shown_path = self.relative(real);
-        let (Some(parent), Some(name)) = (real.parent(), real.file_name()) else {
+        let (Some(parent), Some(name)) = (real.parent(), real.file_name().filter(|_| real != self.root))
+        else {
             return Err(format!("`{shown_path}` is a directory; give a file path"));
         };
         self.create_parents(parent)?;
@@ -710,10 +729,14 @@ impl Workspace {
 
     /// Resolves an optional directory argument (default: the root).
     fn resolve_start(&self, path: Option<&str>) -> Result<PathBuf, String> {
-        match path {
-            None => Ok(self.root.clone()),
-            Some(path) if path.trim().is_empty() => Ok(self.root.clone()),
-            Some(path) => self.resolve(path),
+        let start = match path {
+            None => return Ok(self.root.clone()),
+            Some(path) if path.trim().is_empty() => return Ok(self.root.clone()),
+            Some(path) => self.resolve(path)?,
+        };
+        match fs::symlink_metadata(&start) {
+            Ok(_) => Ok(start),
+            Err(_) => Err(format!("`{}` does not exist; list_files shows what does", self.relative(&start))),
         }
     }
 
@@ -949,19 +972,25 @@ struct Capture {
     total: u64,
     spill: Option<io::Result<(File, String)>>,
     store: OutputStore,
+    /// Set once the answer was taken: a process that escaped the kill must not fill the disk.
+    abandoned: bool,
 }
 
 impl Capture {
     fn new(store: OutputStore) -> Capture {
-        Capture { head: Vec::new(), tail: VecDeque::new(), total: 0, spill: None, store }
+        Capture { head: Vec::new(), tail: VecDeque::new(), total: 0, spill: None, store, abandoned: false }
     }
 
-    fn push(&mut self, chunk: &[u8]) {
+    /// Takes one chunk; false once nobody is listening any more.
+    fn push(&mut self, chunk: &[u8]) -> bool {
+        if self.abandoned {
+            return false;
+        }
         self.total += chunk.len() as u64;
         if self.spill.is_none() {
             if self.head.len() + chunk.len() <= OUTPUT_LIMIT {
                 self.head.extend_from_slice(chunk);
-                return;
+                return true;
             }
             // Crossing the limit: everything so far is still in `head`; spill it, then split.
             let mut spill = self.store.create("bash");
@@ -977,6 +1006,7 @@ impl Capture {
         self.tail.extend(chunk);
         let excess = self.tail.len().saturating_sub(TAIL_BYTES);
         self.tail.drain(..excess);
+        true
     }
 
     fn render(&self) -> String {
@@ -1007,20 +1037,27 @@ enum Ending {
     WaitFailed(io::Error),
 }
 
-/// Starts `bash -c command` (or `sh -c` where bash is missing) in its own process group,
-/// stdin from /dev/null, stdout and stderr into one pipe so the model sees them interleaved.
+/// Starts `bash -c command` (or `sh -c` where bash is missing) in its own session — hence its
+/// own process group, killable as one, and no controlling terminal, so a password prompt
+/// (`sudo`, `git`, `ssh`) fails at once instead of stopping the command until the timeout.
+/// Stdin is /dev/null; stdout and stderr share one pipe so the model sees them interleaved.
 fn spawn_shell(root: &Path, command: &str, output: io::PipeWriter) -> io::Result<Child> {
     let mut last_error = io::Error::new(io::ErrorKind::NotFound, "no shell found");
     for shell in ["bash", "sh"] {
-        let spawned = Command::new(shell)
+        let mut shell_command = Command::new(shell);
+        shell_command
             .arg("-c")
             .arg(command)
             .current_dir(root)
             .stdin(Stdio::null())
             .stdout(output.try_clone()?)
-            .stderr(output.try_clone()?)
-            .process_group(0)
-            .spawn();
+            .stderr(output.try_clone()?);
+        // SAFETY: runs in the forked child before exec; setsid(2) is async-signal-safe and
+        // touches no memory. It fails only for a group leader, which a fresh child is not.
+        unsafe {
+            shell_command.pre_exec(|| if setsid() == -1 { Err(io::Error::last_os_error()) } else { Ok(()) });
+        }
+        let spawned = shell_command.spawn();
         match spawned {
             Ok(child) => return Ok(child),
             Err(error) if error.kind() == io::ErrorKind::NotFound => last_error = error,
@@ -1061,7 +1098,7 @@ impl Workspace {
     fn bash(&self, args: BashArgs) -> ToolOutput {
         let seconds = args.timeout_secs.unwrap_or(BASH_DEFAULT_TIMEOUT_SECS).clamp(1, BASH_MAX_TIMEOUT_SECS);
         let failed = |content: String| ToolOutput { content, status: ToolStatus::Error };
-        let (mut pipe, writer) = match io::pipe() {
+        let (pipe, writer) = match io::pipe() {
             Ok(ends) => ends,
             Err(error) => return failed(format!("cannot create a pipe for the command: {error}")),
         };
@@ -1071,46 +1108,16 @@ impl Workspace {
         };
         let group = child.id() as i32;
         let capture = Arc::new(Mutex::new(Capture::new(OutputStore { root: self.root.clone() })));
-        let (closed_tx, closed_rx) = mpsc::channel::<()>();
-        let sink = Arc::clone(&capture);
-        thread::spawn(move || {
-            let mut buffer = vec![0u8; 64 * 1024];
-            loop {
-                match pipe.read(&mut buffer) {
-                    Ok(0) => break,
-                    Ok(n) => sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(&buffer[..n]),
-                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
-            }
-            let _ = closed_tx.send(());
-        });
-
-        let started = Instant::now();
-        let mut pipe_closed = false;
-        let ending = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break Ending::Exited(status),
-                Ok(None) => {}
-                Err(error) => break Ending::WaitFailed(error),
-            }
-            if interrupted() {
-                break Ending::Interrupted;
-            }
-            if started.elapsed() >= Duration::from_secs(seconds) {
-                break Ending::TimedOut;
-            }
-            if pipe_closed {
-                thread::sleep(Duration::from_millis(1)); // output done; the exit is imminent
-            } else {
-                pipe_closed = closed_rx.recv_timeout(POLL).is_ok();
-            }
-        };
-        let mut note = String::new();
+        let closed = start_reader(pipe, Arc::clone(&capture));
+        let (ending, mut pipe_closed) = wait_for(&mut child, &closed, Duration::from_secs(seconds));
+        let mut note = "";
         match &ending {
             Ending::Exited(_) => {
-                if !pipe_closed && closed_rx.recv_timeout(PIPE_GRACE).is_err() {
-                    note = "\n[background processes still held the output; they were stopped]".into();
+                if !pipe_closed {
+                    pipe_closed = closed.recv_timeout(PIPE_GRACE).is_ok();
+                    if !pipe_closed {
+                        note = "\n[background processes still held the output; they were stopped]";
+                    }
                 }
                 // A command's processes end with it: nothing is left running behind the agent.
                 if group_alive(group) {
@@ -1123,34 +1130,91 @@ impl Workspace {
         }
         if !pipe_closed {
             // After the kill the pipe closes, unless a process escaped the group: then give up.
-            let _ = closed_rx.recv_timeout(PIPE_GRACE);
+            let _ = closed.recv_timeout(PIPE_GRACE);
         }
-        let mut content = capture.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).render();
-        if content.is_empty() {
-            content = "(no output)".into();
-        }
-        content.push_str(&note);
-        let (status_line, status) = match ending {
-            Ending::Exited(exit) => match (exit.code(), exit.signal()) {
-                (Some(code), _) => (format!("exit code {code}"), ToolStatus::Ok),
-                (None, Some(signal)) => (format!("killed by signal {signal}"), ToolStatus::Ok),
-                (None, None) => ("ended".to_string(), ToolStatus::Ok),
-            },
-            Ending::TimedOut => (
-                format!("timed out after {seconds} s; the command and its process group were killed"),
-                ToolStatus::Error,
-            ),
-            Ending::Interrupted => (
-                "interrupted by the user; the command and its process group were killed".to_string(),
-                ToolStatus::Interrupted,
-            ),
-            Ending::WaitFailed(error) => {
-                (format!("lost track of the command ({error}); it was killed"), ToolStatus::Error)
-            }
+        let output = {
+            let mut capture = capture.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            capture.abandoned = true;
+            capture.render()
         };
-        ToolOutput { content: format!("{content}\n[{status_line}]"), status }
+        let output = if output.is_empty() { "(no output)".to_string() } else { output };
+        let (status_line, status) = describe_ending(ending, seconds);
+        ToolOutput { content: format!("{output}{note}\n[{status_line}]"), status }
     }
     // ANCHOR_END: bash
+}
+
+/// Reads the command's output on a thread into `capture`; the receiver hears when the pipe
+/// closed, which is when every process holding it has exited.
+fn start_reader(mut pipe: io::PipeReader, capture: Arc<Mutex<Capture>>) -> mpsc::Receiver<()> {
+    let (closed_tx, closed_rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            match pipe.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if !capture.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(&buffer[..n]) {
+                        break; // closing our end: a writer left behind gets EPIPE
+                    }
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let _ = closed_tx.send(());
+    });
+    closed_rx
+}
+
+// ANCHOR: wait_for
+/// Waits for the shell to exit, for the timeout, or for Ctrl+C, whichever comes first.
+/// Also says whether the output pipe has closed already.
+fn wait_for(child: &mut Child, closed: &mpsc::Receiver<()>, timeout: Duration) -> (Ending, bool) {
+    let started = Instant::now();
+    let mut pipe_closed = false;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return (Ending::Exited(status), pipe_closed),
+            Ok(None) => {}
+            Err(error) => return (Ending::WaitFailed(error), pipe_closed),
+        }
+        if interrupted() {
+            return (Ending::Interrupted, pipe_closed);
+        }
+        if started.elapsed() >= timeout {
+            return (Ending::TimedOut, pipe_closed);
+        }
+        if pipe_closed {
+            thread::sleep(Duration::from_millis(1)); // output done: the exit is imminent
+        } else {
+            // Waking on the pipe's close makes a quick command cost ~1 ms, not a whole POLL.
+            pipe_closed = closed.recv_timeout(POLL).is_ok();
+        }
+    }
+}
+// ANCHOR_END: wait_for
+
+/// The last line of a bash answer, and the status the loop records.
+fn describe_ending(ending: Ending, seconds: u64) -> (String, ToolStatus) {
+    match ending {
+        Ending::Exited(exit) => match (exit.code(), exit.signal()) {
+            (Some(code), _) => (format!("exit code {code}"), ToolStatus::Ok),
+            (None, Some(signal)) => (format!("killed by signal {signal}"), ToolStatus::Ok),
+            (None, None) => ("ended".to_string(), ToolStatus::Ok),
+        },
+        Ending::TimedOut => (
+            format!("timed out after {seconds} s; the command and its process group were killed"),
+            ToolStatus::Error,
+        ),
+        Ending::Interrupted => (
+            "interrupted by the user; the command and its process group were killed".to_string(),
+            ToolStatus::Interrupted,
+        ),
+        Ending::WaitFailed(error) => {
+            (format!("lost track of the command ({error}); it was killed"), ToolStatus::Error)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1212,6 +1276,48 @@ mod tests {
         assert_eq!(empty.status, ToolStatus::Ok);
     }
 
+    /// Every truncated prefix of a valid call, and random bytes: always an answer, never a panic.
+    #[test]
+    fn garbage_arguments_never_panic() {
+        let (_root, mut workspace) = setup();
+        let valid = [
+            ("read_file", r#"{"path":"a.txt","offset":2,"limit":3}"#),
+            ("write_file", r#"{"path":"a.txt","content":"x"}"#),
+            ("edit_file", r#"{"path":"a.txt","old_string":"x","new_string":"y","replace_all":true}"#),
+            ("list_files", r#"{"path":".","pattern":"**/*.txt"}"#),
+            ("search", r#"{"pattern":"x","path":".","glob":"*.txt"}"#),
+            ("bash", r#"{"command":"echo hi","timeout_secs":5}"#),
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut calls = 0;
+        for (name, arguments) in valid {
+            for end in 0..arguments.len() {
+                let output = workspace.run(&ToolCall {
+                    id: "1".into(),
+                    name: name.into(),
+                    arguments: arguments[..end].into(),
+                });
+                assert!(matches!(output.status, ToolStatus::Ok | ToolStatus::Error));
+                calls += 1;
+            }
+            for _ in 0..100 {
+                let bytes: Vec<u8> = (0..24)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        seed as u8
+                    })
+                    .collect();
+                let arguments = String::from_utf8_lossy(&bytes).into_owned();
+                let output = workspace.run(&ToolCall { id: "1".into(), name: name.into(), arguments });
+                assert_eq!(output.status, ToolStatus::Error);
+                calls += 1;
+            }
+        }
+        println!("{calls} garbage calls answered");
+    }
+
     #[test]
     fn write_then_read_gives_numbered_lines() {
         let (root, mut workspace) = setup();
@@ -1240,8 +1346,11 @@ mod tests {
         assert_eq!(missing.content, "`nope.txt` does not exist; list_files shows what does");
         let directory = run(&mut workspace, "read_file", json!({"path": "dir"}));
         assert!(directory.content.contains("is a directory"));
-        let past = run(&mut workspace, "read_file", json!({"path": "blob", "offset": 0}));
-        assert_eq!(past.status, ToolStatus::Error);
+        fs::write(root.0.join("short.txt"), "one line\n").unwrap();
+        let past = run(&mut workspace, "read_file", json!({"path": "short.txt", "offset": u64::MAX}));
+        assert_eq!(past.content, format!("`short.txt` has only 1 line; offset {} is past the end", u64::MAX));
+        let negative = run(&mut workspace, "read_file", json!({"path": "short.txt", "offset": -1}));
+        assert!(negative.content.starts_with("invalid arguments for read_file: invalid value: integer `-1`"));
     }
 
     #[test]
@@ -1263,12 +1372,15 @@ mod tests {
         let (root, mut workspace) = setup();
         fs::write(root.0.join("f.rs"), "fn main() {\n    println!(\"hi\");\n}\nlet x = 1;\nlet x = 1;\n")
             .unwrap();
+        fs::set_permissions(root.0.join("f.rs"), fs::Permissions::from_mode(0o751)).unwrap();
         let ok = run(
             &mut workspace,
             "edit_file",
             json!({"path": "f.rs", "old_string": "\"hi\"", "new_string": "\"hello\""}),
         );
         assert_eq!(ok.content, "edited `f.rs`: replaced 1 occurrence at line 2");
+        let mode = fs::metadata(root.0.join("f.rs")).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o751, "the atomic rewrite keeps the file's mode");
         assert!(fs::read_to_string(root.0.join("f.rs")).unwrap().contains("\"hello\""));
         let none = run(
             &mut workspace,
@@ -1396,16 +1508,32 @@ mod tests {
         assert_eq!(absolute.content, "created `ok.txt`: wrote 2 bytes");
     }
 
+    /// The race the escape suite provokes, made deterministic: `resolve` said yes, then a
+    /// directory on the way became a symlink pointing out. The open and the write catch it.
     #[test]
-    fn bash_runs_in_the_root_and_reports_the_exit_code() {
-        let (root, mut workspace) = setup();
-        let ran = run(&mut workspace, "bash", json!({"command": "pwd; echo oops >&2; exit 3"}));
-        assert_eq!(ran.status, ToolStatus::Ok);
-        assert_eq!(ran.content, format!("{}\noops\n\n[exit code 3]", root.0.display()));
-        let quiet = run(&mut workspace, "bash", json!({"command": "true"}));
-        assert_eq!(quiet.content, "(no output)\n[exit code 0]");
-        let timed = run(&mut workspace, "bash", json!({"command": "sleep 5", "timeout_secs": 1}));
-        assert_eq!(timed.status, ToolStatus::Error);
-        assert!(timed.content.contains("timed out after 1 s"));
+    fn a_path_changed_after_resolve_is_caught_at_use() {
+        let (root, workspace) = setup();
+        let outside = TempRoot::new();
+        fs::write(outside.0.join("f"), "outside").unwrap();
+        std::os::unix::fs::symlink(&outside.0, root.0.join("swapped")).unwrap();
+        let as_if_resolved = root.0.join("swapped/f");
+        let opened = workspace.open_confined(&as_if_resolved);
+        assert_eq!(
+            opened.err().unwrap(),
+            "refused: `swapped/f` changed while being opened and now lies outside the root"
+        );
+        // The parent is opened without following it: the symlink itself is refused.
+        let written = workspace.write_confined(&as_if_resolved, b"pwned");
+        assert_eq!(written.unwrap_err(), "refused: `swapped` became a symlink after it was checked");
+        assert_eq!(fs::read_to_string(outside.0.join("f")).unwrap(), "outside");
+        assert_eq!(fs::read_dir(&outside.0).unwrap().count(), 1, "no temporary file outside");
     }
+
+    #[test]
+    fn writing_the_root_itself_is_refused() {
+        let (_root, mut workspace) = setup();
+        let root_write = run(&mut workspace, "write_file", json!({"path": ".", "content": ""}));
+        assert_eq!(root_write.content, "`.` is a directory; give a file path");
+    }
+    // The bash tool is tested in tests/shell.rs, where the global interrupt flag is ours alone.
 }

@@ -13,9 +13,10 @@
 //! * **One observer.** The [`Recorder`] is just an [`Observer`] of the chapter-1 loop: the
 //!   loop does not know that it is being written down.
 //!
-//! This chapter writes records with a plain append; chapter 9 makes every append durable
-//! and locks the file, and chapter 10 decides what to do with a session that stopped in
-//! the middle of a tool.
+//! Records go to anything that can [`Append`] them: here a [`MemoryLog`], enough to test
+//! the idea; chapter 9's journal writes them to the file, each one durable before the loop
+//! goes on, and chapter 10 decides what to do with a session that stopped in the middle of
+//! a tool.
 //!
 //! # The record format (version 1)
 //!
@@ -36,6 +37,18 @@
 //! | `partial` | `content` | text of a stream that was cut off (never sent back to the model) |
 //! | `error` | `message` | the turn failed with this error |
 //! | `usage` | `prompt_tokens`, `completion_tokens` | token use not tied to one reply |
+//!
+//! A short session, as written (`ts` shortened):
+//!
+//! ```text
+//! {"seq":1,"ts":"2026-11-29T09:15:00.123Z","type":"session","version":1,"id":"20261129-091500-7f3a","root":"/home/ada/project","model":"gpt-4o-mini","created":"2026-11-29T09:15:00.123Z"}
+//! {"seq":2,"ts":"…","type":"system","content":"You are mini-agent, a coding agent…"}
+//! {"seq":3,"ts":"…","type":"user","content":"run the tests"}
+//! {"seq":4,"ts":"…","type":"assistant","content":null,"tool_calls":[{"id":"call_1","name":"bash","arguments":"{\"command\":\"cargo test\"}"}],"usage":{"prompt_tokens":812,"completion_tokens":19}}
+//! {"seq":5,"ts":"…","type":"tool_started","id":"call_1","name":"bash","arguments":"{\"command\":\"cargo test\"}"}
+//! {"seq":6,"ts":"…","type":"tool_finished","id":"call_1","status":"ok","content":"test result: ok. 3 passed"}
+//! {"seq":7,"ts":"…","type":"assistant","content":"All 3 tests pass.","tool_calls":[]}
+//! ```
 //!
 //! **Replay** rebuilds the history in file order: `system`, `user` and `assistant` records
 //! become their messages, `tool_finished` becomes the tool result message; the other types
@@ -273,8 +286,6 @@ impl<A: Append> Observer for Recorder<A> {
                 Body::Retry { attempt, wait_ms, reason: reason.to_string() }
             }
             Event::Notice { kind: "partial", text } => Body::Partial { content: text.to_string() },
-            Event::Notice { kind: "interrupted", .. } => Body::Interrupted {},
-            Event::Notice { kind: "error", text } => Body::Error { message: text.to_string() },
             // Requests, stream deltas and other notices are for the screen, not the record.
             Event::Request { .. } | Event::TextDelta(_) | Event::Notice { .. } => return Ok(()),
         };
@@ -416,8 +427,11 @@ impl SessionStore {
     /// `--resume` argument → journal path: a path to a file, an id, or a unique id prefix.
     pub fn resolve(&self, wanted: &str) -> Result<PathBuf, Error> {
         let as_path = Path::new(wanted);
-        if (wanted.contains('/') || wanted.ends_with(".jsonl")) && as_path.is_file() {
-            return Ok(as_path.to_path_buf());
+        if wanted.contains('/') || wanted.ends_with(".jsonl") {
+            if as_path.is_file() {
+                return Ok(as_path.to_path_buf());
+            }
+            return Err(Error::Session(format!("no session file at {wanted}")));
         }
         let ids = self.ids()?;
         if ids.iter().any(|id| id == wanted) {
@@ -565,6 +579,35 @@ pub(crate) mod tests {
         );
         assert!(matches!(&records[2].body, Body::Assistant { usage: Some(u), .. } if Some(*u) == usage));
         assert_eq!(replay(records.iter().map(|r| &r.body)), history);
+    }
+
+    #[test]
+    fn an_interrupted_turn_is_recorded_once_and_replays_valid() {
+        let mut recorder = Recorder::new(MemoryLog::default());
+        let (ran, skipped) = (call("a", "bash", r#"{"command":"sleep 60"}"#), call("b", "read_file", "{}"));
+        let asked = Message::Assistant { content: None, tool_calls: vec![ran.clone(), skipped.clone()] };
+        let killed = ToolOutput { content: "killed by Ctrl+C".into(), status: ToolStatus::Interrupted };
+        let never =
+            ToolOutput { content: "interrupted by user before this tool ran".into(), ..killed.clone() };
+        recorder.message(&Message::User { content: "wait".into() }).unwrap();
+        recorder.message(&asked).unwrap();
+        // The events the loop sends when Ctrl+C arrives during the first call.
+        recorder.event(Event::ToolStarted(&ran)).unwrap();
+        recorder.event(Event::ToolFinished(&ran, &killed)).unwrap();
+        recorder
+            .message(&Message::Tool { tool_call_id: "a".into(), content: killed.content.clone() })
+            .unwrap();
+        recorder.event(Event::ToolFinished(&skipped, &never)).unwrap();
+        recorder
+            .message(&Message::Tool { tool_call_id: "b".into(), content: never.content.clone() })
+            .unwrap();
+        recorder.interrupted().unwrap();
+        let records = recorder.into_log().0;
+        assert_eq!(records.len(), 6, "{records:#?}");
+        assert_eq!(records[5].body, Body::Interrupted {});
+        let history = replay(records.iter().map(|r| &r.body));
+        assert_eq!(history.len(), 4);
+        assert_eq!(history[3], Message::Tool { tool_call_id: "b".into(), content: never.content });
     }
 
     #[test]

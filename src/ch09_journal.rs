@@ -60,7 +60,11 @@ impl Journal {
             model: model.to_string(),
             created,
         })?;
+        // The new name must survive a crash too; the directories may be new as well.
         sync_directory(store.dir())?;
+        if let Some(parent) = store.dir().parent() {
+            sync_directory(parent)?;
+        }
         Ok(journal)
     }
 
@@ -174,6 +178,12 @@ fn lock(file: &File, path: &Path, id: &str) -> Result<(), Error> {
     }
 }
 
+/// The pid of the process that holds the session at `path` open, if any (Linux only).
+/// Looking takes no lock, so it never gets in the way of the process that holds it.
+pub fn lock_holder_of(path: &Path) -> Option<u32> {
+    lock_holder(&File::open(path).ok()?)
+}
+
 /// The pid holding a lock on `file`, from Linux's `/proc/locks`
 /// (`1: FLOCK  ADVISORY  WRITE 4242 08:01:1234567 0 EOF`). `None` elsewhere.
 fn lock_holder(file: &File) -> Option<u32> {
@@ -186,9 +196,10 @@ fn lock_holder(file: &File) -> Option<u32> {
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
     locks.lines().find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        let pid = fields.get(4)?;
-        (fields.get(1) == Some(&"FLOCK") && fields.get(5) == Some(&wanted.as_str()))
-            .then(|| pid.parse().ok())?
+        match fields.as_slice() {
+            [_, "FLOCK", _, _, pid, file, ..] if *file == wanted => pid.parse().ok(),
+            _ => None,
+        }
     })
 }
 // ANCHOR_END: lock
@@ -204,7 +215,7 @@ pub struct Loaded {
     good_len: u64,
 }
 
-/// Reads a session file without locking or changing it (for `--status` and `/list`).
+/// Reads a session file without locking or changing it (for `--status`).
 /// A torn last line is ignored with a warning; it is cut when the session is resumed.
 pub fn read_journal(path: &Path) -> Result<Loaded, Error> {
     let bytes =

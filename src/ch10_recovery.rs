@@ -17,7 +17,7 @@
 
 use crate::ch01_loop::{Error, Message, ToolCall, ToolStatus};
 use crate::ch05_sessions::{Append, Body, Record, replay};
-use crate::ch09_journal::{Journal, read_journal};
+use crate::ch09_journal::{Journal, lock_holder_of, read_journal};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -134,6 +134,9 @@ pub struct SessionStatus {
     pub state: SessionState,
     /// The reader's warning about a torn last line, if any.
     pub warning: Option<String>,
+    /// The pid of a mini-agent that has the session open right now: then the state is a
+    /// snapshot of a turn in progress, not where it stopped.
+    pub in_use_by: Option<u32>,
 }
 
 /// The status of a session, from its records (the first must be the `session` header).
@@ -155,6 +158,7 @@ pub fn status(records: &[Record]) -> Result<SessionStatus, Error> {
         last_user_message,
         state: state_of(records),
         warning: None,
+        in_use_by: None,
     })
 }
 
@@ -164,6 +168,7 @@ pub fn status_of(path: &Path) -> Result<SessionStatus, Error> {
     let loaded = read_journal(path)?;
     let mut status = status(&loaded.records).map_err(|e| in_file(path, e))?;
     status.warning = loaded.warning;
+    status.in_use_by = lock_holder_of(path);
     Ok(status)
 }
 // ANCHOR_END: status
@@ -178,6 +183,9 @@ impl fmt::Display for SessionStatus {
         writeln!(f, "turns    {} ({} records)", self.turns, self.records)?;
         if let Some(line) = &self.last_user_message {
             writeln!(f, "last     {:?}", shorten(line.lines().next().unwrap_or_default(), 100))?;
+        }
+        if let Some(pid) = self.in_use_by {
+            writeln!(f, "in use   by mini-agent pid {pid}: the state below is a turn in progress")?;
         }
         write!(f, "state    ")?;
         match &self.state {
@@ -511,9 +519,11 @@ mod tests {
             journal.append(body).unwrap();
         }
         let path = journal.path().to_path_buf();
+        assert_eq!(status_of(journal.path()).unwrap().in_use_by, Some(std::process::id()));
         drop(journal); // the crash
-
-        assert!(matches!(status_of(&path).unwrap().state, SessionState::UnknownOutcomes(_)));
+        let crashed = status_of(&path).unwrap();
+        assert_eq!(crashed.in_use_by, None);
+        assert!(matches!(crashed.state, SessionState::UnknownOutcomes(_)));
         assert!(resume(&path, false).is_err());
         let resumed = resume(&path, true).unwrap();
         assert_eq!(resumed.plan.root, temp.0);

@@ -177,8 +177,11 @@ impl StreamAssembler {
             call.id = id.to_owned();
         }
         let function = fragment.get("function");
-        if let Some(name) = function.and_then(|f| f.get("name")).and_then(Value::as_str) {
-            call.name.push_str(name);
+        // The name comes whole (some servers repeat it in later fragments): set, never append.
+        if let Some(name) =
+            function.and_then(|f| f.get("name")).and_then(Value::as_str).filter(|n| !n.is_empty())
+        {
+            call.name = name.to_owned();
         }
         match function.and_then(|f| f.get("arguments")) {
             Some(Value::String(piece)) => call.arguments.push_str(piece),
@@ -216,7 +219,7 @@ impl StreamAssembler {
     fn progress(&self) -> String {
         let mut parts = vec![format!("{} characters of text", self.text.chars().count())];
         if let Some(call) = self.calls.values().last() {
-            parts.push(format!("in the middle of tool call {:?}", call.name));
+            parts.push(format!("while receiving tool call {:?}", call.name));
         }
         parts.join(", ")
     }
@@ -248,6 +251,9 @@ enum Piece {
     /// A server that ignored `stream: true` and sent the reply as one JSON document.
     Whole(String),
     End,
+    /// Reading the body failed after the headers: the connection broke mid-stream.
+    Broken(std::io::Error),
+    /// The request failed before any of the body arrived.
     Failed(Error),
 }
 
@@ -320,6 +326,10 @@ impl Model for StreamingClient {
                     let error = format!("stream cut off before it finished ({})", reply.progress());
                     return Err(cut_off(&reply, Error::Network(error), observer));
                 }
+                Piece::Broken(io) => {
+                    let error = format!("stream cut off before it finished ({}): {io}", reply.progress());
+                    return Err(cut_off(&reply, Error::Network(error), observer));
+                }
                 Piece::Failed(error) => return Err(cut_off(&reply, error, observer)),
             }
         }
@@ -371,10 +381,7 @@ fn start_worker(client: ChatClient, body: Vec<u8>, idle: Duration) -> Result<mps
                 let piece = match reader.read(&mut buffer) {
                     Ok(0) => Piece::End,
                     Ok(n) => Piece::Bytes(buffer[..n].to_vec()),
-                    Err(error) => Piece::Failed(Error::Network(format!(
-                        "the stream from {} broke: {error}",
-                        client.url
-                    ))),
+                    Err(error) => Piece::Broken(error),
                 };
                 let last = !matches!(piece, Piece::Bytes(_));
                 if send.send(piece).is_err() || last {
@@ -520,8 +527,49 @@ mod tests {
         );
         let (result, seen, _) = stream(vec![step], IDLE_TIMEOUT);
         let error = result.expect_err("cut").to_string();
-        assert!(error.contains("in the middle of tool call \"bash\""), "{error}");
+        assert!(error.contains("while receiving tool call \"bash\""), "{error}");
         assert_eq!(seen.notices, [("partial".to_owned(), "Let me look.".to_owned())]);
+    }
+
+    #[test]
+    fn a_chunked_stream_broken_mid_chunk_is_cut_off() {
+        use std::io::{BufRead, BufReader, Write};
+        // Real servers send chunked bodies; this one dies in the middle of its second chunk.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+        let server = thread::spawn(move || {
+            let (stream, _) = listener.accept().expect("accept");
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).expect("request head");
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().expect("length");
+                }
+                if line.trim().is_empty() {
+                    break;
+                }
+            }
+            reader.read_exact(&mut vec![0; length]).expect("request body");
+            let event = format!("data: {}\n\n", text("partial "));
+            let mut writer = stream;
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+            write!(writer, "{head}{:x}\r\n{event}\r\n40\r\ndata: {{\"cho", event.len()).expect("write");
+        });
+        let config = ClientConfig { base_url: url, api_key: None, model: "m".into() };
+        let mut model = StreamingClient::new(config).expect("client");
+        let mut seen = Seen::default();
+        let messages = [Message::User { content: "hi".into() }];
+        let result = model.complete(&Request { messages: &messages, tools: &[] }, &mut seen);
+        server.join().expect("server thread");
+        let error = result.expect_err("cut");
+        assert!(
+            matches!(error, Error::Network(ref m) if m.starts_with("stream cut off before it finished (8 characters")),
+            "{error:?}"
+        );
+        assert_eq!(seen.notices, [("partial".to_owned(), "partial ".to_owned())]);
     }
 
     #[test]
@@ -599,6 +647,24 @@ mod tests {
         assert!(
             error.starts_with("unusable model reply: the server's stream held no events: \"<html>"),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn calls_without_index_or_with_a_repeated_name_are_assembled() {
+        let mut assembler = StreamAssembler::default();
+        let whole = |id: &str, name: &str, arguments: &str| json!({"choices": [{"delta": {"tool_calls": [{"id": id, "function": {"name": name, "arguments": arguments}}]}}]});
+        let more = json!({"choices": [{"delta": {"tool_calls": [{"function": {"name": "bash", "arguments": "}"}}]}}]});
+        for chunk in [whole("a", "read_file", "{}"), whole("b", "bash", "{"), more, finish("tool_calls")] {
+            assembler.apply(&chunk.to_string(), &mut Seen::default()).expect("valid chunk");
+        }
+        assert!(assembler.is_complete());
+        assert_eq!(
+            assembler.into_reply().expect("reply").tool_calls,
+            vec![
+                ToolCall { id: "a".into(), name: "read_file".into(), arguments: "{}".into() },
+                ToolCall { id: "b".into(), name: "bash".into(), arguments: "{}".into() },
+            ]
         );
     }
 

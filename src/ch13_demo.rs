@@ -197,26 +197,28 @@ fn failure_line<'a>(tool: &str, result: &'a str) -> Option<&'a str> {
     let line = result.lines().map(str::trim).find(|l| !l.is_empty())?;
     let lower = line.to_lowercase();
     const NOT_RUN: [&str; 7] =
-        ["denied", "not allowed", "interrupted", "not run", "unknown outcome", "--allow-", "refused"];
-    const ERRORS: [&str; 9] = [
+        ["denied", "not allowed", "interrupted", "not run", "unknown outcome", "--allow-", "refus"];
+    const ERRORS: [&str; 13] = [
         "error",
         "failed",
         "no such",
         "not found",
+        "no match",
+        "not unique",
+        "multiple",
         "cannot",
         "can't",
         "outside",
         "does not exist",
         "invalid",
+        "binary file",
     ];
-    if NOT_RUN.iter().any(|word| lower.contains(word)) {
-        return Some(line);
-    }
-    // Content lines (numbered file lines, `file:line:` matches) are data, not errors.
+    // Content lines (numbered file lines, `file:line:` matches) are data, not messages.
     let is_data = line.starts_with(|c: char| c.is_ascii_digit())
         || line.split(':').nth(1).is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
-    let judged = tool != "bash" && !is_data && ERRORS.iter().any(|word| lower.contains(word));
-    judged.then_some(line)
+    let not_run = NOT_RUN.iter().any(|word| lower.contains(word));
+    let error = tool != "bash" && ERRORS.iter().any(|word| lower.contains(word));
+    (!is_data && (not_run || error)).then_some(line)
 }
 
 /// The tool calls made after the user's message, each with the result that answered it.
@@ -298,8 +300,7 @@ fn parse_write(text: &str) -> Option<Intent> {
     ];
     let split = CONTENT_WORDS.iter().find_map(|word| split_first(rest, word));
     let (path, content) = split.unwrap_or((rest, ""));
-    let path = clean_path(path);
-    (!path.is_empty() && !path.contains(' ')).then(|| write_intent(path, content))
+    one_path(path).map(|path| write_intent(path, content))
 }
 
 fn parse_list(text: &str) -> Option<Intent> {
@@ -327,8 +328,8 @@ fn parse_search(text: &str) -> Option<Intent> {
     )?;
     let (pattern, path) = match split_last(rest, " in ") {
         // `in <one word>` names where to look; otherwise "in" is part of the pattern.
-        Some((pattern, path)) if !clean_path(path).contains(' ') && !pattern.trim().is_empty() => {
-            (pattern, Some(clean_path(path).to_string()))
+        Some((pattern, path)) if !pattern.trim().is_empty() && one_path(path).is_some() => {
+            (pattern, one_path(path).map(String::from))
         }
         _ => (rest, None),
     };
@@ -343,8 +344,7 @@ fn parse_read(text: &str) -> Option<Intent> {
     )?;
     let rest = strip_words(rest, &["the contents of", "the content of", "contents of", "content of"]);
     let rest = strip_words(rest, &["the file", "file"]);
-    let path = clean_path(rest);
-    (!path.is_empty() && !path.contains(' ')).then(|| Intent::Read { path: path.to_string() })
+    one_path(rest).map(|path| Intent::Read { path: path.to_string() })
 }
 
 /// A few Chinese forms: 创建/新建 … 内容为 …, 把 … 写入 …, 读取/查看 …, 列出 …, 搜索/查找 …,
@@ -399,7 +399,6 @@ fn write_intent(path: &str, content: &str) -> Intent {
 
 fn strip_politeness(text: &str) -> &str {
     let text = strip_words(text, &["please", "can you", "could you", "would you"]);
-    let text = text.trim_end_matches(['?', '!', '？', '！']).trim_end();
     let lower = text.to_ascii_lowercase();
     if lower.ends_with(" please") { text[..text.len() - " please".len()].trim_end() } else { text }
 }
@@ -469,6 +468,13 @@ fn unquote(text: &str) -> &str {
     text
 }
 
+/// A path that is the whole of `text`: one word, or quoted if it has spaces.
+fn one_path(text: &str) -> Option<&str> {
+    let path = clean_path(text);
+    let quoted = QUOTES.iter().any(|(open, _)| text.trim().starts_with(*open));
+    (!path.is_empty() && (quoted || !path.contains(char::is_whitespace))).then_some(path)
+}
+
 /// A path as typed in a sentence: unquoted, without the sentence's final punctuation.
 fn clean_path(text: &str) -> &str {
     let text = unquote(text.trim().trim_end_matches(['.', ',', ';', ':', '!', '?', '。', '，', '；', '：']));
@@ -514,6 +520,10 @@ fn stream_chunks(body: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ch01_loop::{
+        Error, Event, Limits, Message, Model, Observer, Outcome, Reply, Request, ToolCall, ToolOutput,
+        ToolStatus, Tools, run_turn,
+    };
 
     fn user(text: &str) -> Value {
         json!({"role": "user", "content": text})
@@ -564,6 +574,10 @@ mod tests {
             ("write_file".into(), json!({"path": "notes.md", "content": "go to bed"}))
         );
         assert_eq!(
+            plans("create hello.txt containing Hello, World!"),
+            ("write_file".into(), json!({"path": "hello.txt", "content": "Hello, World!"}))
+        );
+        assert_eq!(
             plans("创建 a.txt 内容为 你好"),
             ("write_file".into(), json!({"path": "a.txt", "content": "你好"}))
         );
@@ -580,6 +594,7 @@ mod tests {
             plans("show me the file `README.md`."),
             ("read_file".into(), json!({"path": "README.md"}))
         );
+        assert_eq!(plans("cat 'my notes.txt'"), ("read_file".into(), json!({"path": "my notes.txt"})));
         assert_eq!(plans("查看 a.txt"), ("read_file".into(), json!({"path": "a.txt"})));
         assert_eq!(plans("list files"), ("list_files".into(), json!({})));
         assert_eq!(plans("List all files in src"), ("list_files".into(), json!({"path": "src"})));
@@ -621,8 +636,11 @@ mod tests {
     fn a_read_shows_the_file_and_a_failed_read_says_so() {
         let first = vec![user("read notes.md")];
         let call = reply_to(&first);
-        let shown = reply_to(&answer(first.clone(), &call, "1\terror handling\n2\tsecond line\n"));
-        assert_eq!(shown["content"], "Here is `notes.md`:\n\n```\n1\terror handling\n2\tsecond line\n```");
+        let shown = reply_to(&answer(first.clone(), &call, "1\taccess denied errors\n2\tsecond line\n"));
+        assert_eq!(
+            shown["content"],
+            "Here is `notes.md`:\n\n```\n1\taccess denied errors\n2\tsecond line\n```"
+        );
         let failed = reply_to(&answer(first, &call, "error: notes.md does not exist"));
         assert_eq!(
             failed["content"],
@@ -668,8 +686,13 @@ mod tests {
                 json!({"path": "x.txt", "old_string": "foo", "new_string": "bar baz"})
             )
         );
-        let done = reply_to(&answer(after_read, &edit, "edited x.txt: 1 replacement"));
+        let done = reply_to(&answer(after_read.clone(), &edit, "edited x.txt: 1 replacement"));
         assert_eq!(done["content"], "Replaced \"foo\" with \"bar baz\" in `x.txt`.");
+        let refused = reply_to(&answer(after_read, &edit, "edit_file: old_string not found in x.txt"));
+        assert_eq!(
+            refused["content"],
+            "I could not replace \"foo\" in `x.txt`: `edit_file` answered “edit_file: old_string not found in x.txt”."
+        );
     }
 
     #[test]
@@ -698,7 +721,8 @@ mod tests {
 
     #[test]
     fn anything_else_gets_the_honest_list() {
-        for prompt in ["refactor the parser", "help", "", "make sure the tests pass"] {
+        for prompt in ["refactor the parser", "help", "", "make sure the tests pass", "read my notes please"]
+        {
             assert_eq!(reply_to(&[user(prompt)]), json!({"role": "assistant", "content": CAPABILITIES}));
         }
         assert_eq!(reply_to(&[]), json!({"role": "assistant", "content": CAPABILITIES}));
@@ -729,6 +753,114 @@ mod tests {
         let last = chunks.last().expect("a final chunk");
         assert_eq!(last["choices"][0]["finish_reason"], "tool_calls");
         assert!(last["usage"]["prompt_tokens"].is_u64());
+    }
+
+    /// The demo model behind the real loop, with in-memory file tools: the way `--demo` runs,
+    /// minus HTTP.
+    struct Demo;
+
+    impl Model for Demo {
+        fn complete(&mut self, request: &Request, _: &mut dyn Observer) -> Result<Reply, Error> {
+            let messages: Vec<Value> = request.messages.iter().map(wire).collect();
+            let message = demo_message(&messages);
+            let tool_calls = message["tool_calls"].as_array().into_iter().flatten();
+            let tool_calls = tool_calls
+                .map(|call| ToolCall {
+                    id: call["id"].as_str().unwrap_or_default().into(),
+                    name: call["function"]["name"].as_str().unwrap_or_default().into(),
+                    arguments: call["function"]["arguments"].as_str().unwrap_or_default().into(),
+                })
+                .collect();
+            Ok(Reply { content: message["content"].as_str().map(String::from), tool_calls, usage: None })
+        }
+    }
+
+    fn wire(message: &Message) -> Value {
+        match message {
+            Message::System { content } => json!({"role": "system", "content": content}),
+            Message::User { content } => json!({"role": "user", "content": content}),
+            Message::Assistant { content, tool_calls } => {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({"id": c.id, "type": "function",
+                                    "function": {"name": c.name, "arguments": c.arguments}})
+                    })
+                    .collect();
+                json!({"role": "assistant", "content": content, "tool_calls": calls})
+            }
+            Message::Tool { tool_call_id, content } => {
+                json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
+            }
+        }
+    }
+
+    #[derive(Default)]
+    struct Files(std::collections::BTreeMap<String, String>);
+
+    impl Tools for Files {
+        fn schemas(&self) -> Vec<Value> {
+            Vec::new()
+        }
+        fn run(&mut self, call: &ToolCall) -> ToolOutput {
+            let args: Value = serde_json::from_str(&call.arguments).expect("the demo writes valid JSON");
+            let path = args["path"].as_str().unwrap_or_default().to_string();
+            let content = match (call.name.as_str(), self.0.get_mut(&path)) {
+                ("write_file", _) => {
+                    let text = args["content"].as_str().unwrap_or_default().to_string();
+                    let answer = format!("wrote {} bytes to {path}", text.len());
+                    self.0.insert(path, text);
+                    answer
+                }
+                ("read_file", Some(text)) => {
+                    text.lines().enumerate().map(|(n, l)| format!("{}\t{l}\n", n + 1)).collect()
+                }
+                ("edit_file", Some(text)) => {
+                    let old = args["old_string"].as_str().unwrap_or_default();
+                    *text = text.replace(old, args["new_string"].as_str().unwrap_or_default());
+                    format!("edited {path}")
+                }
+                (_, _) => format!("error: {path} does not exist"),
+            };
+            ToolOutput { content, status: ToolStatus::Ok }
+        }
+    }
+
+    #[test]
+    fn the_demo_drives_the_real_loop_to_an_answer() {
+        struct Quiet;
+        impl Observer for Quiet {
+            fn event(&mut self, _: Event) -> Result<(), Error> {
+                Ok(())
+            }
+        }
+        let mut files = Files::default();
+        let mut history = vec![user_message("create hello.txt containing hello")];
+        let limits = Limits { max_turns: 5 };
+        let outcome = run_turn(&mut Demo, &mut files, &mut history, &mut Quiet, &limits);
+        assert!(
+            matches!(outcome, Outcome::Completed(ref t) if t == "Wrote `hello.txt` (5 bytes)."),
+            "{outcome:?}"
+        );
+        history.push(user_message("replace hello with bye in hello.txt"));
+        let outcome = run_turn(&mut Demo, &mut files, &mut history, &mut Quiet, &limits);
+        assert!(matches!(outcome, Outcome::Completed(ref t) if t.starts_with("Replaced")), "{outcome:?}");
+        history.push(user_message("read missing.txt"));
+        let outcome = run_turn(&mut Demo, &mut files, &mut history, &mut Quiet, &limits);
+        assert!(matches!(outcome, Outcome::Completed(ref t) if t.contains("does not exist")), "{outcome:?}");
+        assert_eq!(files.0["hello.txt"], "bye");
+        let ids: Vec<&str> = history
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, ["call_0", "call_1", "call_2", "call_3"]);
+    }
+
+    fn user_message(text: &str) -> Message {
+        Message::User { content: text.into() }
     }
 
     #[test]

@@ -131,6 +131,8 @@ fn serve_connection(
     log: &Mutex<Vec<Value>>,
     stopped: &std::sync::atomic::AtomicBool,
 ) {
+    // Without this, a reply sent as head + body waits ~40 ms for a delayed ACK.
+    let _ = stream.set_nodelay(true);
     let mut reader = BufReader::new(match stream.try_clone() {
         Ok(s) => s,
         Err(_) => return,

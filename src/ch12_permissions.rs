@@ -1,0 +1,424 @@
+//! Chapter 12 — permissions.
+//!
+//! Reading inside the workspace is free; changing it is not. Writing a file and running a
+//! shell command each need a permission, granted up front with `--allow-write` /
+//! `--allow-shell`, or asked for at the terminal when the call comes: `y` once, `a` always
+//! for this session, `n` to deny — with a reason the model gets to read. With no terminal to
+//! ask, the call is denied with a result that names the flag.
+//!
+//! The policy lives in one place, a [`Gate`] wrapped around any [`Tools`]: the tools
+//! themselves know nothing of permissions, and the loop of chapter 1 sees just another
+//! `Tools`. How the question is asked is a separate trait, [`Prompter`], so the REPL can ask
+//! through its own terminal handling and tests can answer from a script.
+
+use crate::ch01_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
+use serde_json::Value;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+
+// ANCHOR: policy
+/// What a tool call needs beyond reading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Permission {
+    Write,
+    Shell,
+}
+
+/// The permissions granted up front, from `--allow-write` and `--allow-shell`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Permissions {
+    pub allow_write: bool,
+    pub allow_shell: bool,
+}
+
+/// The whole policy: which tool needs what. Everything else is free.
+pub fn permission_needed(tool: &str) -> Option<Permission> {
+    match tool {
+        "write_file" | "edit_file" => Some(Permission::Write),
+        "bash" => Some(Permission::Shell),
+        _ => None,
+    }
+}
+
+impl Permission {
+    fn flag(self) -> &'static str {
+        match self {
+            Permission::Write => "--allow-write",
+            Permission::Shell => "--allow-shell",
+        }
+    }
+
+    fn activity(self) -> &'static str {
+        match self {
+            Permission::Write => "writing files",
+            Permission::Shell => "running shell commands",
+        }
+    }
+}
+// ANCHOR_END: policy
+
+// ANCHOR: prompter
+/// The user's answer to "may this call run?".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Run this call only.
+    Once,
+    /// Run it, and every later call needing the same permission in this session.
+    Always,
+    /// Do not run it; the reason (possibly empty) is passed to the model.
+    Deny(String),
+}
+
+/// Asks the user about one call.
+pub trait Prompter {
+    fn ask(&mut self, call: &ToolCall, needed: Permission) -> Answer;
+}
+// ANCHOR_END: prompter
+
+// ANCHOR: gate
+/// Wraps any tools with the permission policy.
+pub struct Gate<T: Tools> {
+    inner: T,
+    granted: Permissions,
+    prompter: Option<Box<dyn Prompter>>,
+}
+
+impl<T: Tools> Gate<T> {
+    /// `prompter` is `None` when there is nobody to ask (no terminal, `--json`, scripts):
+    /// then whatever was not granted up front is denied.
+    pub fn new(inner: T, granted: Permissions, prompter: Option<Box<dyn Prompter>>) -> Gate<T> {
+        Gate { inner, granted, prompter }
+    }
+
+    /// The permissions held now, including those the user granted with `a`.
+    pub fn granted(&self) -> Permissions {
+        self.granted
+    }
+
+    pub fn inner(&self) -> &T {
+        &self.inner
+    }
+
+    pub fn inner_mut(&mut self) -> &mut T {
+        &mut self.inner
+    }
+
+    fn is_granted(&self, needed: Permission) -> bool {
+        match needed {
+            Permission::Write => self.granted.allow_write,
+            Permission::Shell => self.granted.allow_shell,
+        }
+    }
+
+    fn grant(&mut self, needed: Permission) {
+        match needed {
+            Permission::Write => self.granted.allow_write = true,
+            Permission::Shell => self.granted.allow_shell = true,
+        }
+    }
+}
+
+impl<T: Tools> Tools for Gate<T> {
+    fn schemas(&self) -> Vec<Value> {
+        self.inner.schemas()
+    }
+
+    fn run(&mut self, call: &ToolCall) -> ToolOutput {
+        let Some(needed) = permission_needed(&call.name) else {
+            return self.inner.run(call);
+        };
+        if self.is_granted(needed) {
+            return self.inner.run(call);
+        }
+        let answer = match self.prompter.as_mut() {
+            Some(prompter) => prompter.ask(call, needed),
+            None => {
+                let content = format!(
+                    "denied: {} needs permission; rerun with {} (or approve at the prompt in the REPL)",
+                    needed.activity(),
+                    needed.flag()
+                );
+                return ToolOutput { content, status: ToolStatus::Denied };
+            }
+        };
+        match answer {
+            Answer::Once => self.inner.run(call),
+            Answer::Always => {
+                self.grant(needed);
+                self.inner.run(call)
+            }
+            Answer::Deny(reason) => {
+                let reason = reason.trim();
+                let content = if reason.is_empty() {
+                    format!("denied: the user did not allow this {} call; do not retry it as is", call.name)
+                } else {
+                    format!("denied: the user did not allow this {} call. Their reason: {reason}", call.name)
+                };
+                ToolOutput { content, status: ToolStatus::Denied }
+            }
+        }
+    }
+}
+// ANCHOR_END: gate
+
+// ANCHOR: terminal_prompter
+/// Asks on a terminal: one line describing the call, then `y` / `a` / `n`, and after `n` an
+/// optional reason. Reads from any line source, so tests can script it; `open_tty` uses
+/// /dev/tty, which works even when stdin is a pipe.
+pub struct TerminalPrompter {
+    input: Box<dyn BufRead + Send>,
+    output: Box<dyn Write + Send>,
+}
+
+impl TerminalPrompter {
+    pub fn new(input: Box<dyn BufRead + Send>, output: Box<dyn Write + Send>) -> TerminalPrompter {
+        TerminalPrompter { input, output }
+    }
+
+    /// The controlling terminal, or `None` when there is none (CI, daemons, `setsid`).
+    pub fn open_tty() -> Option<TerminalPrompter> {
+        let reader: File = OpenOptions::new().read(true).open("/dev/tty").ok()?;
+        let writer: File = OpenOptions::new().write(true).open("/dev/tty").ok()?;
+        Some(TerminalPrompter::new(Box::new(BufReader::new(reader)), Box::new(writer)))
+    }
+
+    /// One line read, trimmed; `None` at end of input or on error.
+    fn read_line(&mut self) -> Option<String> {
+        let mut line = String::new();
+        match self.input.read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim().to_string()),
+        }
+    }
+
+    fn say(&mut self, text: &str) {
+        let _ = self.output.write_all(text.as_bytes());
+        let _ = self.output.flush();
+    }
+}
+
+impl Prompter for TerminalPrompter {
+    fn ask(&mut self, call: &ToolCall, needed: Permission) -> Answer {
+        self.say(&format!("\n{}\n", describe(call)));
+        loop {
+            let scope = match needed {
+                Permission::Write => "file writes",
+                Permission::Shell => "shell commands",
+            };
+            self.say(&format!("allow? [y] once  [a] all {scope} this session  [n] no: "));
+            let Some(answer) = self.read_line() else {
+                return Answer::Deny("no answer from the terminal".into());
+            };
+            match answer.to_lowercase().as_str() {
+                "y" | "yes" => return Answer::Once,
+                "a" | "always" => return Answer::Always,
+                "n" | "no" => {
+                    self.say("reason for the model (optional, Enter to skip): ");
+                    return Answer::Deny(self.read_line().unwrap_or_default());
+                }
+                _ => self.say("please answer y, a or n\n"),
+            }
+        }
+    }
+}
+
+/// What the user is asked about: the command, or the file and the size of the change.
+fn describe(call: &ToolCall) -> String {
+    let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+    let text = |key: &str| arguments[key].as_str().unwrap_or("?").to_string();
+    let cut = |text: String| {
+        if text.chars().count() > 300 {
+            format!("{}…", text.chars().take(300).collect::<String>())
+        } else {
+            text
+        }
+    };
+    match call.name.as_str() {
+        "bash" => format!("bash wants to run: {}", cut(text("command"))),
+        "write_file" => {
+            let bytes = arguments["content"].as_str().map_or(0, str::len);
+            format!("write_file wants to write {bytes} bytes to {}", cut(text("path")))
+        }
+        "edit_file" => format!("edit_file wants to change {}", cut(text("path"))),
+        other => format!("{other} wants to run with {}", cut(call.arguments.clone())),
+    }
+}
+// ANCHOR_END: terminal_prompter
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+    use std::sync::{Arc, Mutex};
+
+    /// Records the calls it ran.
+    struct Recorder(Vec<String>);
+    impl Tools for Recorder {
+        fn schemas(&self) -> Vec<Value> {
+            vec![serde_json::json!({"name": "read_file"})]
+        }
+        fn run(&mut self, call: &ToolCall) -> ToolOutput {
+            self.0.push(call.name.clone());
+            ToolOutput { content: format!("ran {}", call.name), status: ToolStatus::Ok }
+        }
+    }
+
+    /// What a scripted prompter was asked: tool name and permission, in order.
+    type Asked = Arc<Mutex<Vec<(String, Permission)>>>;
+
+    /// Answers from a script and records what it was asked.
+    struct Scripted {
+        answers: Vec<Answer>,
+        asked: Asked,
+    }
+    impl Prompter for Scripted {
+        fn ask(&mut self, call: &ToolCall, needed: Permission) -> Answer {
+            self.asked.lock().unwrap().push((call.name.clone(), needed));
+            self.answers.remove(0)
+        }
+    }
+
+    fn call(name: &str, arguments: &str) -> ToolCall {
+        ToolCall { id: "1".into(), name: name.into(), arguments: arguments.into() }
+    }
+
+    fn gate(granted: Permissions, answers: Vec<Answer>) -> (Gate<Recorder>, Asked) {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let prompter = Scripted { answers, asked: Arc::clone(&asked) };
+        (Gate::new(Recorder(Vec::new()), granted, Some(Box::new(prompter))), asked)
+    }
+
+    #[test]
+    fn reads_are_free_and_schemas_pass_through() {
+        let (mut gate, asked) = gate(Permissions::default(), vec![]);
+        for name in ["read_file", "list_files", "search", "no_such_tool"] {
+            assert_eq!(gate.run(&call(name, "{}")).status, ToolStatus::Ok);
+        }
+        assert!(asked.lock().unwrap().is_empty());
+        assert_eq!(gate.schemas(), vec![serde_json::json!({"name": "read_file"})]);
+    }
+
+    #[test]
+    fn flags_grant_without_asking() {
+        let granted = Permissions { allow_write: true, allow_shell: true };
+        let (mut gate, asked) = gate(granted, vec![]);
+        for name in ["write_file", "edit_file", "bash"] {
+            assert_eq!(gate.run(&call(name, "{}")).content, format!("ran {name}"));
+        }
+        assert!(asked.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn without_a_prompter_the_denial_names_the_flag() {
+        let mut gate =
+            Gate::new(Recorder(Vec::new()), Permissions { allow_write: true, allow_shell: false }, None);
+        let denied = gate.run(&call("bash", r#"{"command":"ls"}"#));
+        assert_eq!(
+            denied,
+            ToolOutput {
+                content: "denied: running shell commands needs permission; rerun with --allow-shell (or approve at the prompt in the REPL)".into(),
+                status: ToolStatus::Denied,
+            }
+        );
+        assert_eq!(gate.run(&call("edit_file", "{}")).status, ToolStatus::Ok);
+        let mut gate = Gate::new(Recorder(Vec::new()), Permissions::default(), None);
+        assert!(gate.run(&call("write_file", "{}")).content.contains("rerun with --allow-write"));
+        assert!(gate.inner().0.is_empty(), "nothing ran");
+    }
+
+    #[test]
+    fn once_asks_again_always_does_not_deny_passes_the_reason() {
+        let answers = vec![
+            Answer::Once,
+            Answer::Deny("use cargo check".into()),
+            Answer::Always,
+            Answer::Deny(String::new()),
+        ];
+        let (mut gate, asked) = gate(Permissions::default(), answers);
+        assert_eq!(gate.run(&call("bash", "{}")).status, ToolStatus::Ok);
+        let denied = gate.run(&call("bash", "{}"));
+        assert_eq!(denied.status, ToolStatus::Denied);
+        assert_eq!(
+            denied.content,
+            "denied: the user did not allow this bash call. Their reason: use cargo check"
+        );
+        assert_eq!(gate.run(&call("bash", "{}")).status, ToolStatus::Ok); // answered `a`
+        assert_eq!(gate.run(&call("bash", "{}")).status, ToolStatus::Ok); // not asked again
+        assert!(gate.granted().allow_shell);
+        let write_denied = gate.run(&call("write_file", "{}"));
+        assert_eq!(
+            write_denied.content,
+            "denied: the user did not allow this write_file call; do not retry it as is"
+        );
+        let asked: Vec<(String, Permission)> = asked.lock().unwrap().clone();
+        let expected = [
+            ("bash", Permission::Shell),
+            ("bash", Permission::Shell),
+            ("bash", Permission::Shell),
+            ("write_file", Permission::Write),
+        ];
+        assert_eq!(asked, expected.map(|(name, permission)| (name.to_string(), permission)));
+        assert_eq!(gate.inner().0, ["bash", "bash", "bash"]);
+    }
+
+    #[test]
+    fn the_gate_keeps_real_tools_from_writing_until_allowed() {
+        use crate::ch03_tools::Workspace;
+        let root = std::env::temp_dir().join(format!("mini-agent-gate-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let write = call("write_file", r#"{"path":"new.txt","content":"hi"}"#);
+        let mut closed = Gate::new(Workspace::new(&root).unwrap(), Permissions::default(), None);
+        assert_eq!(closed.run(&write).status, ToolStatus::Denied);
+        assert!(!root.join("new.txt").exists());
+        assert_eq!(closed.run(&call("list_files", "{}")).content, "`.` is empty");
+        let allowed = Permissions { allow_write: true, allow_shell: false };
+        let mut open = Gate::new(Workspace::new(&root).unwrap(), allowed, None);
+        assert_eq!(open.run(&write).content, "created `new.txt`: wrote 2 bytes");
+        assert_eq!(std::fs::read_to_string(root.join("new.txt")).unwrap(), "hi");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Output that the test can read after the prompter wrote to it.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn terminal(input: &str) -> (TerminalPrompter, Shared) {
+        let screen = Shared::default();
+        let prompter =
+            TerminalPrompter::new(Box::new(Cursor::new(input.to_string())), Box::new(screen.clone()));
+        (prompter, screen)
+    }
+
+    #[test]
+    fn the_terminal_prompt_reads_y_a_n_and_a_reason() {
+        let bash = call("bash", r#"{"command":"rm -rf build"}"#);
+        let (mut prompter, screen) = terminal("maybe\ny\n");
+        assert_eq!(prompter.ask(&bash, Permission::Shell), Answer::Once);
+        let shown = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
+        assert!(shown.contains("bash wants to run: rm -rf build"));
+        assert!(shown.contains("please answer y, a or n"));
+        let (mut prompter, _) = terminal("A\n");
+        assert_eq!(prompter.ask(&bash, Permission::Shell), Answer::Always);
+        let (mut prompter, _) = terminal("n\nkeep the build dir\n");
+        assert_eq!(prompter.ask(&bash, Permission::Shell), Answer::Deny("keep the build dir".into()));
+        let (mut prompter, _) = terminal("");
+        assert_eq!(
+            prompter.ask(&bash, Permission::Shell),
+            Answer::Deny("no answer from the terminal".into())
+        );
+        let write = call("write_file", r#"{"path":"a.txt","content":"hello"}"#);
+        let (mut prompter, screen) = terminal("y\n");
+        prompter.ask(&write, Permission::Write);
+        let shown = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
+        assert!(shown.contains("write_file wants to write 5 bytes to a.txt"));
+    }
+}
