@@ -998,12 +998,21 @@ impl Capture {
                 let _ = file.write_all(&self.head);
             }
             self.spill = Some(spill);
+            // The head is the first HEAD_BYTES of the stream, even when this first chunk is
+            // larger than the whole limit; what follows it starts the tail.
             self.tail.extend(self.head.drain(HEAD_BYTES.min(self.head.len())..));
+            let fill = (HEAD_BYTES - self.head.len()).min(chunk.len());
+            self.head.extend_from_slice(&chunk[..fill]);
+            if let Some(Ok((file, _))) = &mut self.spill {
+                let _ = file.write_all(chunk);
+            }
+            self.tail.extend(&chunk[fill..]);
+        } else {
+            if let Some(Ok((file, _))) = &mut self.spill {
+                let _ = file.write_all(chunk);
+            }
+            self.tail.extend(chunk);
         }
-        if let Some(Ok((file, _))) = &mut self.spill {
-            let _ = file.write_all(chunk);
-        }
-        self.tail.extend(chunk);
         let excess = self.tail.len().saturating_sub(TAIL_BYTES);
         self.tail.drain(..excess);
         true
@@ -1243,6 +1252,19 @@ mod tests {
         let root = TempRoot::new();
         let workspace = Workspace::new(&root.0).unwrap();
         (root, workspace)
+    }
+
+    #[test]
+    fn the_head_survives_a_first_chunk_larger_than_the_limit() {
+        let root = TempRoot::new();
+        let mut capture = Capture::new(OutputStore { root: root.0.clone() });
+        let stream: Vec<u8> = (0..100_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        capture.push(&stream[..70_000]);
+        capture.push(&stream[70_000..]);
+        let text = capture.render();
+        assert!(text.starts_with(std::str::from_utf8(&stream[..HEAD_BYTES]).unwrap()));
+        assert!(text.ends_with(std::str::from_utf8(&stream[100_000 - TAIL_BYTES..]).unwrap()));
+        assert!(text.contains(&format!("[… {} bytes omitted", 100_000 - HEAD_BYTES - TAIL_BYTES)));
     }
 
     #[test]

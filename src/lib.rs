@@ -4,7 +4,9 @@
 pub mod ch01_loop;
 pub mod ch02_model;
 pub mod ch03_tools;
+pub mod ch04_terminal;
 pub mod ch05_sessions;
+pub mod ch06_skills;
 pub mod ch07_context;
 pub mod ch08_retry;
 pub mod ch09_journal;

@@ -1,0 +1,314 @@
+//! The harness: run the real `mini-agent` binary in a fresh temporary workspace, against a
+//! scripted model server on 127.0.0.1, and hand back everything a test wants to look at:
+//! the exit code, stdout, stderr, the files left behind, and the requests the binary sent.
+//!
+//! Tests read like sentences: `Test::new().args(["-p", "go"]).server(steps).run()`.
+
+use mini_agent::ch13_scripted_server::{ScriptedServer, Step};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// A run that takes longer than this is a hang: the child is killed and the test fails.
+const HANG_AFTER: Duration = Duration::from_secs(20);
+
+/// A temporary directory, removed when dropped (no tempfile crate: a unique name is enough).
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new() -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        let name = format!(
+            "mini-agent-selfcheck-{}-{}-{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        );
+        let path = std::env::temp_dir().join(name);
+        std::fs::create_dir_all(&path).expect("create a temp workspace");
+        // Canonical, so that paths the agent prints compare equal on systems where /tmp is a link.
+        TempDir(path.canonicalize().expect("canonicalize the temp workspace"))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+enum Endpoint {
+    /// A scripted server is started and passed as `--base-url`.
+    Scripted(Vec<Step>),
+    /// Exactly this `--base-url` (or none at all).
+    Given(Option<String>),
+}
+
+pub struct Test {
+    args: Vec<String>,
+    stdin: String,
+    files: Vec<(String, String)>,
+    env: Vec<(String, String)>,
+    endpoint: Endpoint,
+    /// Send SIGINT (a real Ctrl+C) once the server has seen this many requests.
+    interrupt_after: Option<usize>,
+    /// Close the read end of stdout at once, like `mini-agent … | head -0`.
+    close_stdout: bool,
+}
+
+impl Test {
+    pub fn new() -> Test {
+        Test {
+            args: Vec::new(),
+            stdin: String::new(),
+            files: Vec::new(),
+            env: Vec::new(),
+            endpoint: Endpoint::Given(None),
+            interrupt_after: None,
+            close_stdout: false,
+        }
+    }
+
+    pub fn args<const N: usize>(mut self, args: [&str; N]) -> Test {
+        self.args.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
+    pub fn stdin(mut self, text: &str) -> Test {
+        self.stdin = text.to_string();
+        self
+    }
+
+    /// A file in the workspace before the run.
+    pub fn file(mut self, path: &str, content: &str) -> Test {
+        self.files.push((path.to_string(), content.to_string()));
+        self
+    }
+
+    pub fn env(mut self, name: &str, value: &str) -> Test {
+        self.env.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// The model: a scripted server answering each request with the next step.
+    pub fn server(mut self, steps: Vec<Step>) -> Test {
+        self.endpoint = Endpoint::Scripted(steps);
+        self
+    }
+
+    pub fn base_url(mut self, url: &str) -> Test {
+        self.endpoint = Endpoint::Given(Some(url.to_string()));
+        self
+    }
+
+    /// Presses Ctrl+C once the model server has received `requests` requests (and a
+    /// little after, so that whatever they started is under way).
+    pub fn interrupt_after(mut self, requests: usize) -> Test {
+        self.interrupt_after = Some(requests);
+        self
+    }
+
+    pub fn close_stdout(mut self) -> Test {
+        self.close_stdout = true;
+        self
+    }
+
+    pub fn run(self) -> Run {
+        let workspace = TempDir::new();
+        self.run_in(workspace)
+    }
+
+    /// Runs in a workspace the test prepared itself (e.g. with a symlink in it).
+    pub fn run_in(self, workspace: TempDir) -> Run {
+        for (path, content) in &self.files {
+            let full = workspace.path().join(path);
+            if let Some(parent) = full.parent() {
+                std::fs::create_dir_all(parent).expect("create parent dirs");
+            }
+            std::fs::write(full, content).expect("write a workspace file");
+        }
+        let (server, given_url) = match self.endpoint {
+            Endpoint::Scripted(steps) => {
+                (Some(ScriptedServer::scripted(steps).expect("start the scripted server")), None)
+            }
+            Endpoint::Given(url) => (None, url),
+        };
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mini-agent"));
+        command
+            .args(&self.args)
+            .current_dir(workspace.path())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("MODEL_ID")
+            .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(server) = &server {
+            command.args(["--base-url", &server.url]);
+        } else if let Some(url) = &given_url {
+            command.args(["--base-url", url]);
+        }
+        for (name, value) in &self.env {
+            command.env(name, value);
+        }
+        let started = Instant::now();
+        let mut child = command.spawn().expect("start mini-agent");
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let input = self.stdin.clone();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(input.as_bytes());
+        });
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stdout = if self.close_stdout {
+            drop(stdout);
+            std::thread::spawn(String::new)
+        } else {
+            drain(stdout)
+        };
+        let stderr = drain(child.stderr.take().expect("stderr is piped"));
+        let mut interrupt_after = self.interrupt_after;
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for mini-agent") {
+                break status;
+            }
+            if let (Some(wanted), Some(server)) = (interrupt_after, &server)
+                && server.requests().len() >= wanted
+            {
+                std::thread::sleep(Duration::from_millis(100));
+                send_sigint(child.id());
+                interrupt_after = None;
+            }
+            if started.elapsed() > HANG_AFTER {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("mini-agent {:?} hung for {HANG_AFTER:?} and was killed", self.args);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let _ = writer.join();
+        let run = Run {
+            code: status.code(),
+            stdout: stdout.join().unwrap_or_default(),
+            stderr: stderr.join().unwrap_or_default(),
+            requests: server.as_ref().map(ScriptedServer::requests).unwrap_or_default(),
+            workspace,
+        };
+        run.assert_every_tool_call_answered_once_in_order();
+        run
+    }
+}
+
+fn send_sigint(pid: u32) {
+    unsafe extern "C" {
+        fn kill(pid: i32, signal: i32) -> i32;
+    }
+    const SIGINT: i32 = 2;
+    let pid = i32::try_from(pid).expect("pids fit in i32");
+    // SAFETY: kill only sends a signal; the pid is our own child, not yet reaped.
+    assert_eq!(unsafe { kill(pid, SIGINT) }, 0, "kill(SIGINT) failed");
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// What one run of the binary left behind.
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    /// The JSON bodies the binary sent to the model server, in order.
+    pub requests: Vec<Value>,
+    pub workspace: TempDir,
+}
+
+impl Run {
+    pub fn root(&self) -> &Path {
+        self.workspace.path()
+    }
+
+    pub fn read(&self, path: &str) -> Option<String> {
+        std::fs::read_to_string(self.root().join(path)).ok()
+    }
+
+    pub fn expect_code(&self, code: i32) -> &Run {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "exit code\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    pub fn stderr_has(&self, needle: &str) -> &Run {
+        assert!(self.stderr.contains(needle), "stderr lacks {needle:?}:\n{}", self.stderr);
+        self
+    }
+
+    /// The tool results (in order) that the last request carried back to the model.
+    pub fn tool_results(&self) -> Vec<String> {
+        let Some(last) = self.requests.last() else { return Vec::new() };
+        messages(last)
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// The one tool result of a run that made exactly one tool call.
+    pub fn only_tool_result(&self) -> String {
+        let results = self.tool_results();
+        assert_eq!(results.len(), 1, "expected one tool result, got {results:#?}\nstderr:\n{}", self.stderr);
+        results[0].clone()
+    }
+
+    /// The pairing rule of chapter 1, checked on every request the binary sent: each
+    /// assistant tool call is followed by exactly one tool message with its id, in order,
+    /// before anything else.
+    fn assert_every_tool_call_answered_once_in_order(&self) {
+        for (number, request) in self.requests.iter().enumerate() {
+            let messages = messages(request);
+            for (index, message) in messages.iter().enumerate() {
+                let Some(calls) = message["tool_calls"].as_array() else { continue };
+                let ids: Vec<&str> = calls.iter().map(|c| c["id"].as_str().unwrap_or_default()).collect();
+                let answers: Vec<&str> = messages[index + 1..]
+                    .iter()
+                    .take_while(|m| m["role"] == "tool")
+                    .map(|m| m["tool_call_id"].as_str().unwrap_or_default())
+                    .collect();
+                assert_eq!(answers, ids, "request {number}: tool calls not answered once, in order");
+            }
+        }
+    }
+}
+
+pub fn messages(request: &Value) -> Vec<Value> {
+    request["messages"].as_array().cloned().unwrap_or_default()
+}
+
+/// A scripted reply calling one tool.
+pub fn call(name: &str, arguments: Value) -> Step {
+    Step::tool_calls(&[(name, &arguments.to_string())])
+}
+
+pub fn text(answer: &str) -> Step {
+    Step::text(answer)
+}

@@ -1,0 +1,13 @@
+//! Selfcheck: offline end-to-end checks of the real binary.
+//!
+//! Unit tests prove that each chapter's piece works alone; these prove that `main.rs` put
+//! the pieces together the way a user will meet them. Every test starts `mini-agent` in a
+//! fresh temporary workspace, points it at a scripted model server on 127.0.0.1 (or the
+//! built-in demo), and then checks what a user would check — the exit code, stdout, stderr,
+//! the files — and what a model would see: the requests the binary sent.
+
+mod harness;
+
+mod command_line;
+mod model_replies;
+mod tools;

@@ -1,0 +1,521 @@
+//! The command line, parsed by hand.
+//!
+//! A parser is a small state machine over `std::env::args()`: take one word, decide whether
+//! it is a flag, a flag that needs a value (`--model gpt-4o` or `--model=gpt-4o`), or a
+//! subcommand, and fill one plain struct. Writing it by hand keeps the binary small and shows
+//! that there is no magic in it; it also lets every mistake get a message that says what to
+//! do next (an unknown flag names the nearest known one). The parser never reads files or the
+//! environment: it only turns words into an [`Args`] value, which keeps it easy to test.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+// ANCHOR: args
+/// Where the one-shot prompt comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Prompt {
+    Text(String),
+    /// `-p -`: read the whole prompt from standard input.
+    Stdin,
+}
+
+/// Everything the agent's own command line can say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    pub prompt: Option<Prompt>,
+    pub continue_latest: bool,
+    pub resume: Option<String>,
+    pub status: bool,
+    pub acknowledge_unknown: bool,
+    pub verbose: bool,
+    pub max_turns: usize,
+    pub root: Option<PathBuf>,
+    pub allow_write: bool,
+    pub allow_shell: bool,
+    pub stream: bool,
+    pub json: bool,
+    pub demo: bool,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+}
+
+/// `mini-agent eval [DIR] [--repeats N]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvalOptions {
+    pub dir: Option<PathBuf>,
+    pub repeats: usize,
+    pub verbose: bool,
+}
+
+/// What the user asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    Agent(Options),
+    Eval(EvalOptions),
+    Help,
+    Version,
+}
+// ANCHOR_END: args
+
+pub const DEFAULT_MAX_TURNS: usize = 50;
+/// A ceiling that catches typos (`--max-turns 50000`) without getting in anyone's way.
+const MAX_TURNS_CEILING: usize = 10_000;
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            prompt: None,
+            continue_latest: false,
+            resume: None,
+            status: false,
+            acknowledge_unknown: false,
+            verbose: false,
+            max_turns: DEFAULT_MAX_TURNS,
+            root: None,
+            allow_write: false,
+            allow_shell: false,
+            stream: false,
+            json: false,
+            demo: false,
+            model: None,
+            base_url: None,
+        }
+    }
+}
+
+/// Every flag the agent knows, for the "did you mean" hint.
+const AGENT_FLAGS: &[&str] = &[
+    "--prompt",
+    "--continue",
+    "--resume",
+    "--status",
+    "--acknowledge-unknown",
+    "--verbose",
+    "--max-turns",
+    "--root",
+    "--allow-write",
+    "--allow-shell",
+    "--stream",
+    "--json",
+    "--demo",
+    "--model",
+    "--base-url",
+    "--help",
+    "--version",
+];
+const EVAL_FLAGS: &[&str] = &["--repeats", "--verbose", "--help"];
+
+// ANCHOR: parse
+/// Parses the words after the program name.
+pub fn parse(words: &[String]) -> Result<Command, String> {
+    if words.first().map(String::as_str) == Some("eval") {
+        return parse_eval(&words[1..]);
+    }
+    let mut options = Options::default();
+    let mut words = Words::new(words);
+    while let Some(word) = words.next_word() {
+        let (flag, inline) = split_inline_value(&word);
+        match flag {
+            "-h" | "--help" => return Ok(Command::Help),
+            "-V" | "--version" => return Ok(Command::Version),
+            "-p" | "--prompt" => {
+                let value = words.value(flag, inline)?;
+                options.prompt = Some(if value == "-" { Prompt::Stdin } else { Prompt::Text(value) });
+            }
+            "-c" | "--continue" => options.continue_latest = words.switch(flag, inline)?,
+            "-r" | "--resume" => options.resume = Some(words.value(flag, inline)?),
+            "--status" => options.status = words.switch(flag, inline)?,
+            "--acknowledge-unknown" => options.acknowledge_unknown = words.switch(flag, inline)?,
+            "-v" | "--verbose" => options.verbose = words.switch(flag, inline)?,
+            "--max-turns" => options.max_turns = count(flag, &words.value(flag, inline)?)?,
+            "--root" => options.root = Some(PathBuf::from(words.value(flag, inline)?)),
+            "--allow-write" => options.allow_write = words.switch(flag, inline)?,
+            "--allow-shell" => options.allow_shell = words.switch(flag, inline)?,
+            "--stream" => options.stream = words.switch(flag, inline)?,
+            "--json" => options.json = words.switch(flag, inline)?,
+            "--demo" => options.demo = words.switch(flag, inline)?,
+            "--model" => options.model = Some(words.value(flag, inline)?),
+            "--base-url" => options.base_url = Some(words.value(flag, inline)?),
+            _ if flag.starts_with('-') && flag != "-" => return Err(unknown_flag(flag, AGENT_FLAGS)),
+            _ => return Err(unexpected_word(&word)),
+        }
+    }
+    check_combinations(&options)?;
+    Ok(Command::Agent(options))
+}
+// ANCHOR_END: parse
+
+fn parse_eval(words: &[String]) -> Result<Command, String> {
+    let mut eval = EvalOptions { dir: None, repeats: 1, verbose: false };
+    let mut words = Words::new(words);
+    while let Some(word) = words.next_word() {
+        let (flag, inline) = split_inline_value(&word);
+        match flag {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--repeats" => eval.repeats = count(flag, &words.value(flag, inline)?)?,
+            "-v" | "--verbose" => eval.verbose = words.switch(flag, inline)?,
+            _ if flag.starts_with('-') => return Err(unknown_flag(flag, EVAL_FLAGS)),
+            _ if eval.dir.is_none() => eval.dir = Some(PathBuf::from(word)),
+            _ => return Err(format!("eval takes one directory, got a second one: '{word}'")),
+        }
+    }
+    Ok(Command::Eval(eval))
+}
+
+/// Flags that are each fine alone but make no sense together.
+fn check_combinations(options: &Options) -> Result<(), String> {
+    if options.continue_latest && options.resume.is_some() {
+        return Err("use either -c/--continue or -r/--resume, not both".into());
+    }
+    if options.status && !options.continue_latest && options.resume.is_none() {
+        return Err("--status shows a session: add -c (the latest one) or -r ID".into());
+    }
+    if options.demo && options.base_url.is_some() {
+        return Err("--demo runs its own local server: drop --base-url (or drop --demo)".into());
+    }
+    if options.json && options.prompt.is_none() {
+        return Err("--json prints the events of one task: add -p \"task\"".into());
+    }
+    Ok(())
+}
+
+/// The words still to read, so that a flag can take the next one as its value.
+struct Words<'a> {
+    rest: std::slice::Iter<'a, String>,
+}
+
+impl<'a> Words<'a> {
+    fn new(words: &'a [String]) -> Self {
+        Words { rest: words.iter() }
+    }
+
+    fn next_word(&mut self) -> Option<String> {
+        self.rest.next().cloned()
+    }
+
+    /// The value of `flag`: the `=value` part, else the next word. A next word that is itself
+    /// a flag means the value was forgotten (`-p --allow-write`), so we say that instead.
+    fn value(&mut self, flag: &str, inline: Option<&str>) -> Result<String, String> {
+        if let Some(value) = inline {
+            return Ok(value.to_string());
+        }
+        match self.rest.next() {
+            Some(next) if next.starts_with("--") && next.len() > 2 => {
+                Err(format!("{flag} needs a value, but the next word is the flag {next}"))
+            }
+            Some(next) => Ok(next.clone()),
+            None => Err(format!("{flag} needs a value")),
+        }
+    }
+
+    /// A flag without a value; `--demo=yes` is a mistake worth reporting.
+    fn switch(&mut self, flag: &str, inline: Option<&str>) -> Result<bool, String> {
+        match inline {
+            None => Ok(true),
+            Some(_) => Err(format!("{flag} takes no value")),
+        }
+    }
+}
+
+/// `--model=gpt-4o` → (`--model`, Some(`gpt-4o`)). Short flags and plain words stay whole.
+fn split_inline_value(word: &str) -> (&str, Option<&str>) {
+    match word.strip_prefix("--").and_then(|rest| rest.split_once('=')) {
+        Some((name, value)) => (&word[..name.len() + 2], Some(value)),
+        None => (word, None),
+    }
+}
+
+/// A positive whole number such as `--max-turns 20`.
+fn count(flag: &str, text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_TURNS_CEILING).contains(&n) => Ok(n),
+        _ => Err(format!("{flag} expects a whole number from 1 to {MAX_TURNS_CEILING}, got '{text}'")),
+    }
+}
+
+fn unknown_flag(flag: &str, known: &[&str]) -> String {
+    let mut message = format!("unknown flag {flag}");
+    match nearest(flag, known) {
+        Some(near) => {
+            let _ = write!(message, " — did you mean {near}?");
+        }
+        None => message.push_str(" — see mini-agent --help"),
+    }
+    message
+}
+
+fn unexpected_word(word: &str) -> String {
+    let shown: String = word.chars().take(40).collect();
+    format!("unexpected argument '{shown}' — to run one task, write: mini-agent -p \"{shown}\"")
+}
+
+// ANCHOR: nearest
+/// The known flag closest to a mistyped one, if it is close enough to be a typo.
+fn nearest<'a>(flag: &str, known: &[&'a str]) -> Option<&'a str> {
+    let typed = if flag.starts_with("--") { flag.to_string() } else { format!("-{flag}") };
+    known
+        .iter()
+        .map(|candidate| (edit_distance(&typed, candidate), *candidate))
+        .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 4))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+/// Levenshtein distance: the fewest single-character edits from `a` to `b`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+// ANCHOR_END: nearest
+
+// ANCHOR: help
+pub fn help() -> String {
+    format!(
+        "\
+mini-agent {version} — a small coding agent for your terminal
+
+It sends your task to a model (any OpenAI-compatible Chat Completions endpoint), runs the
+file and shell tools the model asks for inside one directory (the workspace root), and
+repeats until the model answers without calling a tool.
+
+USAGE
+  mini-agent [OPTIONS]                  interactive session in the workspace root
+  mini-agent [OPTIONS] -p PROMPT        one task, then exit (\"-p -\" reads the prompt from stdin)
+  mini-agent eval [DIR] [--repeats N]   run the scripted evaluation scenarios (offline)
+
+EXAMPLES
+  mini-agent --demo --allow-write -p \"create hello.txt containing hello\"
+                                        try it offline with the built-in demo model
+  export OPENAI_API_KEY=sk-...
+  mini-agent -p \"explain what src/main.rs does\"
+  mini-agent --allow-write --allow-shell -p \"make the tests pass\"
+  mini-agent --base-url http://localhost:11434/v1 --model qwen2.5-coder -p \"list the files\"
+  git diff | mini-agent -p -            the prompt comes from stdin
+
+OPTIONS
+  -p, --prompt PROMPT        run one task and print the final answer on stdout
+  -c, --continue             continue the latest session of this root
+  -r, --resume ID            resume a session (id, unique id prefix, or journal path)
+      --status               with -c/-r: print the session's state and exit
+      --acknowledge-unknown  allow resuming a session with tool calls of unknown outcome
+  -v, --verbose              show tool calls with their arguments and results
+      --max-turns N          model calls allowed per message (default {max_turns})
+      --root DIR             workspace root (default: the current directory)
+      --allow-write          let the agent write and edit files inside the root
+      --allow-shell          let the agent run shell commands (not a sandbox!)
+      --stream               show the reply as it is generated
+      --json                 with -p: print events as JSON Lines on stdout
+      --demo                 use the built-in offline demo model (no key, no network)
+      --model ID             model id (default: $MODEL_ID, else gpt-4o-mini)
+      --base-url URL         API base URL (default: $OPENAI_BASE_URL, else
+                             https://api.openai.com/v1)
+  -h, --help                 show this help
+  -V, --version              show the version
+  Values can follow the flag (--model gpt-4o) or be attached (--model=gpt-4o).
+
+ENVIRONMENT
+  OPENAI_API_KEY             the API key; not needed for a loopback base URL or --demo.
+                             Read from the environment only, never written anywhere.
+  OPENAI_BASE_URL            default for --base-url
+  MODEL_ID                   default for --model
+  MINI_AGENT_REQUEST_MAX_RETRIES  retries of a failed model request (default 2; 0 disables)
+  NO_COLOR                   disable colors
+
+EXIT CODES
+  0  the agent finished (it stopped calling tools; check its work yourself)
+  1  failure: bad usage, configuration, network, model or I/O error (one line says why)
+  2  the turn limit (--max-turns) was reached
+  130  interrupted (Ctrl+C)
+
+Without --allow-write / --allow-shell, writes and shell commands are refused in -p mode and
+the model is told which flag would allow them.
+",
+        version = env!("CARGO_PKG_VERSION"),
+        max_turns = DEFAULT_MAX_TURNS,
+    )
+}
+// ANCHOR_END: help
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_words(words: &[&str]) -> Result<Command, String> {
+        parse(&words.iter().map(|w| w.to_string()).collect::<Vec<_>>())
+    }
+
+    fn agent(words: &[&str]) -> Options {
+        match parse_words(words) {
+            Ok(Command::Agent(options)) => options,
+            other => panic!("expected agent options for {words:?}, got {other:?}"),
+        }
+    }
+
+    fn error(words: &[&str]) -> String {
+        match parse_words(words) {
+            Err(message) => message,
+            other => panic!("expected an error for {words:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn no_words_means_the_interactive_defaults() {
+        assert_eq!(agent(&[]), Options::default());
+        assert_eq!(Options::default().max_turns, 50);
+    }
+
+    #[test]
+    fn every_flag_lands_in_its_field() {
+        let options = agent(&[
+            "-p",
+            "do it",
+            "-v",
+            "--max-turns",
+            "7",
+            "--root",
+            "/tmp/x",
+            "--allow-write",
+            "--allow-shell",
+            "--stream",
+            "--json",
+            "--model",
+            "m1",
+            "--base-url",
+            "http://127.0.0.1:1/v1",
+        ]);
+        assert_eq!(
+            options,
+            Options {
+                prompt: Some(Prompt::Text("do it".into())),
+                verbose: true,
+                max_turns: 7,
+                root: Some(PathBuf::from("/tmp/x")),
+                allow_write: true,
+                allow_shell: true,
+                stream: true,
+                json: true,
+                model: Some("m1".into()),
+                base_url: Some("http://127.0.0.1:1/v1".into()),
+                ..Options::default()
+            }
+        );
+        let session = agent(&["-r", "2026", "--status", "--acknowledge-unknown"]);
+        assert_eq!(session.resume.as_deref(), Some("2026"));
+        assert!(session.status && session.acknowledge_unknown);
+        assert!(agent(&["--continue"]).continue_latest);
+        assert!(agent(&["--demo"]).demo);
+    }
+
+    #[test]
+    fn values_can_be_attached_with_an_equals_sign() {
+        let options = agent(&["--prompt=a=b", "--model=x", "--max-turns=3"]);
+        assert_eq!(options.prompt, Some(Prompt::Text("a=b".into())));
+        assert_eq!(options.model.as_deref(), Some("x"));
+        assert_eq!(options.max_turns, 3);
+    }
+
+    #[test]
+    fn a_dash_prompt_means_stdin_and_a_prompt_may_start_with_one_dash() {
+        assert_eq!(agent(&["-p", "-"]).prompt, Some(Prompt::Stdin));
+        assert_eq!(agent(&["-p", "-x is odd"]).prompt, Some(Prompt::Text("-x is odd".into())));
+    }
+
+    #[test]
+    fn max_turns_must_be_a_positive_number() {
+        for bad in ["0", "-1", "ten", "", "99999999999999999999999"] {
+            assert!(error(&["--max-turns", bad]).contains("--max-turns expects a whole number"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn unknown_flags_get_the_nearest_known_one() {
+        assert_eq!(error(&["--alow-write"]), "unknown flag --alow-write — did you mean --allow-write?");
+        assert_eq!(error(&["--max-turn", "3"]), "unknown flag --max-turn — did you mean --max-turns?");
+        assert_eq!(error(&["-demo"]), "unknown flag -demo — did you mean --demo?");
+        assert_eq!(error(&["--frobnicate"]), "unknown flag --frobnicate — see mini-agent --help");
+        assert_eq!(error(&["eval", "--repeat", "2"]), "unknown flag --repeat — did you mean --repeats?");
+    }
+
+    #[test]
+    fn mistakes_say_how_to_fix_them() {
+        assert_eq!(error(&["-p"]), "-p needs a value");
+        assert_eq!(
+            error(&["-p", "--allow-write"]),
+            "-p needs a value, but the next word is the flag --allow-write"
+        );
+        assert_eq!(error(&["--demo=yes"]), "--demo takes no value");
+        assert!(error(&["fix the bug"]).contains("mini-agent -p \"fix the bug\""));
+        assert!(error(&["-c", "-r", "x"]).contains("not both"));
+        assert!(error(&["--status"]).contains("add -c"));
+        assert!(error(&["--json"]).contains("add -p"));
+        assert!(error(&["--demo", "--base-url", "http://x"]).contains("drop --base-url"));
+    }
+
+    #[test]
+    fn help_and_version_win_wherever_they_appear() {
+        assert_eq!(parse_words(&["-p", "x", "--help"]), Ok(Command::Help));
+        assert_eq!(parse_words(&["-V"]), Ok(Command::Version));
+        assert_eq!(parse_words(&["eval", "-h"]), Ok(Command::Help));
+        let text = help();
+        for must in ["--demo", "OPENAI_API_KEY", "EXIT CODES", "-p -", "130"] {
+            assert!(text.contains(must), "help lacks {must}");
+        }
+    }
+
+    #[test]
+    fn eval_takes_a_directory_and_repeats() {
+        assert_eq!(
+            parse_words(&["eval", "scenarios", "--repeats", "3"]),
+            Ok(Command::Eval(EvalOptions { dir: Some("scenarios".into()), repeats: 3, verbose: false }))
+        );
+        assert_eq!(
+            parse_words(&["eval"]),
+            Ok(Command::Eval(EvalOptions { dir: None, repeats: 1, verbose: false }))
+        );
+        assert!(error(&["eval", "a", "b"]).contains("second"));
+    }
+
+    #[test]
+    fn odd_inputs_never_panic() {
+        let odd = [
+            "",
+            "-",
+            "--",
+            "---",
+            "=",
+            "--=",
+            "--=x",
+            "-p=",
+            "--prompt=",
+            "--max-turns=",
+            "é",
+            "--ümlaut",
+            "-pé",
+            "\u{0}",
+            "--root",
+            "eval",
+            "--model=",
+            "-vV",
+            "--acknowledge-unknown=1",
+            "💥",
+        ];
+        for a in odd {
+            for b in odd {
+                let _ = parse_words(&[a, b]);
+                let _ = parse_words(&["eval", a, b]);
+                let _ = parse_words(&[a, "-p", b]);
+            }
+        }
+        assert_eq!(edit_distance("", ""), 0);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+}

@@ -1,0 +1,435 @@
+//! Chapter 6 — what the agent knows at start.
+//!
+//! A model knows nothing about this workspace until we tell it. The system prompt says three
+//! things, in order: who the agent is (a few sentences, kept short because it is paid for on
+//! every request), what the project asks of it (`AGENTS.md` in the root, the common
+//! convention), and which skills it has (`skills/*.md` and `skills/*/SKILL.md`: focused
+//! instructions for one kind of task, with an optional `name`/`description` front matter).
+//!
+//! Skills cost context. When they are small they are simply inlined. Past a budget only their
+//! names and descriptions go into the prompt, and the model pulls a body on demand through a
+//! `load_skill` tool. That tool is not one of chapter 3's tools: [`WithSkills`] wraps any
+//! [`Tools`] and adds it, the same "wrap a seam" move that later chapters use for retries and
+//! permissions.
+
+use crate::ch01_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
+use serde_json::{Value, json};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Past this many bytes of skill bodies, skills are listed and loaded on demand.
+pub const INLINE_SKILLS_BUDGET: usize = 8 * 1024;
+/// `AGENTS.md` is cut here, with a note that says so.
+pub const AGENTS_MD_CAP: usize = 8 * 1024;
+/// A skill body returned by `load_skill` is cut here.
+const SKILL_BODY_CAP: usize = 32 * 1024;
+
+// ANCHOR: base_prompt
+/// Who the agent is. Short on purpose: it travels with every request.
+fn base_prompt(root: &Path) -> String {
+    format!(
+        "You are mini-agent, a coding agent working in the workspace root {}. \
+         Use the tools to read, search, edit files and run commands; all paths are relative \
+         to the root. Look before you change: read the relevant code first, make focused \
+         edits, then verify with the project's build or tests when you can. Be concise: say \
+         what you did and what you found, and say plainly when something failed or is unverified.",
+        root.display()
+    )
+}
+// ANCHOR_END: base_prompt
+
+/// One skill file: its name, a one-line description, and the instructions themselves.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    pub body: String,
+    pub path: PathBuf,
+}
+
+/// How the skills reached the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SkillMode {
+    /// Every body is in the system prompt.
+    Inline,
+    /// Only names and descriptions are; bodies come through `load_skill`.
+    OnDemand,
+}
+
+/// What was loaded at start, and how: the answer to `/skills`.
+#[derive(Clone, Debug)]
+pub struct SkillSet {
+    pub skills: Vec<Skill>,
+    pub mode: SkillMode,
+    /// Bytes of `AGENTS.md` sent, and its full size (equal unless it was cut).
+    pub agents_md: Option<(usize, usize)>,
+    pub prompt_bytes: usize,
+    /// Files that could not be read or were ignored, with the reason.
+    pub warnings: Vec<String>,
+}
+
+// ANCHOR: build
+/// Builds the system prompt for `root` and says what went into it.
+pub fn build_system_prompt(root: &Path) -> (String, SkillSet) {
+    build_with_budget(root, INLINE_SKILLS_BUDGET)
+}
+
+fn build_with_budget(root: &Path, inline_budget: usize) -> (String, SkillSet) {
+    let mut warnings = Vec::new();
+    let mut prompt = base_prompt(root);
+
+    let mut agents_md = None;
+    let agents_path = root.join("AGENTS.md");
+    match std::fs::read_to_string(&agents_path) {
+        Ok(text) => {
+            let kept = cut_at_char_boundary(&text, AGENTS_MD_CAP);
+            prompt.push_str("\n\n# Project instructions (AGENTS.md)\n\n");
+            prompt.push_str(kept.trim_end());
+            if kept.len() < text.len() {
+                prompt.push_str(&format!(
+                    "\n\n[AGENTS.md was cut at {} of {} bytes; read the file for the rest.]",
+                    kept.len(),
+                    text.len()
+                ));
+            }
+            agents_md = Some((kept.len(), text.len()));
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => warnings.push(format!("{}: {error}", agents_path.display())),
+    }
+
+    let skills = load_skills(&root.join("skills"), &mut warnings);
+    let total: usize = skills.iter().map(|skill| skill.body.len()).sum();
+    let mode = if total <= inline_budget { SkillMode::Inline } else { SkillMode::OnDemand };
+    if !skills.is_empty() {
+        prompt.push_str("\n\n# Skills\n");
+        match mode {
+            SkillMode::Inline => {
+                prompt.push_str("\nFollow a skill when the task matches it.\n");
+                for skill in &skills {
+                    prompt.push_str(&format!("\n## {}\n\n{}\n", skill.name, skill.body.trim()));
+                }
+            }
+            SkillMode::OnDemand => {
+                prompt.push_str(
+                    "\nWhen a task matches a skill, call load_skill with its name first and follow it.\n",
+                );
+                for skill in &skills {
+                    prompt.push_str(&format!("- {}: {}\n", skill.name, skill.description));
+                }
+            }
+        }
+    }
+    let prompt_bytes = prompt.len();
+    (prompt, SkillSet { skills, mode, agents_md, prompt_bytes, warnings })
+}
+// ANCHOR_END: build
+
+/// Skills come from `dir/*.md` and `dir/*/SKILL.md`, sorted by name; the first of two
+/// skills with the same name wins.
+fn load_skills(dir: &Path, warnings: &mut Vec<String>) -> Vec<Skill> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter_map(|path| {
+            if path.is_dir() {
+                Some(path.join("SKILL.md")).filter(|file| file.is_file())
+            } else {
+                Some(path).filter(|file| file.extension().is_some_and(|ext| ext == "md"))
+            }
+        })
+        .collect();
+    paths.sort();
+    let mut skills: Vec<Skill> = Vec::new();
+    for path in paths {
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(error) => {
+                warnings.push(format!("{}: {error}", path.display()));
+                continue;
+            }
+        };
+        let skill = parse_skill(&path, &text);
+        if skills.iter().any(|known| known.name == skill.name) {
+            warnings.push(format!("{}: a skill named {:?} was already loaded", path.display(), skill.name));
+            continue;
+        }
+        skills.push(skill);
+    }
+    skills.sort_by(|a, b| a.name.cmp(&b.name));
+    skills
+}
+
+// ANCHOR: front_matter
+/// Reads the optional front matter (`---`, `key: value` lines, `---`). Without it the name is
+/// the file's (or its folder's) name and the description is the first line of prose.
+fn parse_skill(path: &Path, text: &str) -> Skill {
+    let (fields, body) = split_front_matter(text);
+    let field = |key: &str| {
+        fields.iter().find(|(name, _)| name == key).map(|(_, value)| value.clone()).filter(|v| !v.is_empty())
+    };
+    let default_name = if path.file_name().is_some_and(|name| name == "SKILL.md") {
+        path.parent().and_then(Path::file_name)
+    } else {
+        path.file_stem()
+    };
+    let name = field("name")
+        .or_else(|| default_name.map(|name| name.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "skill".into());
+    let description = field("description").unwrap_or_else(|| {
+        let first = body.lines().map(str::trim).find(|line| !line.is_empty() && !line.starts_with('#'));
+        cut_at_char_boundary(first.unwrap_or(""), 160).to_string()
+    });
+    Skill { name, description, body: body.to_string(), path: path.to_path_buf() }
+}
+
+fn split_front_matter(text: &str) -> (Vec<(String, String)>, &str) {
+    let Some(rest) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) else {
+        return (Vec::new(), text);
+    };
+    let mut offset = 0;
+    let mut fields = Vec::new();
+    for line in rest.split_inclusive('\n') {
+        offset += line.len();
+        let line = line.trim_end();
+        if line == "---" {
+            return (fields, &rest[offset..]);
+        }
+        if let Some((key, value)) = line.split_once(':') {
+            let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+            fields.push((key.trim().to_string(), value.to_string()));
+        }
+    }
+    // No closing line: this was not front matter after all.
+    (Vec::new(), text)
+}
+// ANCHOR_END: front_matter
+
+fn cut_at_char_boundary(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+impl fmt::Display for SkillSet {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        writeln!(f, "system prompt: {} bytes", self.prompt_bytes)?;
+        match self.agents_md {
+            Some((sent, full)) if sent < full => writeln!(f, "AGENTS.md: {sent} of {full} bytes (cut)")?,
+            Some((sent, _)) => writeln!(f, "AGENTS.md: {sent} bytes")?,
+            None => writeln!(f, "AGENTS.md: none")?,
+        }
+        let how = match self.mode {
+            SkillMode::Inline => "inline",
+            SkillMode::OnDemand => "on demand (load_skill)",
+        };
+        if self.skills.is_empty() {
+            writeln!(f, "skills: none (add skills/NAME.md or skills/NAME/SKILL.md)")?;
+        } else {
+            writeln!(f, "skills ({}, {how}):", self.skills.len())?;
+            for skill in &self.skills {
+                writeln!(f, "  {} ({} bytes) — {}", skill.name, skill.body.len(), skill.description)?;
+            }
+        }
+        for warning in &self.warnings {
+            writeln!(f, "warning: {warning}")?;
+        }
+        Ok(())
+    }
+}
+
+// ANCHOR: with_skills
+/// Any [`Tools`] plus `load_skill`, which exists only when skills are loaded on demand.
+pub struct WithSkills<T: Tools> {
+    inner: T,
+    skills: SkillSet,
+}
+
+impl<T: Tools> WithSkills<T> {
+    pub fn new(inner: T, skills: SkillSet) -> Self {
+        WithSkills { inner, skills }
+    }
+
+    fn load(&self, call: &ToolCall) -> ToolOutput {
+        let requested = serde_json::from_str::<Value>(&call.arguments)
+            .ok()
+            .and_then(|args| args.get("name").and_then(Value::as_str).map(str::to_string));
+        let found = requested.as_deref().and_then(|name| self.skills.skills.iter().find(|s| s.name == name));
+        match found {
+            Some(skill) => ToolOutput {
+                content: cut_at_char_boundary(&skill.body, SKILL_BODY_CAP).to_string(),
+                status: ToolStatus::Ok,
+            },
+            None => {
+                let names: Vec<&str> = self.skills.skills.iter().map(|s| s.name.as_str()).collect();
+                ToolOutput {
+                    content: format!(
+                        "no skill named {:?}; available: {}",
+                        requested.unwrap_or_default(),
+                        names.join(", ")
+                    ),
+                    status: ToolStatus::Error,
+                }
+            }
+        }
+    }
+}
+
+impl<T: Tools> Tools for WithSkills<T> {
+    fn schemas(&self) -> Vec<Value> {
+        let mut schemas = self.inner.schemas();
+        if self.skills.mode == SkillMode::OnDemand {
+            schemas.push(json!({
+                "type": "function",
+                "function": {
+                    "name": "load_skill",
+                    "description": "Return the full instructions of a skill listed in the system prompt.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}},
+                        "required": ["name"]
+                    }
+                }
+            }));
+        }
+        schemas
+    }
+
+    fn run(&mut self, call: &ToolCall) -> ToolOutput {
+        if call.name == "load_skill" && self.skills.mode == SkillMode::OnDemand {
+            self.load(call)
+        } else {
+            self.inner.run(call)
+        }
+    }
+}
+// ANCHOR_END: with_skills
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct TempDir(PathBuf);
+    impl TempDir {
+        fn new(tag: &str) -> TempDir {
+            let nanos =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+            let dir =
+                std::env::temp_dir().join(format!("mini-agent-skills-{tag}-{}-{nanos}", std::process::id()));
+            std::fs::create_dir_all(dir.join("skills")).unwrap();
+            TempDir(dir)
+        }
+        fn write(&self, path: &str, text: &str) {
+            let path = self.0.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+    }
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    struct NoTools;
+    impl Tools for NoTools {
+        fn schemas(&self) -> Vec<Value> {
+            vec![json!({"function": {"name": "read_file"}})]
+        }
+        fn run(&mut self, call: &ToolCall) -> ToolOutput {
+            ToolOutput { content: format!("inner ran {}", call.name), status: ToolStatus::Ok }
+        }
+    }
+
+    fn load_call(name: &str) -> ToolCall {
+        ToolCall { id: "1".into(), name: "load_skill".into(), arguments: json!({ "name": name }).to_string() }
+    }
+
+    #[test]
+    fn the_base_prompt_stays_small() {
+        let prompt = base_prompt(Path::new("/home/someone/projects/a-fairly-long-project-name"));
+        assert!(prompt.len() < 700, "{} bytes", prompt.len());
+    }
+
+    #[test]
+    fn front_matter_gives_name_and_description() {
+        let skill = parse_skill(
+            Path::new("skills/x.md"),
+            "---\nname: git-commit\ndescription: \"Write good commit messages\"\n---\n# Commits\nBody.\n",
+        );
+        assert_eq!(skill.name, "git-commit");
+        assert_eq!(skill.description, "Write good commit messages");
+        assert_eq!(skill.body, "# Commits\nBody.\n");
+    }
+
+    #[test]
+    fn without_front_matter_the_folder_names_the_skill() {
+        let skill = parse_skill(Path::new("skills/rust-testing/SKILL.md"), "# Testing\n\nRun cargo test.\n");
+        assert_eq!(skill.name, "rust-testing");
+        assert_eq!(skill.description, "Run cargo test.");
+        let unclosed = parse_skill(Path::new("skills/notes.md"), "---\nname: x\nno end\n");
+        assert_eq!(unclosed.name, "notes");
+        assert_eq!(unclosed.body, "---\nname: x\nno end\n");
+    }
+
+    #[test]
+    fn small_skills_are_inlined_without_a_tool() {
+        let dir = TempDir::new("inline");
+        dir.write("skills/review.md", "---\ndescription: review code\n---\nLook for bugs first.\n");
+        dir.write("skills/testing/SKILL.md", "Run the tests.\n");
+        dir.write("skills/ignored.txt", "not a skill");
+        let (prompt, set) = build_system_prompt(&dir.0);
+        assert_eq!(set.mode, SkillMode::Inline);
+        let names: Vec<&str> = set.skills.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["review", "testing"]);
+        assert!(prompt.contains("## review\n\nLook for bugs first."));
+        assert!(prompt.contains("Run the tests."));
+        let mut tools = WithSkills::new(NoTools, set);
+        assert_eq!(tools.schemas().len(), 1);
+        assert_eq!(tools.run(&load_call("review")).content, "inner ran load_skill");
+    }
+
+    #[test]
+    fn past_the_budget_skills_load_on_demand() {
+        let dir = TempDir::new("demand");
+        dir.write("skills/big.md", &format!("---\ndescription: a big one\n---\n{}", "x".repeat(100)));
+        dir.write("skills/small.md", "small body\n");
+        let (prompt, set) = build_with_budget(&dir.0, 50);
+        assert_eq!(set.mode, SkillMode::OnDemand);
+        assert!(prompt.contains("- big: a big one\n"));
+        assert!(!prompt.contains("xxxx"));
+        let summary = set.to_string();
+        assert!(summary.contains("on demand"), "{summary}");
+        let mut tools = WithSkills::new(NoTools, set);
+        let schemas = tools.schemas();
+        assert_eq!(schemas.len(), 2);
+        assert_eq!(schemas[1]["function"]["name"], "load_skill");
+        let loaded = tools.run(&load_call("small"));
+        assert_eq!(loaded, ToolOutput { content: "small body\n".into(), status: ToolStatus::Ok });
+        let missing = tools.run(&load_call("nope"));
+        assert_eq!(missing.status, ToolStatus::Error);
+        assert!(missing.content.contains("available: big, small"), "{}", missing.content);
+        let other = ToolCall { id: "2".into(), name: "read_file".into(), arguments: "{}".into() };
+        assert_eq!(tools.run(&other).content, "inner ran read_file");
+    }
+
+    #[test]
+    fn a_long_agents_md_is_cut_with_a_note() {
+        let dir = TempDir::new("agents");
+        dir.write("AGENTS.md", &"é".repeat(AGENTS_MD_CAP));
+        let (prompt, set) = build_system_prompt(&dir.0);
+        let (sent, full) = set.agents_md.unwrap();
+        assert_eq!((sent, full), (AGENTS_MD_CAP, 2 * AGENTS_MD_CAP));
+        assert!(prompt.contains(&format!("[AGENTS.md was cut at {sent} of {full} bytes")));
+        assert!(set.to_string().contains("(cut)"));
+        dir.write("AGENTS.md", "Use cargo nextest.\n");
+        let (prompt, set) = build_system_prompt(&dir.0);
+        assert!(prompt.ends_with("# Project instructions (AGENTS.md)\n\nUse cargo nextest."));
+        assert_eq!(set.agents_md, Some((19, 19)));
+    }
+}
