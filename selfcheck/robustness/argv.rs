@@ -1,7 +1,7 @@
 //! The argument parser, fed random argument vectors through the real binary.
 
-use crate::binary_run::{Workspace, run_binary};
-use crate::{XorShift, assert_survived, cases};
+use crate::binary_run::{Workspace, args, run_binary};
+use crate::{XorShift, assert_clear_failure, assert_survived, cases};
 use mini_agent::ch13_scripted_server::{ScriptedServer, Step};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
@@ -63,5 +63,22 @@ fn random_argument_vectors_never_panic() {
         let env = [("OPENAI_BASE_URL", server.url.as_str()), ("MINI_AGENT_REQUEST_MAX_RETRIES", "0")];
         let run = run_binary(&workspace.path, &argv, &env, DEADLINE);
         assert_survived(&run, &format!("case {case}, argv {argv:?}"));
+    }
+}
+
+#[test]
+fn documented_usage_errors_exit_1_with_a_reason() {
+    let workspace = Workspace::new("robust-usage");
+    for argv in [
+        &["--definitely-not-a-flag"][..],
+        &["-p"],
+        &["--max-turns", "many", "-p", "x"],
+        &["--max-turns", "-3", "-p", "x"],
+        &["--resume"],
+        &["--model"],
+        &["--base-url"],
+    ] {
+        let run = run_binary(&workspace.path, &args(argv), &[], DEADLINE);
+        assert_clear_failure(&run, &format!("argv {argv:?}"));
     }
 }
