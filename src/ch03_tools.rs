@@ -238,6 +238,7 @@ fn parse<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T, String> 
     serde_json::from_str(arguments)
         .map_err(|error| format!("invalid arguments for {tool}: {error}; expected {}", expected_shape(tool)))
 }
+// ANCHOR_END: dispatch
 
 /// `{"path": string, "offset"?: integer}` — the schema of `tool`, in one line.
 fn expected_shape(tool: &str) -> String {
@@ -258,7 +259,6 @@ fn expected_shape(tool: &str) -> String {
     let fields: Vec<String> = fields.into_iter().map(|(_, field)| field).collect();
     format!("{{{}}}", fields.join(", "))
 }
-// ANCHOR_END: dispatch
 
 /// A path as the model wrote it, cut short so a 10,000-character name does not flood the answer.
 fn shown(path: &str) -> String {
@@ -452,7 +452,6 @@ fn looks_binary(bytes: &[u8]) -> bool {
 // read_file, write_file, edit_file
 
 impl Workspace {
-    // ANCHOR: read_file
     fn read_file(&self, args: ReadArgs) -> Result<String, String> {
         let real = self.resolve(&args.path)?;
         let shown_path = self.relative(&real);
@@ -519,7 +518,6 @@ impl Workspace {
         }
         Ok(out)
     }
-    // ANCHOR_END: read_file
 
     fn write_file(&self, args: WriteArgs) -> Result<String, String> {
         let real = self.resolve(&args.path)?;
@@ -536,6 +534,11 @@ impl Workspace {
     /// rather than writing through it.
     fn write_confined(&self, real: &Path, content: &[u8]) -> Result<(), String> {
         let shown_path = self.relative(real);
+        // The agent's own files (the session journal, the saved outputs) are its memory of
+        // what happened: a model that could edit them could rewrite that memory.
+        if real.starts_with(self.root.join(".mini_agent")) {
+            return Err(format!("refused: `{shown_path}` is inside .mini_agent/, the agent's own records"));
+        }
         let (Some(parent), Some(name)) = (real.parent(), real.file_name().filter(|_| real != self.root))
         else {
             return Err(format!("`{shown_path}` is a directory; give a file path"));
@@ -786,7 +789,6 @@ impl Workspace {
         Ok(lines.join("\n"))
     }
 
-    // ANCHOR: search
     fn search(&self, args: SearchArgs) -> Result<String, String> {
         if args.pattern.is_empty() {
             return Err("pattern is empty; give the text to look for".into());
@@ -845,7 +847,6 @@ impl Workspace {
         }
         Ok(out)
     }
-    // ANCHOR_END: search
 }
 
 /// A small glob matcher: `*` and `?` stay within one directory, `**` crosses directories.
@@ -1046,6 +1047,7 @@ enum Ending {
     WaitFailed(io::Error),
 }
 
+// ANCHOR: process_group
 /// Starts `bash -c command` (or `sh -c` where bash is missing) in its own session — hence its
 /// own process group, killable as one, and no controlling terminal, so a password prompt
 /// (`sudo`, `git`, `ssh`) fails at once instead of stopping the command until the timeout.
@@ -1089,7 +1091,6 @@ fn group_alive(group: i32) -> bool {
     unsafe { kill(-group, 0) == 0 }
 }
 
-// ANCHOR: terminate
 /// SIGTERM to the whole group, a short grace, then SIGKILL to whatever is left.
 fn terminate_group(group: i32, child: &mut Child) {
     signal_group(group, SIGTERM);
@@ -1100,7 +1101,7 @@ fn terminate_group(group: i32, child: &mut Child) {
     signal_group(group, SIGKILL);
     let _ = child.wait();
 }
-// ANCHOR_END: terminate
+// ANCHOR_END: process_group
 
 impl Workspace {
     // ANCHOR: bash
@@ -1549,6 +1550,24 @@ mod tests {
         assert_eq!(written.unwrap_err(), "refused: `swapped` became a symlink after it was checked");
         assert_eq!(fs::read_to_string(outside.0.join("f")).unwrap(), "outside");
         assert_eq!(fs::read_dir(&outside.0).unwrap().count(), 1, "no temporary file outside");
+    }
+
+    #[test]
+    fn the_agents_own_records_cannot_be_written() {
+        let (root, mut workspace) = setup();
+        fs::create_dir_all(root.0.join(".mini_agent/sessions")).unwrap();
+        fs::write(root.0.join(".mini_agent/sessions/s.jsonl"), "{}\n").unwrap();
+        let write =
+            run(&mut workspace, "write_file", json!({"path": ".mini_agent/sessions/s.jsonl", "content": ""}));
+        assert_eq!(write.status, ToolStatus::Error);
+        assert!(write.content.contains("inside .mini_agent/"), "{}", write.content);
+        let edit = run(
+            &mut workspace,
+            "edit_file",
+            json!({"path": "./.mini_agent/sessions/s.jsonl", "old_string": "{}", "new_string": "[]"}),
+        );
+        assert!(edit.content.contains("inside .mini_agent/"), "{}", edit.content);
+        assert_eq!(fs::read_to_string(root.0.join(".mini_agent/sessions/s.jsonl")).unwrap(), "{}\n");
     }
 
     #[test]
