@@ -21,6 +21,7 @@ mod argv;
 mod journal;
 mod replies;
 mod sse;
+mod streams;
 
 use binary_run::Run;
 
