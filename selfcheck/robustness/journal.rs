@@ -1,13 +1,18 @@
 //! The session-journal reader: a file cut at any byte, garbage in place of a line, lines
 //! nested too deep or too long. A torn last line is a warning, a bad line in the middle an
-//! error naming it — never a panic, never a silently skipped record.
+//! error naming it — never a panic, never a silently skipped record; and `--status` on a
+//! damaged real session answers or refuses.
 
-use crate::binary_run::Workspace;
-use crate::{XorShift, cases, nested_json};
+use crate::binary_run::{Workspace, args, run_binary};
+use crate::{XorShift, assert_survived, cases, nested_json};
 use mini_agent::ch01_loop::Error;
 use mini_agent::ch09_journal::{read_journal, write_synthetic_journal};
 use mini_agent::ch10_recovery::status_of;
+use mini_agent::ch13_scripted_server::{ScriptedServer, Step};
 use std::path::Path;
+use std::time::Duration;
+
+const DEADLINE: Duration = Duration::from_secs(60);
 
 fn synthetic_journal(workspace: &Workspace, records: usize) -> Vec<u8> {
     let path = workspace.path.join("synthetic.jsonl");
@@ -116,4 +121,39 @@ fn a_huge_record_is_read_whole() {
     let loaded = read_journal(&path).expect("a long line is still a line");
     assert_eq!(loaded.records.len(), 4);
     assert!(loaded.warning.is_none());
+}
+
+/// A real session made by the binary, then damaged at random: `-c --status` reads it,
+/// and must answer or refuse — a panic or a hang is a bug.
+#[test]
+fn status_survives_any_damage_to_a_real_session() {
+    let server = ScriptedServer::scripted(vec![Step::text("done")]).expect("loopback server");
+    let workspace = Workspace::new("robust-session");
+    let made = run_binary(&workspace.path, &args(&["--base-url", &server.url, "-p", "hi"]), &[], DEADLINE);
+    assert_eq!(made.code, Some(0), "{}", made.describe());
+    let sessions = workspace.path.join(".mini_agent/sessions");
+    let file = std::fs::read_dir(&sessions)
+        .expect("the run made a sessions directory")
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .expect("a session journal");
+    let original = std::fs::read(&file).expect("read the session");
+    let mut random = XorShift::seeded(0x5e55_1011);
+    for case in 0..cases(200) / 5 {
+        let mut bytes = original.clone();
+        let at = random.below(bytes.len());
+        let end = (at + 1 + random.below(40)).min(bytes.len());
+        let noise = random.bytes(end - at);
+        // Overwrite, cut out, or insert a run of noise.
+        match case % 3 {
+            0 => bytes.splice(at..end, noise).for_each(drop),
+            1 => bytes.drain(at..end).for_each(drop),
+            _ => bytes.splice(at..at, noise).for_each(drop),
+        }
+        write(&file, &bytes);
+        let run = run_binary(&workspace.path, &args(&["-c", "--status"]), &[], DEADLINE);
+        assert_survived(&run, &format!("case {case}: the session damaged at byte {at}"));
+        assert!(matches!(run.code, Some(0 | 1)), "case {case}\n{}", run.describe());
+    }
 }
