@@ -9,6 +9,7 @@
 mod harness;
 
 mod command_line;
+mod crash;
 mod events;
 mod model_replies;
 mod repl;
