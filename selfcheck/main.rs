@@ -11,6 +11,7 @@ mod harness;
 mod command_line;
 mod crash;
 mod events;
+mod interrupts;
 mod model_replies;
 mod repl;
 mod sessions;
