@@ -14,6 +14,7 @@ mod events;
 mod interrupts;
 mod model_replies;
 mod repl;
+mod robustness_journal;
 mod sessions;
 mod terminal;
 mod tools;
