@@ -15,6 +15,7 @@ mod interrupts;
 mod model_replies;
 mod repl;
 mod robustness_journal;
+mod robustness_sse;
 mod sessions;
 mod terminal;
 mod tools;
