@@ -5,9 +5,9 @@
 //! discipline to the foreground process group, exactly as in a terminal window — not a
 //! `kill` from the test. Then: Ctrl+C during a long `sleep` brings the prompt back and
 //! leaves no process of the command's group alive; Ctrl+C during a model reply that never
-//! comes brings the prompt back (the time is printed against the 0.5 s bar); a line typed
-//! while a tool runs reaches the next request; and a REPL run typed at the terminal leaves
-//! the same session file as the same lines piped in.
+//! comes, or during a slow stream, brings the prompt back (the time is printed against the
+//! 0.5 s bar); a line typed while a tool runs reaches the next request; and a REPL run
+//! typed at the terminal leaves the same session file as the same lines piped in.
 
 use crate::harness::{TempDir, Test, call, messages, records, session_files, text};
 use mini_agent::ch13_scripted_server::{ScriptedServer, Step};
@@ -273,6 +273,42 @@ fn ctrl_c_during_a_model_reply_that_never_comes_brings_the_prompt_back() {
     assert_eq!(requests.len(), 2);
     let sent: Vec<Value> = messages(&requests[1]).iter().map(|m| m["content"].clone()).collect();
     assert_eq!(sent[1..], [json!("think hard"), json!("try again")]);
+}
+
+#[test]
+fn ctrl_c_during_a_slow_stream_brings_the_prompt_back() {
+    let words = ["Once ", "upon ", "a ", "time ", "there ", "was ", "a ", "very ", "slow ", "server."];
+    let chunks = words
+        .iter()
+        .map(|word| json!({"choices": [{"index": 0, "delta": {"content": word}}]}).to_string())
+        .collect();
+    let server = ScriptedServer::scripted(vec![
+        Step::Stream { chunks, delay_ms: 700, finish: true },
+        text("short answer"),
+    ])
+    .expect("server");
+    let workspace = TempDir::new();
+    let mut terminal = Terminal::start(workspace.path(), &["--stream", "--base-url", &server.url]);
+    terminal.wait_for("> ");
+    terminal.type_keys("tell a story\r");
+    terminal.wait_for("Once ");
+
+    let pressed = Instant::now();
+    terminal.type_keys("\x03");
+    terminal.wait_for("interrupted");
+    let prompt_back = terminal.wait_for("> ");
+    let took = prompt_back.duration_since(pressed);
+    eprintln!("interrupt to prompt during a slow stream: {} ms (bar 500 ms)", took.as_millis());
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert!(!terminal.screen().contains("server."), "the stream went on after Ctrl+C");
+
+    terminal.type_keys("shorter please\r");
+    terminal.wait_for("short answer");
+    terminal.exit();
+    let types: Vec<Value> =
+        records(&session_files(workspace.path())[0]).iter().map(|r| r["type"].clone()).collect();
+    assert!(types.contains(&json!("interrupted")), "{types:?}");
+    assert_eq!(server.requests().len(), 2);
 }
 
 #[test]
