@@ -50,6 +50,12 @@ struct Terminal {
 
 impl Terminal {
     fn start(root: &Path, args: &[&str]) -> Terminal {
+        Terminal::start_with_term(root, args, "dumb")
+    }
+
+    /// `term` is `TERM`: "dumb" makes the line editor read plain lines; a real terminal
+    /// type gives its raw-mode editing.
+    fn start_with_term(root: &Path, args: &[&str], term: &str) -> Terminal {
         let (mut master, mut slave) = (-1, -1);
         // SAFETY: two valid out-pointers; null name, termios and size are allowed.
         let opened = unsafe {
@@ -68,7 +74,7 @@ impl Terminal {
             .env_remove("MODEL_ID")
             .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
             .env("NO_COLOR", "1")
-            .env("TERM", "dumb")
+            .env("TERM", term)
             .stdin(slave_io())
             .stdout(slave_io())
             .stderr(slave_io());
@@ -417,4 +423,33 @@ fn a_repl_run_typed_at_a_terminal_leaves_the_same_session_as_the_same_lines_pipe
         sent(piped.requests.clone(), piped.root()),
         "the model was sent the same requests too"
     );
+}
+
+/// After Ctrl+C, lines typed during the turn come back at the prompt for a look before
+/// they are sent. On a terminal the line editor cannot drive (TERM=dumb) it silently
+/// dropped that pre-filled text, so the lines were lost.
+#[test]
+fn lines_typed_during_an_interrupted_turn_are_not_lost_on_a_dumb_terminal() {
+    for term in ["xterm", "dumb"] {
+        let server = ScriptedServer::scripted(vec![Step::Hang, text("got it")]).expect("server");
+        let workspace = TempDir::new();
+        let mut terminal = Terminal::start_with_term(workspace.path(), &["--base-url", &server.url], term);
+        terminal.wait_for("> ");
+        terminal.type_keys("first question\r");
+        wait_until("the request", || server.requests().len() == 1);
+        terminal.type_keys("typed while waiting\r");
+        // The agent reads typed lines every 50 ms; let it have this one before Ctrl+C.
+        std::thread::sleep(Duration::from_millis(300));
+        terminal.type_keys("\x03");
+        terminal.wait_for("interrupted");
+        terminal.wait_for("> ");
+        terminal.wait_for("typed while waiting");
+        terminal.type_keys(" and more\r");
+        terminal.wait_for("got it");
+        terminal.exit();
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "TERM={term}");
+        let sent = messages(&requests[1]).last().expect("a message")["content"].clone();
+        assert_eq!(sent, "typed while waiting and more", "TERM={term}");
+    }
 }
