@@ -627,7 +627,7 @@ fn sigkill_at_every_point_leaves_a_journal_that_tells_the_truth() {
     });
     let tally = tally.into_inner().expect("tally lock");
     eprintln!(
-        "crash test: {} kill points ({} distinct states on disk, {} with unknown outcomes, {} torn tails; {} of {} line kills landed exactly on their line; {} kills caught a child between fork and exec) in {:.1} s; \
+        "crash test: {} kill points ({} distinct states on disk, {} with unknown outcomes, {} torn tails; {} of {} line kills landed exactly on their line; children caught between fork and exec at {} kills) in {:.1} s; \
          corrupted journals {}, tools run twice {}, misclassified outcomes {}",
         tally.points,
         tally.observed.len(),
