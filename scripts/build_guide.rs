@@ -1,0 +1,535 @@
+//! build-guide: turns `guide/` and `src/` into the one-file bilingual book, and checks that
+//! the book still matches the code it explains.
+//!
+//! ```sh
+//! cargo run --release --bin build-guide              # write guide/index.html (problems are warnings)
+//! cargo run --release --bin build-guide -- --check   # every check; exit 1 with file:line lines
+//! cargo run --release --bin build-guide -- --accept 03-tools.md#dispatch   # record a translation
+//! ```
+//!
+//! The build writes the page even when it finds problems (so a draft can be read) and lists
+//! them; `--check` is the gate. The library entry points are [`build`] (root → page and
+//! diagnostics, writes nothing), [`check`] and [`accept`].
+//!
+//! # Writing a chapter
+//!
+//! * Chapters are `guide/en/NN-slug.md` and `guide/zh/NN-slug.md`; the file name pairs them.
+//!   Both languages have the same files. The book is in file-name order.
+//! * Every heading carries an explicit id: `## The tool loop {#tool-loop}` and
+//!   `## 工具循环 {#tool-loop}`. Ids use `a-z 0-9 -` and are unique across the whole book
+//!   (they become the page's `#en-tool-loop` / `#zh-tool-loop`). A chapter starts with its one
+//!   `#` heading (its title). Both languages have the same sequence of heading levels and ids.
+//! * Rust code is never pasted. A fenced `rust` block holds exactly one include line, naming a
+//!   source file under `src/` and an anchor in it:
+//!
+//!   ````text
+//!   ```rust
+//!   {{#include src/ch03_tools.rs:dispatch}}
+//!   ```
+//!   ````
+//!
+//!   The region between `// ANCHOR: dispatch` and `// ANCHOR_END: dispatch` is shown (other
+//!   marker lines dropped, dedented) under a caption naming the file and anchor. Every anchor in
+//!   `src/` is included by some chapter, and both languages include the same anchors in the same
+//!   order (a top-level listing is then printed once and shared by both languages).
+//! * Other fenced blocks name their language: `toml`, `sh` (or `console`), `json` (or
+//!   `jsonl`), `text`. Indented code blocks are refused (they cannot name a language).
+//! * Links: `[text](#id)` within the chapter, `[text](03-tools.md#id)` or `[text](03-tools.md)`
+//!   to another. No external URL (`http://`, `https://`, `//host`) in prose, links or images:
+//!   the book works offline. A URL inside backticks or a code block is text, and allowed (a
+//!   `--base-url` example). No images; no raw HTML except `<kbd> <br> <sub> <sup>` and comments
+//!   (a bare `Vec<Message>` in prose would be eaten as a tag: use backticks).
+//! * Parts: `guide/<lang>/parts.txt` has one line per part, `NN Title`, naming the chapter that
+//!   opens it, e.g. `01 Part 1 · The agent` / `01 第一部分 · 智能体`.
+//!
+//! # Translations
+//!
+//! English is the source. After bringing a Chinese section in line with its English one, run
+//! `--accept 03-tools.md#dispatch` (or `--accept 03-tools.md` for a chapter, or `--accept` for
+//! everything): it stores the hash of the English section in `guide/zh/.translated.json` (see
+//! `guide/translations.rs`). When the English section changes later, `--check` names the
+//! Chinese heading that is now stale, with the English file:line to compare against.
+//!
+//! # Checks
+//!
+//! Anchors balanced, unique per file, all used; includes resolve to non-empty regions; same
+//! chapters, parts, heading skeletons and includes in both languages; ids unique; links
+//! resolve; no pasted Rust; translations current; no external reference in the output; the
+//! committed `guide/index.html` equals a fresh build.
+//!
+//! # The page
+//!
+//! A URL hash can set the view, which makes screenshots reproducible:
+//! `index.html#theme=dark&lang=zh&at=tool-loop&q=循环` (theme, language, section id, search).
+//! A plain `#zh-tool-loop` opens that heading in that language.
+
+#[path = "guide/anchors.rs"]
+mod anchors;
+#[path = "guide/chapters.rs"]
+mod chapters;
+#[path = "guide/highlight.rs"]
+mod highlight;
+#[path = "guide/listings.rs"]
+mod listings;
+#[path = "guide/page.rs"]
+mod page;
+#[cfg(test)]
+#[path = "guide/tests.rs"]
+mod tests;
+#[path = "guide/translations.rs"]
+mod translations;
+
+use chapters::{Chapter, Outline, Rendered};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The languages of the book, English (the source) first.
+const LANGUAGES: [&str; 2] = ["en", "zh"];
+const OUTPUT_PATH: &str = "guide/index.html";
+
+/// One problem, printed as `file:line: message` (line 0 when it concerns the whole file).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Diagnostic {
+    pub file: String,
+    pub line: usize,
+    pub message: String,
+}
+
+impl Diagnostic {
+    pub fn new(file: &str, line: usize, message: String) -> Diagnostic {
+        Diagnostic { file: file.to_string(), line, message }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}:{}: {}", self.file, self.line, self.message)
+        }
+    }
+}
+
+/// One language's chapters with their outlines.
+struct Language {
+    code: &'static str,
+    chapters: Vec<Chapter>,
+    outlines: Vec<Outline>,
+    parts: BTreeMap<String, String>,
+}
+
+/// Everything read from disk, before rendering.
+struct Sources {
+    anchors: anchors::AnchorMap,
+    languages: Vec<Language>,
+}
+
+fn read_sources(root: &Path, diagnostics: &mut Vec<Diagnostic>) -> Sources {
+    let anchors = anchors::scan(root, diagnostics);
+    let languages = LANGUAGES
+        .iter()
+        .map(|code| {
+            let chapters = read_chapters(root, code, diagnostics);
+            let outlines = chapters.iter().map(|chapter| chapters::outline(chapter, diagnostics)).collect();
+            let parts = read_parts(root, code, &chapters, diagnostics);
+            Language { code, chapters, outlines, parts }
+        })
+        .collect();
+    Sources { anchors, languages }
+}
+
+fn read_chapters(root: &Path, language: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<Chapter> {
+    let dir = root.join("guide").join(language);
+    let mut names: Vec<String> = match std::fs::read_dir(&dir) {
+        Ok(entries) => {
+            entries.flatten().map(|entry| entry.file_name().to_string_lossy().into_owned()).collect()
+        }
+        Err(error) => {
+            diagnostics.push(Diagnostic::new(
+                &format!("guide/{language}"),
+                0,
+                format!("cannot list chapters: {error}"),
+            ));
+            return Vec::new();
+        }
+    };
+    names.sort();
+    let mut chapters = Vec::new();
+    for name in names.into_iter().filter(|name| name.ends_with(".md")) {
+        let path = format!("guide/{language}/{name}");
+        if !is_chapter_name(&name) {
+            diagnostics.push(Diagnostic::new(
+                &path,
+                0,
+                "chapter files are named NN-slug.md (two digits, lowercase slug)".into(),
+            ));
+            continue;
+        }
+        match std::fs::read_to_string(dir.join(&name)) {
+            Ok(text) => chapters.push(Chapter { name, path, text }),
+            Err(error) => diagnostics.push(Diagnostic::new(&path, 0, format!("cannot read: {error}"))),
+        }
+    }
+    chapters
+}
+
+fn is_chapter_name(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".md") else { return false };
+    let bytes = stem.as_bytes();
+    bytes.len() > 3
+        && bytes[..2].iter().all(u8::is_ascii_digit)
+        && bytes[2] == b'-'
+        && stem[3..].chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// `guide/<lang>/parts.txt`: `NN Title` per line → chapter file name → part title.
+fn read_parts(
+    root: &Path,
+    language: &str,
+    chapters: &[Chapter],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, String> {
+    let path = format!("guide/{language}/parts.txt");
+    let Ok(text) = std::fs::read_to_string(root.join(&path)) else { return BTreeMap::new() };
+    let mut parts = BTreeMap::new();
+    for (index, line) in text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty()) {
+        let (number, title) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
+        match chapters.iter().find(|chapter| chapter.name.starts_with(&format!("{number}-"))) {
+            Some(chapter) if !title.trim().is_empty() => {
+                parts.insert(chapter.name.clone(), title.trim().to_string());
+            }
+            Some(_) => diagnostics.push(Diagnostic::new(
+                &path,
+                index + 1,
+                "a part line is `NN Title`; the title is missing".into(),
+            )),
+            None => diagnostics.push(Diagnostic::new(
+                &path,
+                index + 1,
+                format!("no chapter numbered {number} in guide/{language}"),
+            )),
+        }
+    }
+    parts
+}
+
+/// The result of a build: the page, and every problem found on the way.
+pub struct Build {
+    pub html: String,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Builds the guide of the repository at `root`. Never writes anything.
+pub fn build(root: &Path) -> Build {
+    let mut diagnostics = Vec::new();
+    let sources = read_sources(root, &mut diagnostics);
+    compare_languages(&sources.languages, &mut diagnostics);
+    let records = translations::load(root, &mut diagnostics);
+    translations::check(&records, &pairs(&sources.languages), &mut diagnostics);
+
+    let mut rendered_languages: Vec<Vec<Rendered>> = Vec::new();
+    for language in &sources.languages {
+        check_unique_ids(language, &mut diagnostics);
+        let targets: chapters::LinkTargets = language
+            .chapters
+            .iter()
+            .zip(&language.outlines)
+            .map(|(chapter, outline)| {
+                (chapter.name.clone(), outline.headings.iter().map(|heading| heading.id.clone()).collect())
+            })
+            .collect();
+        let context =
+            chapters::RenderContext { language: language.code, anchors: &sources.anchors, targets: &targets };
+        rendered_languages.push(
+            language
+                .chapters
+                .iter()
+                .map(|chapter| chapters::render(chapter, &context, &mut diagnostics))
+                .collect(),
+        );
+    }
+    check_unused_anchors(&sources.anchors, &rendered_languages, &mut diagnostics);
+
+    let books: Vec<page::Book> = sources
+        .languages
+        .iter()
+        .zip(&rendered_languages)
+        .map(|(language, rendered)| page::Book {
+            language: language.code,
+            chapters: language
+                .chapters
+                .iter()
+                .zip(&language.outlines)
+                .zip(rendered)
+                .map(|((chapter, outline), rendered)| page::ChapterPage {
+                    name: &chapter.name,
+                    part: language.parts.get(&chapter.name).map(String::as_str),
+                    headings: &outline.headings,
+                    pieces: &rendered.pieces,
+                    sections: &rendered.sections,
+                })
+                .collect(),
+        })
+        .collect();
+    let html = page::assemble(&books);
+    for (line, url) in page::external_references(&html) {
+        diagnostics.push(Diagnostic::new(
+            OUTPUT_PATH,
+            line,
+            format!("external reference `{url}` in the output; the guide must work offline"),
+        ));
+    }
+    diagnostics.sort();
+    diagnostics.dedup();
+    Build { html, diagnostics }
+}
+
+/// Everything `build` checks, plus: the committed page equals this build.
+pub fn check(root: &Path) -> Vec<Diagnostic> {
+    let Build { html, mut diagnostics } = build(root);
+    match std::fs::read(root.join(OUTPUT_PATH)) {
+        Ok(committed) if committed == html.as_bytes() => {}
+        Ok(_) => diagnostics.push(Diagnostic::new(
+            OUTPUT_PATH,
+            0,
+            "out of date; run `cargo run --release --bin build-guide` and commit it".into(),
+        )),
+        Err(error) => diagnostics.push(Diagnostic::new(
+            OUTPUT_PATH,
+            0,
+            format!("cannot read ({error}); run `cargo run --release --bin build-guide`"),
+        )),
+    }
+    diagnostics.sort();
+    diagnostics
+}
+
+/// Records reviewed translations (see the module doc). Returns how many sections were accepted.
+pub fn accept(root: &Path, selectors: &[String]) -> Result<usize, String> {
+    let mut diagnostics = Vec::new();
+    let sources = read_sources(root, &mut diagnostics);
+    let mut records = translations::load(root, &mut diagnostics);
+    if let Some(problem) = diagnostics.iter().find(|diagnostic| diagnostic.file == translations::RECORDS_PATH)
+    {
+        return Err(problem.to_string());
+    }
+    let accepted = translations::accept(&mut records, &pairs(&sources.languages), selectors)
+        .map_err(|unmatched| format!("no Chinese section matches {}", unmatched.join(", ")))?;
+    translations::save(root, &records)
+        .map_err(|error| format!("cannot write {}: {error}", translations::RECORDS_PATH))?;
+    Ok(accepted)
+}
+
+fn pairs(languages: &[Language]) -> Vec<translations::Pair<'_>> {
+    let [english, chinese] = languages else { return Vec::new() };
+    english
+        .chapters
+        .iter()
+        .zip(&english.outlines)
+        .filter_map(|(english_chapter, english_outline)| {
+            let position =
+                chinese.chapters.iter().position(|chapter| chapter.name == english_chapter.name)?;
+            Some(translations::Pair {
+                name: &english_chapter.name,
+                english_path: &english_chapter.path,
+                chinese_path: &chinese.chapters[position].path,
+                english: &english_outline.headings,
+                chinese: &chinese.outlines[position].headings,
+            })
+        })
+        .collect()
+}
+
+/// Same chapter files, same parts, same heading skeletons, same includes in both languages.
+fn compare_languages(languages: &[Language], diagnostics: &mut Vec<Diagnostic>) {
+    let [english, chinese] = languages else { return };
+    if english.parts.keys().ne(chinese.parts.keys()) {
+        let starts =
+            |language: &Language| language.parts.keys().map(|name| &name[..2]).collect::<Vec<_>>().join(" ");
+        let message = format!(
+            "parts open at chapters [{}] here but [{}] in guide/en/parts.txt",
+            starts(chinese),
+            starts(english)
+        );
+        diagnostics.push(Diagnostic::new("guide/zh/parts.txt", 0, message));
+    }
+    for (this, other) in [(english, chinese), (chinese, english)] {
+        for chapter in &this.chapters {
+            if !other.chapters.iter().any(|candidate| candidate.name == chapter.name) {
+                let message = format!(
+                    "chapter has no counterpart guide/{}/{}; every chapter exists in both languages",
+                    other.code, chapter.name
+                );
+                diagnostics.push(Diagnostic::new(&chapter.path, 1, message));
+            }
+        }
+    }
+    for (chapter, outline) in english.chapters.iter().zip(&english.outlines) {
+        let Some(position) = chinese.chapters.iter().position(|candidate| candidate.name == chapter.name)
+        else {
+            continue;
+        };
+        let (zh_chapter, zh_outline) = (&chinese.chapters[position], &chinese.outlines[position]);
+        let skeleton = |outline: &Outline| {
+            outline.headings.iter().map(|heading| (heading.level, heading.id.clone())).collect::<Vec<_>>()
+        };
+        let (en_skeleton, zh_skeleton) = (skeleton(outline), skeleton(zh_outline));
+        if let Some(at) = (0..en_skeleton.len().max(zh_skeleton.len()))
+            .find(|at| en_skeleton.get(*at) != zh_skeleton.get(*at))
+        {
+            let describe = |entry: Option<&(u8, String)>| match entry {
+                Some((level, id)) => format!("`{} {{#{id}}}`", "#".repeat((*level).into())),
+                None => "nothing".to_string(),
+            };
+            let zh_line =
+                zh_outline.headings.get(at).or(zh_outline.headings.last()).map_or(1, |heading| heading.line);
+            let en_line =
+                outline.headings.get(at).or(outline.headings.last()).map_or(1, |heading| heading.line);
+            let message = format!(
+                "heading skeleton differs from {}:{}: heading {} is {} here but {} in English",
+                chapter.path,
+                en_line,
+                at + 1,
+                describe(zh_skeleton.get(at)),
+                describe(en_skeleton.get(at))
+            );
+            diagnostics.push(Diagnostic::new(&zh_chapter.path, zh_line, message));
+        }
+        let targets = |outline: &Outline| {
+            outline.includes.iter().map(|include| include.target.clone()).collect::<Vec<_>>()
+        };
+        let (en_includes, zh_includes) = (targets(outline), targets(zh_outline));
+        if let Some(at) = (0..en_includes.len().max(zh_includes.len()))
+            .find(|at| en_includes.get(*at) != zh_includes.get(*at))
+        {
+            let zh_line = zh_outline.includes.get(at).map_or(1, |include| include.line);
+            let message = format!(
+                "include {} is {} here but {} in {}; both languages show the same code",
+                at + 1,
+                zh_includes.get(at).map_or("missing", String::as_str),
+                en_includes.get(at).map_or("missing", String::as_str),
+                chapter.path
+            );
+            diagnostics.push(Diagnostic::new(&zh_chapter.path, zh_line, message));
+        }
+    }
+}
+
+/// Heading ids become page ids (`en-tool-loop`), so they must be unique across a language.
+fn check_unique_ids(language: &Language, diagnostics: &mut Vec<Diagnostic>) {
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for (chapter, outline) in language.chapters.iter().zip(&language.outlines) {
+        for heading in &outline.headings {
+            match seen.get(heading.id.as_str()) {
+                Some(first) if *first != chapter.path => diagnostics.push(Diagnostic::new(
+                    &chapter.path,
+                    heading.line,
+                    format!(
+                        "heading id `{}` is already used in {first}; ids are unique across the book",
+                        heading.id
+                    ),
+                )),
+                Some(_) => {} // reported by the chapter's own outline
+                None => {
+                    seen.insert(&heading.id, &chapter.path);
+                }
+            }
+        }
+    }
+}
+
+fn check_unused_anchors(
+    anchors: &anchors::AnchorMap,
+    rendered: &[Vec<Rendered>],
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let included: BTreeSet<&String> =
+        rendered.iter().flatten().flat_map(|chapter| &chapter.included).collect();
+    for (file, file_anchors) in anchors {
+        for (name, anchor) in file_anchors {
+            if !included.contains(&format!("{file}:{name}")) {
+                diagnostics.push(Diagnostic::new(
+                    file,
+                    anchor.line,
+                    format!("anchor `{name}` is not included by any chapter; show it or remove the markers"),
+                ));
+            }
+        }
+    }
+}
+
+/// The current directory when it looks like the repository (so a copied binary works on any
+/// checkout), else the one this binary was built from (so it works from a subdirectory).
+fn repository_root() -> PathBuf {
+    let current = PathBuf::from(".");
+    if current.join("guide").is_dir() && current.join("src").is_dir() {
+        current
+    } else {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    }
+}
+
+const USAGE: &str = "usage: build-guide [--check | --accept [NN-slug.md[#id]]...]";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = repository_root();
+    match args.first().map(String::as_str) {
+        None => {
+            let started = std::time::Instant::now();
+            let Build { html, diagnostics } = build(&root);
+            if let Err(error) = std::fs::write(root.join(OUTPUT_PATH), &html) {
+                eprintln!("cannot write {OUTPUT_PATH}: {error}");
+                return ExitCode::FAILURE;
+            }
+            for diagnostic in &diagnostics {
+                eprintln!("warning: {diagnostic}");
+            }
+            let problems = if diagnostics.is_empty() {
+                String::new()
+            } else {
+                format!("; {} problems, see --check", diagnostics.len())
+            };
+            eprintln!(
+                "wrote {OUTPUT_PATH} ({} bytes) in {} ms{problems}",
+                html.len(),
+                started.elapsed().as_millis()
+            );
+            ExitCode::SUCCESS
+        }
+        Some("--check") if args.len() == 1 => {
+            let diagnostics = check(&root);
+            for diagnostic in &diagnostics {
+                println!("{diagnostic}");
+            }
+            if diagnostics.is_empty() {
+                eprintln!("guide: all checks pass");
+                ExitCode::SUCCESS
+            } else {
+                eprintln!("guide: {} problems", diagnostics.len());
+                ExitCode::FAILURE
+            }
+        }
+        Some("--accept") => match accept(&root, &args[1..]) {
+            Ok(count) => {
+                eprintln!("accepted {count} Chinese sections; recorded in {}", translations::RECORDS_PATH);
+                ExitCode::SUCCESS
+            }
+            Err(message) => {
+                eprintln!("build-guide: {message}");
+                ExitCode::FAILURE
+            }
+        },
+        Some("-h" | "--help") => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Some(other) => {
+            eprintln!("build-guide: unknown argument {other:?}\n{USAGE}");
+            ExitCode::FAILURE
+        }
+    }
+}

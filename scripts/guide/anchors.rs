@@ -1,0 +1,187 @@
+//! Anchors: the marked regions of the source that the book may show.
+//!
+//! A region is the lines between `// ANCHOR: name` and `// ANCHOR_END: name` in a file under
+//! `src/`. Regions may nest or overlap; marker lines inside a region are dropped when it is
+//! shown, and the region is dedented so a method reads as if it stood at the margin. The scan
+//! reports every marker problem with its file and line, and remembers where each anchor starts
+//! so an anchor no chapter includes can be named too.
+
+use crate::Diagnostic;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One anchored region of one source file.
+#[derive(Debug)]
+pub struct Anchor {
+    /// 1-based line of the `// ANCHOR:` marker.
+    pub line: usize,
+    /// The region's lines, markers removed and dedented.
+    pub code: String,
+}
+
+/// All anchors of the source tree: file path (relative, `/`-separated) → anchor name → region.
+pub type AnchorMap = BTreeMap<String, BTreeMap<String, Anchor>>;
+
+enum Marker<'a> {
+    Start(&'a str),
+    End(&'a str),
+}
+
+fn marker(line: &str) -> Option<Marker<'_>> {
+    let trimmed = line.trim();
+    if let Some(name) = trimmed.strip_prefix("// ANCHOR_END:") {
+        Some(Marker::End(name.trim()))
+    } else {
+        trimmed.strip_prefix("// ANCHOR:").map(|name| Marker::Start(name.trim()))
+    }
+}
+
+/// Scans every `.rs` file under `root/src` (sorted, so reports are stable).
+pub fn scan(root: &Path, diagnostics: &mut Vec<Diagnostic>) -> AnchorMap {
+    let mut files = Vec::new();
+    collect_rust_files(&root.join("src"), &mut files, diagnostics);
+    files.sort();
+    let mut anchors = AnchorMap::new();
+    for path in files {
+        let relative = relative_name(root, &path);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                anchors.insert(relative.clone(), scan_file(&relative, &text, diagnostics));
+            }
+            Err(error) => diagnostics.push(Diagnostic::new(&relative, 0, format!("cannot read: {error}"))),
+        }
+    }
+    anchors
+}
+
+pub fn relative_name(root: &Path, path: &Path) -> String {
+    let relative = path.strip_prefix(root).unwrap_or(path);
+    relative.components().map(|part| part.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
+}
+
+fn collect_rust_files(dir: &Path, files: &mut Vec<std::path::PathBuf>, diagnostics: &mut Vec<Diagnostic>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(error) => {
+            diagnostics.push(Diagnostic::new(&dir.to_string_lossy(), 0, format!("cannot list: {error}")));
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_rust_files(&path, files, diagnostics);
+        } else if path.extension().is_some_and(|extension| extension == "rs") {
+            files.push(path);
+        }
+    }
+}
+
+/// Finds the regions of one file and reports unbalanced, unnamed and duplicate markers.
+pub fn scan_file(file: &str, text: &str, diagnostics: &mut Vec<Diagnostic>) -> BTreeMap<String, Anchor> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut open: Vec<(&str, usize)> = Vec::new();
+    let mut anchors = BTreeMap::new();
+    for (index, line) in lines.iter().enumerate() {
+        let line_number = index + 1;
+        match marker(line) {
+            None => {}
+            Some(Marker::Start(name)) => {
+                if !is_valid_name(name) {
+                    diagnostics.push(Diagnostic::new(
+                        file,
+                        line_number,
+                        format!("anchor name {name:?} must be letters, digits, `_` or `-`"),
+                    ));
+                } else if anchors.contains_key(name) || open.iter().any(|(open_name, _)| *open_name == name) {
+                    diagnostics.push(Diagnostic::new(
+                        file,
+                        line_number,
+                        format!("anchor `{name}` is defined twice in this file"),
+                    ));
+                } else {
+                    open.push((name, index));
+                }
+            }
+            Some(Marker::End(name)) => match open.iter().position(|(open_name, _)| *open_name == name) {
+                Some(position) => {
+                    let (_, start) = open.remove(position);
+                    let code = region(&lines[start + 1..index]);
+                    anchors.insert(name.to_string(), Anchor { line: start + 1, code });
+                }
+                None => diagnostics.push(Diagnostic::new(
+                    file,
+                    line_number,
+                    format!("ANCHOR_END: {name} has no matching `// ANCHOR: {name}` above it"),
+                )),
+            },
+        }
+    }
+    for (name, start) in open {
+        diagnostics.push(Diagnostic::new(
+            file,
+            start + 1,
+            format!("anchor `{name}` is never closed; add `// ANCHOR_END: {name}`"),
+        ));
+    }
+    anchors
+}
+
+fn is_valid_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The shown text of a region: marker lines dropped, blank edges trimmed, common indent removed.
+fn region(lines: &[&str]) -> String {
+    let kept: Vec<&str> = lines.iter().copied().filter(|line| marker(line).is_none()).collect();
+    let first = kept.iter().position(|line| !line.trim().is_empty());
+    let last = kept.iter().rposition(|line| !line.trim().is_empty());
+    let (Some(first), Some(last)) = (first, last) else {
+        return String::new();
+    };
+    let body = &kept[first..=last];
+    let indent = body
+        .iter()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| line.len() - line.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    let mut code = String::new();
+    for line in body {
+        code.push_str(line.get(indent..).unwrap_or("").trim_end());
+        code.push('\n');
+    }
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_region_drops_inner_markers_and_dedents() {
+        let text = "fn a() {}\n    // ANCHOR: outer\n    fn b() {\n    // ANCHOR: inner\n        c();\n    // ANCHOR_END: inner\n    }\n    // ANCHOR_END: outer\n";
+        let mut diagnostics = Vec::new();
+        let anchors = scan_file("src/x.rs", text, &mut diagnostics);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        assert_eq!(anchors["outer"].code, "fn b() {\n    c();\n}\n");
+        assert_eq!(anchors["outer"].line, 2);
+        assert_eq!(anchors["inner"].code, "c();\n");
+    }
+
+    #[test]
+    fn unbalanced_and_duplicate_markers_are_reported_with_lines() {
+        let text = "// ANCHOR: a\n// ANCHOR_END: a\n// ANCHOR: a\n// ANCHOR_END: b\n// ANCHOR: c\n";
+        let mut diagnostics = Vec::new();
+        scan_file("src/x.rs", text, &mut diagnostics);
+        let lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "src/x.rs:3: anchor `a` is defined twice in this file",
+                "src/x.rs:4: ANCHOR_END: b has no matching `// ANCHOR: b` above it",
+                "src/x.rs:5: anchor `c` is never closed; add `// ANCHOR_END: c`",
+            ]
+        );
+    }
+}

@@ -1,0 +1,99 @@
+//! Listings: what a fenced block in a chapter becomes.
+//!
+//! A `rust` block is not code but a reference: its one line `{{#include src/FILE.rs:ANCHOR}}`
+//! names an anchored region of the real source, which is shown under a caption naming the file
+//! and anchor. Anything else in a `rust` block is pasted code and refused, because pasted code
+//! drifts from the source the book explains. Blocks in other languages are shown as written,
+//! highlighted at build time.
+
+use crate::anchors::AnchorMap;
+use crate::chapters::RenderContext;
+use crate::highlight::{Language, escape_html, highlight};
+use std::collections::BTreeSet;
+
+/// The language word of a fence info string: "rust,ignore" → "rust".
+pub fn fence_language(info: &str) -> &str {
+    info.split([',', ' ']).next().unwrap_or("").trim()
+}
+
+/// `{{#include src/x.rs:name}}` (the block's whole content) → `src/x.rs:name`.
+pub fn include_target(block: &str) -> Option<&str> {
+    block.trim().strip_prefix("{{#include ")?.strip_suffix("}}").map(str::trim)
+}
+
+/// Where a fenced block starts, and where its first content line starts.
+pub struct Offsets {
+    pub fence: usize,
+    pub body: usize,
+}
+
+/// A fenced block as HTML: a `rust` block is an include and gets a caption; others are
+/// highlighted as written.
+pub fn code_block_html(
+    info: &str,
+    body: &str,
+    at: Offsets,
+    context: &RenderContext,
+    included: &mut BTreeSet<String>,
+    report: &mut impl FnMut(usize, String),
+) -> String {
+    let language_word = fence_language(info);
+    let Some(language) = Language::from_fence(language_word) else {
+        report(
+            at.fence,
+            format!(
+                "unknown code block language `{language_word}`; use rust (includes only), toml, sh, json or text"
+            ),
+        );
+        return format!("<pre><code>{}</code></pre>\n", escape_html(body));
+    };
+    if language_word.is_empty() {
+        report(at.fence, "code block without a language; name it (```sh, ```toml, ```json, ```text)".into());
+    }
+    if body.contains("{{#include") && language != Language::Rust {
+        report(at.body, "includes show Rust source: put the include in a ```rust block".into());
+    }
+    if language != Language::Rust {
+        let class = language_word.to_ascii_lowercase();
+        return format!("<pre><code class=\"lang-{class}\">{}</code></pre>\n", highlight(body, language));
+    }
+    let Some(target) = include_target(body) else {
+        report(at.body, "pasted Rust code: a ```rust block must hold only `{{#include src/FILE.rs:ANCHOR}}` so the book shows the real source".into());
+        return format!("<pre><code class=\"lang-rust\">{}</code></pre>\n", highlight(body, Language::Rust));
+    };
+    included.insert(target.to_string());
+    let code = match resolve_include(target, context.anchors) {
+        Ok(code) => code,
+        Err(message) => {
+            report(at.body, message);
+            String::new()
+        }
+    };
+    let (file, anchor) = target.rsplit_once(':').unwrap_or((target, ""));
+    format!(
+        "<figure class=\"code\"><figcaption><span class=\"file\">{}</span> <span class=\"anchor\">{}</span></figcaption><pre><code class=\"lang-rust\">{}</code></pre></figure>\n",
+        escape_html(file),
+        escape_html(anchor),
+        highlight(&code, Language::Rust)
+    )
+}
+
+fn resolve_include(target: &str, anchors: &AnchorMap) -> Result<String, String> {
+    let Some((file, anchor)) = target.rsplit_once(':') else {
+        return Err(format!("include `{target}` names no anchor; write `{{{{#include {target}:ANCHOR}}}}`"));
+    };
+    let Some(file_anchors) = anchors.get(file) else {
+        return Err(format!("include `{target}`: no source file `{file}` under src/"));
+    };
+    let Some(region) = file_anchors.get(anchor) else {
+        let known: Vec<&str> = file_anchors.keys().map(String::as_str).collect();
+        return Err(format!(
+            "include `{target}`: no anchor `{anchor}` in {file} (anchors there: {})",
+            known.join(", ")
+        ));
+    };
+    if region.code.trim().is_empty() {
+        return Err(format!("include `{target}` resolves to an empty region ({file}:{})", region.line));
+    }
+    Ok(region.code.clone())
+}

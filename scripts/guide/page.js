@@ -1,0 +1,153 @@
+// The page's behaviour: language toggle that keeps the place, theme toggle, search, contents.
+(function () {
+  'use strict';
+  var root = document.documentElement;
+  var index = JSON.parse(document.getElementById('search-index').textContent);
+  var search = document.getElementById('search');
+  var results = document.getElementById('results');
+  var labels = {
+    en: { other: '中文', search: 'Search (press /)', none: 'No matches.' },
+    zh: { other: 'English', search: '搜索（按 /）', none: '没有找到。' }
+  };
+
+  function remember(key, value) { try { localStorage.setItem(key, value); } catch (e) { /* private mode */ } }
+  function language() { return root.dataset.lang; }
+
+  var HEADER = 56; // px hidden under the fixed header
+
+  function headingsOf(lang) { return document.querySelectorAll('main [id^="' + lang + '-"]'); }
+  function pageTop(element) { return element.getBoundingClientRect().top + window.scrollY; }
+
+  // Where the reader is: the last heading above the top of the window (its id without the
+  // language prefix), and how far through its section the window has scrolled (0 to 1).
+  function currentPlace() {
+    var headings = headingsOf(language());
+    var index = -1;
+    while (index + 1 < headings.length && headings[index + 1].getBoundingClientRect().top <= HEADER + 24) index++;
+    if (index < 0) return null;
+    var start = pageTop(headings[index]);
+    var end = index + 1 < headings.length ? pageTop(headings[index + 1]) : document.body.scrollHeight;
+    var fraction = Math.min(1, Math.max(0, (window.scrollY + HEADER - start) / Math.max(1, end - start)));
+    return { id: headings[index].id.slice(3), fraction: fraction };
+  }
+
+  function currentSection() {
+    var place = currentPlace();
+    return place && place.id;
+  }
+
+  // Scrolls to the same point of the same section in the current language.
+  function show(id, fraction) {
+    var headings = Array.prototype.slice.call(headingsOf(language()));
+    var target = document.getElementById(language() + '-' + id);
+    if (!target) return;
+    var next = headings[headings.indexOf(target) + 1];
+    var start = pageTop(target);
+    var end = next ? pageTop(next) : document.body.scrollHeight;
+    window.scrollTo(0, start + (fraction || 0) * (end - start) - HEADER);
+    history.replaceState(null, '', '#' + target.id);
+    markCurrent();
+  }
+
+  function setLanguage(lang, keepPlace) {
+    var place = keepPlace ? currentPlace() : null;
+    root.dataset.lang = lang;
+    root.lang = lang === 'zh' ? 'zh-CN' : 'en';
+    remember('guide-lang', lang);
+    document.getElementById('lang-toggle').textContent = labels[lang].other;
+    search.placeholder = labels[lang].search;
+    if (place) show(place.id, place.fraction);
+    runSearch();
+  }
+
+  function toggleTheme() {
+    var dark = root.dataset.theme ? root.dataset.theme === 'dark' : matchMedia('(prefers-color-scheme: dark)').matches;
+    root.dataset.theme = dark ? 'light' : 'dark';
+    remember('guide-theme', root.dataset.theme);
+  }
+
+  // Search: a case-insensitive substring over each section of the current language, which
+  // works for Chinese as well as English because it needs no word splitting.
+  function runSearch() {
+    var query = search.value.trim().toLowerCase();
+    results.textContent = '';
+    results.hidden = !query;
+    if (!query) return;
+    var shown = 0;
+    index[language()].forEach(function (section) {
+      var text = section.t + ' — ' + section.x;
+      var at = text.toLowerCase().indexOf(query);
+      if (at < 0 || shown >= 40) return;
+      shown++;
+      var link = document.createElement('a');
+      link.href = '#' + language() + '-' + section.id;
+      var title = document.createElement('b');
+      title.textContent = section.t;
+      var where = document.createElement('small');
+      where.textContent = section.c;
+      var snippet = document.createElement('small');
+      var from = Math.max(0, at - 40);
+      snippet.append((from > 0 ? '…' : '') + text.slice(from, at));
+      var mark = document.createElement('mark');
+      mark.textContent = text.slice(at, at + query.length);
+      snippet.append(mark, text.slice(at + query.length, at + query.length + 80) + '…');
+      link.append(title, where, snippet);
+      results.append(link);
+    });
+    if (!shown) {
+      var none = document.createElement('p');
+      none.textContent = labels[language()].none;
+      results.append(none);
+    }
+  }
+
+  // Highlights the contents entry of the section being read and opens its chapter.
+  function markCurrent() {
+    var id = currentSection();
+    var marked = document.querySelectorAll('nav a.current, nav li.open');
+    for (var i = 0; i < marked.length; i++) marked[i].classList.remove('current', 'open');
+    var link = id && document.querySelector('nav a[href="#' + language() + '-' + id + '"]');
+    if (!link) link = document.querySelector('nav .toc[data-lang="' + language() + '"] a');
+    if (!link) return;
+    if (id) link.classList.add('current');
+    var chapter = link.closest('.toc > ol > li');
+    if (chapter) chapter.classList.add('open');
+  }
+
+  document.getElementById('lang-toggle').addEventListener('click', function () {
+    setLanguage(language() === 'en' ? 'zh' : 'en', true);
+  });
+  document.getElementById('theme-toggle').addEventListener('click', toggleTheme);
+  document.getElementById('toc-toggle').addEventListener('click', function () {
+    document.body.classList.toggle('toc-open');
+  });
+  document.getElementById('toc').addEventListener('click', function (event) {
+    if (event.target.tagName === 'A') document.body.classList.remove('toc-open');
+  });
+  search.addEventListener('input', runSearch);
+  results.addEventListener('click', function (event) {
+    if (event.target.closest('a')) { search.value = ''; runSearch(); }
+  });
+  document.addEventListener('keydown', function (event) {
+    if (event.key === '/' && document.activeElement !== search) { event.preventDefault(); search.focus(); }
+    if (event.key === 'Escape') { search.value = ''; runSearch(); search.blur(); }
+  });
+  window.addEventListener('hashchange', function () {
+    var match = /^#(en|zh)-(.+)$/.exec(location.hash);
+    if (match && match[1] !== language()) { setLanguage(match[1], false); show(match[2]); }
+  });
+  var scheduled = false;
+  window.addEventListener('scroll', function () {
+    if (scheduled) return;
+    scheduled = true;
+    requestAnimationFrame(function () { scheduled = false; markCurrent(); });
+  });
+
+  setLanguage(language(), false);
+  var params = new URLSearchParams(location.hash.indexOf('=') > 0 ? location.hash.slice(1) : '');
+  var fragment = /^#(en|zh)-(.+)$/.exec(location.hash);
+  if (params.get('q')) { search.value = params.get('q'); runSearch(); }
+  if (params.get('at')) show(params.get('at'));
+  else if (fragment) show(fragment[2]);
+  markCurrent();
+})();

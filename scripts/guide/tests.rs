@@ -1,0 +1,325 @@
+//! The checker's own tests: a tiny guide and source tree in a temp dir, broken on purpose in
+//! the ways a chapter writer or a refactoring really breaks it, each failure asserted to name
+//! the file and line a writer must go to.
+
+use crate::{Diagnostic, accept, build, check};
+use std::path::{Path, PathBuf};
+
+const SOURCE: &str = "\
+//! A fixture module.
+// ANCHOR: greet
+pub fn greet() -> &'static str {
+    \"hello\"
+}
+// ANCHOR_END: greet
+";
+
+const ENGLISH: &str = "\
+# Intro {#intro}
+
+Hello paragraph.
+
+## Greeting {#greeting}
+
+Some text.
+
+```rust
+{{#include src/a.rs:greet}}
+```
+
+See [the intro](#intro) and [the greeting](01-intro.md#greeting).
+";
+
+const CHINESE: &str = "\
+# 简介 {#intro}
+
+你好段落。
+
+## 问候 {#greeting}
+
+一些文字。
+
+```rust
+{{#include src/a.rs:greet}}
+```
+
+参见[简介](#intro)和[问候](01-intro.md#greeting)。
+";
+
+/// A throwaway repository: `src/a.rs`, one chapter in each language, translations accepted
+/// and the page built, so it starts clean. Removed on drop.
+struct Fixture {
+    root: PathBuf,
+}
+
+impl Fixture {
+    fn new(name: &str) -> Fixture {
+        let root = std::env::temp_dir().join(format!("build-guide-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let fixture = Fixture { root };
+        fixture.write("src/a.rs", SOURCE);
+        fixture.write("guide/en/01-intro.md", ENGLISH);
+        fixture.write("guide/zh/01-intro.md", CHINESE);
+        accept(&fixture.root, &[]).expect("the clean fixture accepts");
+        fixture.write("guide/index.html", &build(&fixture.root).html);
+        fixture
+    }
+
+    fn write(&self, path: &str, text: &str) {
+        let path = self.root.join(path);
+        std::fs::create_dir_all(path.parent().expect("fixture paths have a parent"))
+            .expect("create fixture dir");
+        std::fs::write(path, text).expect("write fixture file");
+    }
+
+    fn edit(&self, path: &str, from: &str, to: &str) {
+        let text = std::fs::read_to_string(self.root.join(path)).expect("read fixture file");
+        assert!(text.contains(from), "{path} does not contain {from:?}");
+        self.write(path, &text.replacen(from, to, 1));
+    }
+
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn diagnostics(&self) -> Vec<String> {
+        build(&self.root).diagnostics.iter().map(Diagnostic::to_string).collect()
+    }
+
+    /// Asserts that some diagnostic starts with `place` (`file:line`) and contains `words`.
+    fn assert_reports(&self, place: &str, words: &str) {
+        let diagnostics = self.diagnostics();
+        assert!(
+            diagnostics.iter().any(|line| line.starts_with(&format!("{place}: ")) && line.contains(words)),
+            "expected `{place}: …{words}…` among:\n{}",
+            diagnostics.join("\n")
+        );
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+#[test]
+fn the_clean_fixture_passes_every_check() {
+    let fixture = Fixture::new("clean");
+    assert_eq!(check(fixture.root()), Vec::<Diagnostic>::new());
+}
+
+#[test]
+fn the_page_holds_both_languages_with_prefixed_ids_captions_and_highlighting() {
+    let fixture = Fixture::new("page");
+    let html = build(fixture.root()).html;
+    assert!(html.contains("<h2 id=\"en-greeting\">Greeting</h2>"));
+    assert!(html.contains("<h2 id=\"zh-greeting\">问候</h2>"));
+    assert!(html.contains("<a href=\"#zh-greeting\">问候</a>"));
+    assert!(html.contains(
+        "<figcaption><span class=\"file\">src/a.rs</span> <span class=\"anchor\">greet</span></figcaption>"
+    ));
+    assert!(html.contains("<span class=\"kw\">pub</span> <span class=\"kw\">fn</span> greet()"));
+    assert!(!html.contains("ANCHOR"), "marker lines are never shown");
+    assert_eq!(html.matches("<figcaption>").count(), 1, "both languages share one copy of the listing");
+    let (english_intro, chinese_intro, listing) = (
+        html.find("Hello paragraph.").unwrap(),
+        html.find("你好段落。").unwrap(),
+        html.find("<figcaption>").unwrap(),
+    );
+    assert!(
+        english_intro < chinese_intro && chinese_intro < listing,
+        "each language's prose comes before the listing"
+    );
+    assert!(
+        html.contains(
+            "{\"c\":\"简介\",\"id\":\"greeting\",\"t\":\"问候\",\"x\":\"一些文字。 参见简介和问候。\"}"
+        ),
+        "search index holds Chinese text"
+    );
+}
+
+#[test]
+fn an_include_inside_a_list_stays_with_its_language() {
+    let fixture = Fixture::new("nested-include");
+    for path in ["guide/en/01-intro.md", "guide/zh/01-intro.md"] {
+        fixture.edit(
+            path,
+            "```rust\n{{#include src/a.rs:greet}}\n```",
+            "- item\n\n  ```rust\n  {{#include src/a.rs:greet}}\n  ```",
+        );
+    }
+    let html = build(fixture.root()).html;
+    assert_eq!(html.matches("<figcaption>").count(), 2);
+    assert!(html.contains("<li>\n<p>item</p>\n<figure class=\"code\">"));
+}
+
+#[test]
+fn two_builds_give_identical_bytes() {
+    let fixture = Fixture::new("deterministic");
+    assert_eq!(build(fixture.root()).html, build(fixture.root()).html);
+}
+
+#[test]
+fn a_renamed_anchor_breaks_the_includes_that_used_it() {
+    let fixture = Fixture::new("renamed-anchor");
+    fixture.edit("src/a.rs", "ANCHOR: greet", "ANCHOR: salute");
+    fixture.edit("src/a.rs", "ANCHOR_END: greet", "ANCHOR_END: salute");
+    fixture
+        .assert_reports("guide/en/01-intro.md:10", "no anchor `greet` in src/a.rs (anchors there: salute)");
+    fixture.assert_reports("guide/zh/01-intro.md:10", "no anchor `greet`");
+    fixture.assert_reports("src/a.rs:2", "anchor `salute` is not included by any chapter");
+}
+
+#[test]
+fn an_edited_english_paragraph_makes_the_chinese_section_stale() {
+    let fixture = Fixture::new("stale");
+    fixture.edit("guide/en/01-intro.md", "Some text.", "Some better text.");
+    fixture.assert_reports(
+        "guide/zh/01-intro.md:5",
+        "stale translation of section `greeting`: the English (guide/en/01-intro.md:5) changed",
+    );
+    assert_eq!(fixture.diagnostics().len(), 1, "only the edited section is stale");
+    accept(fixture.root(), &["01-intro.md#greeting".to_string()]).expect("accepting one section");
+    assert_eq!(fixture.diagnostics(), Vec::<String>::new());
+}
+
+#[test]
+fn accepting_an_unknown_section_changes_nothing() {
+    let fixture = Fixture::new("accept-unknown");
+    let before =
+        std::fs::read_to_string(fixture.root().join("guide/zh/.translated.json")).expect("records exist");
+    assert_eq!(
+        accept(fixture.root(), &["01-intro.md#nope".to_string()]),
+        Err("no Chinese section matches 01-intro.md#nope".to_string())
+    );
+    let after =
+        std::fs::read_to_string(fixture.root().join("guide/zh/.translated.json")).expect("records exist");
+    assert_eq!(before, after);
+}
+
+#[test]
+fn a_missing_chinese_chapter_is_reported_on_the_english_one() {
+    let fixture = Fixture::new("missing-chinese");
+    std::fs::remove_file(fixture.root().join("guide/zh/01-intro.md")).expect("remove chapter");
+    fixture.assert_reports("guide/en/01-intro.md:1", "no counterpart guide/zh/01-intro.md");
+}
+
+#[test]
+fn an_external_image_url_is_reported_where_it_is_written() {
+    let fixture = Fixture::new("external-image");
+    fixture.edit(
+        "guide/en/01-intro.md",
+        "Hello paragraph.",
+        "Hello paragraph.\n![logo](https://example.com/logo.png)",
+    );
+    fixture.assert_reports("guide/en/01-intro.md:4", "external image URL https://example.com/logo.png");
+}
+
+#[test]
+fn external_links_and_urls_in_prose_are_reported_but_urls_in_code_are_text() {
+    let fixture = Fixture::new("external-link");
+    fixture.edit(
+        "guide/en/01-intro.md",
+        "Hello paragraph.",
+        "Hello [site](https://example.com).\nOr //cdn.example/x.\nUse `--base-url https://api.example/v1`.",
+    );
+    fixture.assert_reports("guide/en/01-intro.md:3", "external link https://example.com");
+    fixture.assert_reports("guide/en/01-intro.md:4", "external URL //cdn.example/x.");
+    assert!(!fixture.diagnostics().iter().any(|line| line.contains("api.example")));
+}
+
+#[test]
+fn a_pasted_rust_block_is_reported() {
+    let fixture = Fixture::new("pasted-rust");
+    fixture.edit("guide/en/01-intro.md", "Some text.\n", "Some text.\n\n```rust\nfn main() {}\n```\n");
+    fixture.assert_reports("guide/en/01-intro.md:10", "pasted Rust code");
+}
+
+#[test]
+fn an_unbalanced_anchor_is_reported_in_the_source() {
+    let fixture = Fixture::new("unbalanced");
+    fixture.edit("src/a.rs", "// ANCHOR_END: greet\n", "");
+    fixture.assert_reports("src/a.rs:2", "anchor `greet` is never closed");
+}
+
+#[test]
+fn an_include_of_a_missing_anchor_is_reported_at_the_include() {
+    let fixture = Fixture::new("missing-anchor");
+    fixture.edit("guide/en/01-intro.md", "src/a.rs:greet", "src/a.rs:farewell");
+    fixture.assert_reports("guide/en/01-intro.md:10", "include `src/a.rs:farewell`: no anchor `farewell`");
+    fixture
+        .assert_reports("guide/zh/01-intro.md:10", "include 1 is src/a.rs:greet here but src/a.rs:farewell");
+}
+
+#[test]
+fn an_empty_region_is_reported_at_the_include() {
+    let fixture = Fixture::new("empty-region");
+    fixture.write("src/a.rs", "// ANCHOR: greet\n\n// ANCHOR_END: greet\n");
+    fixture.assert_reports("guide/en/01-intro.md:10", "resolves to an empty region (src/a.rs:1)");
+}
+
+#[test]
+fn different_heading_skeletons_are_reported_on_the_chinese_side() {
+    let fixture = Fixture::new("skeleton");
+    fixture.edit("guide/zh/01-intro.md", "## 问候 {#greeting}", "### 问候 {#greeting}");
+    fixture.assert_reports(
+        "guide/zh/01-intro.md:5",
+        "heading 2 is `### {#greeting}` here but `## {#greeting}` in English",
+    );
+}
+
+#[test]
+fn a_heading_without_id_and_a_broken_link_are_reported() {
+    let fixture = Fixture::new("heading-link");
+    fixture.edit("guide/en/01-intro.md", "## Greeting {#greeting}", "## Greeting");
+    fixture.assert_reports("guide/en/01-intro.md:5", "heading \"Greeting\" has no id");
+    fixture.assert_reports(
+        "guide/en/01-intro.md:13",
+        "link `01-intro.md#greeting`: no heading `{#greeting}` in 01-intro.md",
+    );
+}
+
+#[test]
+fn a_stale_committed_page_fails_the_check() {
+    let fixture = Fixture::new("stale-page");
+    fixture.edit("src/a.rs", "\"hello\"", "\"hello, world\"");
+    let diagnostics: Vec<String> = check(fixture.root()).iter().map(Diagnostic::to_string).collect();
+    assert_eq!(
+        diagnostics,
+        ["guide/index.html: out of date; run `cargo run --release --bin build-guide` and commit it"]
+    );
+}
+
+#[test]
+fn parts_appear_in_both_contents_and_must_open_at_the_same_chapters() {
+    let fixture = Fixture::new("parts");
+    fixture.write("guide/en/parts.txt", "01 Part 1 · Basics\n");
+    fixture.write("guide/zh/parts.txt", "01 第一部分 · 基础\n");
+    assert_eq!(fixture.diagnostics(), Vec::<String>::new());
+    let html = build(fixture.root()).html;
+    assert!(html.contains("<li class=\"part\">Part 1 · Basics</li>"));
+    assert!(html.contains("<li class=\"part\">第一部分 · 基础</li>"));
+    fixture.write("guide/zh/parts.txt", "02 第二部分\n");
+    fixture.assert_reports("guide/zh/parts.txt:1", "no chapter numbered 02 in guide/zh");
+    fixture.assert_reports(
+        "guide/zh/parts.txt",
+        "parts open at chapters [] here but [01] in guide/en/parts.txt",
+    );
+}
+
+#[test]
+fn a_link_to_a_heading_of_another_chapter_names_the_link_to_write() {
+    let fixture = Fixture::new("cross-link");
+    for (language, title) in [
+        ("en", "# Two {#two}\n\nSee [greeting](#greeting).\n"),
+        ("zh", "# 二 {#two}\n\n见[问候](01-intro.md#greeting)。\n"),
+    ] {
+        fixture.write(&format!("guide/{language}/02-two.md"), title);
+    }
+    fixture.assert_reports(
+        "guide/en/02-two.md:3",
+        "no heading `{#greeting}` in 02-two.md; it is in 01-intro.md: write `01-intro.md#greeting`",
+    );
+    assert!(!fixture.diagnostics().iter().any(|line| line.starts_with("guide/zh/02-two.md:3")));
+}
