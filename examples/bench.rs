@@ -15,6 +15,7 @@
 
 use mini_agent::ch05_sessions::{SessionStore, new_session_id};
 use mini_agent::ch09_journal::{measure_appends, write_synthetic_journal};
+use mini_agent::ch10_recovery::{resume, status_of};
 use mini_agent::ch13_scripted_server::{ScriptedServer, Step};
 use serde_json::Value;
 use std::fs::File;
@@ -62,11 +63,16 @@ fn parse_options() -> Options {
         }
     }
     // Absolute, because every run starts in its own temporary directory.
-    options.binary = options.binary.canonicalize().unwrap_or_else(|_| {
-        eprintln!("bench: {} not found — build it with cargo build --release", options.binary.display());
-        std::process::exit(1);
-    });
+    options.binary = absolute(&options.binary);
+    options.guide_builder = options.guide_builder.as_deref().map(absolute);
     options
+}
+
+fn absolute(binary: &Path) -> PathBuf {
+    binary.canonicalize().unwrap_or_else(|_| {
+        eprintln!("bench: {} not found — build it with cargo build --release", binary.display());
+        std::process::exit(1);
+    })
 }
 
 /// Start-up, per-turn overhead, shutdown, memory and request sizes of one-shot runs.
@@ -244,13 +250,25 @@ fn session_rows(table: &mut Table, binary: &Path) {
             Err(reason) => table.missing(&format!("--status, {records} records"), &reason),
         }
         let target = (records == 10_000).then_some(100.0);
-        match repeat(|| resume_time(binary, records)) {
-            Ok(times) => table.millis(
-                &format!("resume, {records} records, to first request"),
-                times.into_iter(),
-                target,
-            ),
+        match repeat(|| resume_run(binary, records)) {
+            Ok(runs) => {
+                let name = format!("resume, {records} records, to first request");
+                table.millis(&name, runs.iter().map(|r| r.startup), target);
+                let first = runs[0].requests.first().map_or(0, |r| r.to_string().len());
+                let name = format!("  its first request, bytes ({} requests in all)", runs[0].requests.len());
+                table.bytes(&name, first, None);
+            }
             Err(reason) => table.missing(&format!("resume, {records} records"), &reason),
+        }
+        match repeat(|| library_times(records)) {
+            Ok(times) => {
+                let (status, resume): (Vec<Duration>, Vec<Duration>) = times.into_iter().unzip();
+                let name = format!("  in-process: ch10 status_of, {records} records");
+                table.millis(&name, status.into_iter(), None);
+                let name = format!("  in-process: ch10 resume (lock, read, replay), {records} records");
+                table.millis(&name, resume.into_iter(), None);
+            }
+            Err(reason) => table.missing(&format!("in-process status/resume, {records}"), &reason),
         }
     }
     let rates = repeat(|| {
@@ -274,6 +292,21 @@ fn workspace_with_session(records: usize) -> Result<(TempDir, String), String> {
     Ok((workspace, id))
 }
 
+/// The library's share of `--status` and resume, without a process or a request: reading
+/// and checking the journal (`status_of`), and locking, reading and replaying it (`resume`).
+fn library_times(records: usize) -> Result<(Duration, Duration), String> {
+    let (workspace, id) = workspace_with_session(records)?;
+    let path = SessionStore::new(workspace.root()).path_of(&id);
+    let started = Instant::now();
+    status_of(&path).map_err(|e| e.to_string())?;
+    let status = started.elapsed();
+    let started = Instant::now();
+    let resumed = resume(&path, false).map_err(|e| e.to_string())?;
+    let resume = started.elapsed();
+    drop(resumed);
+    Ok((status, resume))
+}
+
 /// Spawn → exit of `mini-agent --root DIR --status -r ID`.
 fn status_time(binary: &Path, records: usize) -> Result<Duration, String> {
     let (workspace, id) = workspace_with_session(records)?;
@@ -288,13 +321,14 @@ fn status_time(binary: &Path, records: usize) -> Result<Duration, String> {
     }
 }
 
-/// Spawn → first request of `mini-agent --root DIR -r ID -p …` (the journal is fresh each time,
-/// since resuming appends to it).
-fn resume_time(binary: &Path, records: usize) -> Result<Duration, String> {
+/// `mini-agent --root DIR -r ID -p …` (the journal is fresh each time, since resuming
+/// appends to it); its start-up is spawn → first request.
+fn resume_run(binary: &Path, records: usize) -> Result<Run, String> {
     let (workspace, id) = workspace_with_session(records)?;
     let root = workspace.root().display().to_string();
     let words = ["--root", &root, "-r", &id, "-p", "one more thing: say done"];
-    run_agent(binary, &workspace, &words, vec![Step::text("done")], None).map(|run| run.startup)
+    // A long history may be compacted first (chapter 7), which is one more request.
+    run_agent(binary, &workspace, &words, vec![Step::text("done"); 4], None)
 }
 
 /// Guide build time, release binary size, and the clean build time measured by the script.
