@@ -204,6 +204,7 @@ pub struct Recorder<A: Append> {
     finished: HashSet<String>,
 }
 
+// ANCHOR_END: recorder
 impl<A: Append> Recorder<A> {
     pub fn new(log: A) -> Self {
         Recorder { log, pending_usage: None, finished: HashSet::new() }
@@ -244,6 +245,7 @@ impl<A: Append> Recorder<A> {
     }
 }
 
+// ANCHOR: recorder_events
 impl<A: Append> Observer for Recorder<A> {
     fn event(&mut self, event: Event) -> Result<(), Error> {
         let body = match event {
@@ -292,16 +294,17 @@ impl<A: Append> Observer for Recorder<A> {
         self.log.append(body).map(drop)
     }
 }
-// ANCHOR_END: recorder
+// ANCHOR_END: recorder_events
 
 // ANCHOR: ids
-/// A session id for this instant: UTC date and time, then 4 hex digits that differ between
-/// two sessions started in the same second (time's nanoseconds mixed with the pid).
+/// A session id for this instant: UTC date and time, then 4 hex digits counting the fraction
+/// of that second in 65,536ths, so that ids sort by time even within one second (`-c` picks
+/// the latest by sorting names). `salt` moves to the next value when that id is taken.
 pub fn new_session_id(now: SystemTime, salt: u64) -> String {
     let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let (date, time) = civil_parts(since_epoch.as_secs());
-    let mixed = u64::from(since_epoch.subsec_nanos()) ^ u64::from(std::process::id()).rotate_left(17) ^ salt;
-    let suffix = (mixed ^ (mixed >> 16) ^ (mixed >> 32)) & 0xffff;
+    let fraction = (u64::from(since_epoch.subsec_nanos()) << 16) / 1_000_000_000;
+    let suffix = (fraction + salt).min(0xffff);
     format!("{:04}{:02}{:02}-{:02}{:02}{:02}-{suffix:04x}", date.0, date.1, date.2, time.0, time.1, time.2)
 }
 
@@ -398,6 +401,8 @@ impl SessionStore {
         Err(Error::Session(format!("cannot find a free session id in {}", self.dir.display())))
     }
 
+    // ANCHOR_END: store
+    // ANCHOR: resolve
     /// Session ids of this root, oldest first (ids sort by time).
     pub fn ids(&self) -> Result<Vec<String>, Error> {
         let entries = match fs::read_dir(&self.dir) {
@@ -452,6 +457,7 @@ impl SessionStore {
         }
     }
 
+    // ANCHOR_END: resolve
     /// The sessions of this root, oldest first, for `/list`.
     pub fn list(&self) -> Result<Vec<SessionSummary>, Error> {
         self.ids()?.into_iter().map(|id| summarize(&self.path_of(&id), id)).collect()
@@ -492,7 +498,6 @@ fn summarize(path: &Path, id: String) -> Result<SessionSummary, Error> {
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|window| window == needle)
 }
-// ANCHOR_END: store
 
 #[cfg(test)]
 pub(crate) mod tests {
@@ -672,6 +677,13 @@ pub(crate) mod tests {
         sorted.sort();
         assert_eq!(ids, sorted);
         assert_eq!(ids[0].len(), "20261129-091500-7f3a".len());
+    }
+
+    #[test]
+    fn two_sessions_in_the_same_second_sort_in_the_order_they_started() {
+        let earlier = new_session_id(UNIX_EPOCH + Duration::new(1_700_000_000, 100_000_000), 0);
+        let later = new_session_id(UNIX_EPOCH + Duration::new(1_700_000_000, 100_050_000), 0);
+        assert!(earlier < later, "{earlier} should sort before {later}");
     }
 
     fn write_session(store: &SessionStore, id: &str, prompts: &[&str]) {
