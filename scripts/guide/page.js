@@ -177,30 +177,34 @@
     requestAnimationFrame(function () { scheduled = false; markCurrent(); });
   });
 
-  setLanguage(language(), false);
-  var params = new URLSearchParams(location.hash.indexOf('=') > 0 ? location.hash.slice(1) : '');
-  var fragment = /^#(en|zh)-(.+)$/.exec(location.hash);
-  var at = params.get('at'), chapter = params.get('chapter');
-  var start = null;
-  if (chapter) {
-    start = document.querySelector('section.chapter[data-file^="' + ('0' + parseInt(chapter, 10)).slice(-2) + '-"]');
-    if (!start) showMissing(chapter);
-  } else if (at) {
-    start = document.getElementById(language() + '-' + at);
-    if (!start) showMissing(at);
+  // Whatever happens here, the text must not stay hidden.
+  try {
+    setLanguage(language(), false);
+    var params = new URLSearchParams(location.hash.indexOf('=') > 0 ? location.hash.slice(1) : '');
+    var fragment = /^#(en|zh)-(.+)$/.exec(location.hash);
+    var at = params.get('at'), chapter = params.get('chapter');
+    var start = null;
+    if (chapter) {
+      start = document.querySelector('section.chapter[data-file^="' + ('0' + parseInt(chapter, 10)).slice(-2) + '-"]');
+      if (!start) showMissing(chapter);
+    } else if (at) {
+      start = document.getElementById(language() + '-' + at);
+      if (!start) showMissing(at);
+    }
+    if (start) {
+      cut(start, !!chapter);
+      var heading = start.querySelector('[id^="' + language() + '-"]') || start;
+      markCurrent(heading.id.slice(3));
+      var link = document.querySelector('nav a.current');
+      var toc = document.getElementById('toc');
+      if (link) toc.scrollTop = Math.max(0, link.offsetTop - toc.clientHeight / 3);
+    } else if (fragment) {
+      show(fragment[2]);
+    } else {
+      markCurrent();
+    }
+    if (params.get('q')) { search.value = params.get('q'); runSearch(); }
+  } finally {
+    root.classList.remove('cutting');
   }
-  if (start) {
-    cut(start, !!chapter);
-    var heading = start.querySelector('[id^="' + language() + '-"]') || start;
-    markCurrent(heading.id.slice(3));
-    var link = document.querySelector('nav a.current');
-    var toc = document.getElementById('toc');
-    if (link) toc.scrollTop = Math.max(0, link.offsetTop - toc.clientHeight / 3);
-  } else if (fragment) {
-    show(fragment[2]);
-  } else {
-    markCurrent();
-  }
-  if (params.get('q')) { search.value = params.get('q'); runSearch(); }
-  root.classList.remove('cutting');
 })();
