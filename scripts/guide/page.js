@@ -21,9 +21,12 @@
   // Where the reader is: the last heading above the top of the window (its id without the
   // language prefix), and how far through its section the window has scrolled (0 to 1).
   function currentPlace() {
-    var headings = headingsOf(language());
+    var headings = Array.prototype.filter.call(headingsOf(language()), function (heading) {
+      return heading.getClientRects().length > 0; // not cut out of the view
+    });
     var index = -1;
     while (index + 1 < headings.length && headings[index + 1].getBoundingClientRect().top <= HEADER + 24) index++;
+    if (index < 0 && headings.length && document.querySelector('.cut')) index = 0; // a cut view starts there
     if (index < 0) return null;
     var start = pageTop(headings[index]);
     var end = index + 1 < headings.length ? pageTop(headings[index + 1]) : document.body.scrollHeight;
@@ -51,6 +54,7 @@
 
   function setLanguage(lang, keepPlace) {
     var place = keepPlace ? currentPlace() : null;
+    uncut(); // a view cut to one section also cut the other language's copy of it
     root.dataset.lang = lang;
     root.lang = lang === 'zh' ? 'zh-CN' : 'en';
     remember('guide-lang', lang);
