@@ -401,6 +401,13 @@ pub fn render(chapter: &Chapter, context: &RenderContext, diagnostics: &mut Vec<
                         ),
                     );
                 }
+                // pulldown-cmark may hand an unmatched `**` over one `*` at a time.
+                if (text.contains("**") || (last_char == '*' && text.starts_with('*'))) && image_depth == 0 {
+                    report(
+                        range.start,
+                        "`**` shown as text, not bold: CommonMark does not end emphasis between punctuation and a letter (`**…。**文`); put the punctuation after the closing `**`, or a literal `**` in backticks".into(),
+                    );
+                }
                 if text.contains("{{#include") {
                     report(range.start, "an include must be the only line of a ```rust block".into());
                 }
@@ -579,6 +586,25 @@ mod tests {
         assert_eq!(number_prefix("en", Some(3)), "3 · ");
         assert_eq!(number_prefix("zh", Some(12)), "第 12 章 · ");
         assert_eq!(number_prefix("zh", None), "");
+    }
+
+    #[test]
+    fn bold_that_commonmark_cannot_close_in_chinese_is_reported() {
+        let chapter = Chapter {
+            name: "01-a.md".into(),
+            path: "guide/zh/01-a.md".into(),
+            text: "# 标题 {#a}\n\n文件。**会话就是文件。**没有数据库；**这样**可以。\n".into(),
+            number: None,
+        };
+        let anchors = AnchorMap::new();
+        let targets = LinkTargets::new();
+        let context = RenderContext { language: "zh", anchors: &anchors, targets: &targets };
+        let mut diagnostics = Vec::new();
+        render(&chapter, &context, &mut diagnostics);
+        let mut lines: Vec<String> = diagnostics.iter().map(Diagnostic::to_string).collect();
+        lines.dedup(); // the build does the same: one report per line
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("guide/zh/01-a.md:3: `**` shown as text"), "{lines:?}");
     }
 
     #[test]
