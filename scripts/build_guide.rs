@@ -68,7 +68,13 @@
 //! section the page starts at: what comes before it is left out, so the section is at the top
 //! without scrolling, which is what a headless `chromium --screenshot` needs: it captures a
 //! scrolled page as blank). `#chapter=3` shows only chapter 3 (for a screenshot or a print).
-//! A plain `#zh-tool-loop` scrolls to that heading in that language, as a reader's link does.
+//! A plain `#zh-tool-loop` scrolls to that heading in that language, as a reader's link does
+//! (in headless Chromium it cuts like `at=`, for the same reason). Screenshot command:
+//!
+//! ```sh
+//! chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir=$(mktemp -d) \
+//!   --window-size=1200,900 --screenshot=/tmp/zh.png "file://$PWD/guide/index.html#theme=dark&lang=zh&chapter=3"
+//! ```
 
 #[path = "guide/anchors.rs"]
 mod anchors;

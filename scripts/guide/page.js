@@ -186,7 +186,8 @@
     setLanguage(language(), false);
     var params = new URLSearchParams(location.hash.indexOf('=') > 0 ? location.hash.slice(1) : '');
     var fragment = /^#(en|zh)-(.+)$/.exec(location.hash);
-    var at = params.get('at'), chapter = params.get('chapter');
+    var headless = /HeadlessChrome/.test(navigator.userAgent);
+    var at = params.get('at') || (headless && fragment ? fragment[2] : null), chapter = params.get('chapter');
     var start = null;
     if (chapter) {
       start = document.querySelector('section.chapter[data-file^="' + ('0' + parseInt(chapter, 10)).slice(-2) + '-"]');
@@ -194,6 +195,10 @@
     } else if (at) {
       start = document.getElementById(language() + '-' + at);
       if (!start) showMissing(at);
+    }
+    if (start && !params.get('at') && fragment) {
+      // Said as a view, so the browser's own jump to the fragment does not scroll the page.
+      history.replaceState(null, '', '#lang=' + fragment[1] + '&at=' + fragment[2]);
     }
     if (start) {
       cut(start, !!chapter);
