@@ -346,6 +346,10 @@ fn chapters_are_numbered_from_their_file_names_except_the_preface_and_unnumbered
     assert!(html.contains("<h1 id=\"en-reference\">Reference</h1>"));
     assert!(html.contains("<li class=\"part\">Appendix</li>"));
     assert!(html.contains("\"c\":\"第 1 章 · 简介\""), "search results name the numbered chapter");
+    assert!(
+        html.contains("<section class=\"chapter\" data-file=\"14-reference.md\">"),
+        "#chapter=14 finds a chapter by its file name"
+    );
 
     fixture.write("guide/zh/parts.txt", "01 第一部分 · 基础\n14 附录\n");
     fixture.assert_reports(
