@@ -40,7 +40,11 @@
 //!   `--base-url` example). No images; no raw HTML except `<kbd> <br> <sub> <sup>` and comments
 //!   (a bare `Vec<Message>` in prose would be eaten as a tag: use backticks).
 //! * Parts: `guide/<lang>/parts.txt` has one line per part, `NN Title`, naming the chapter that
-//!   opens it, e.g. `01 Part 1 · The agent` / `01 第一部分 · 智能体`.
+//!   opens it, e.g. `01 Part 1 · The agent` / `01 第一部分 · 智能体`. A part whose line ends with
+//!   `{.unnumbered}` (`14 Appendix {.unnumbered}`) holds unnumbered chapters.
+//! * Numbers: the builder numbers chapters from their file names (`03-tools.md` is chapter 3,
+//!   shown as "3 · Tools" / "第 3 章 · 工具"), so a title never says "Chapter 3". `00-*` (the
+//!   preface) and the chapters of an `{.unnumbered}` part have no number.
 //!
 //! # Translations
 //!
@@ -60,8 +64,17 @@
 //! # The page
 //!
 //! A URL hash can set the view, which makes screenshots reproducible:
-//! `index.html#theme=dark&lang=zh&at=tool-loop&q=循环` (theme, language, section id, search).
-//! A plain `#zh-tool-loop` opens that heading in that language.
+//! `index.html#theme=dark&lang=zh&at=tool-loop&q=循环` (theme, language, search, and the
+//! section the page starts at: what comes before it is left out, so the section is at the top
+//! without scrolling, which is what a headless `chromium --screenshot` needs: it captures a
+//! scrolled page as blank). `#chapter=3` shows only chapter 3 (for a screenshot or a print).
+//! A plain `#zh-tool-loop` scrolls to that heading in that language, as a reader's link does
+//! (in headless Chromium it cuts like `at=`, for the same reason). Screenshot command:
+//!
+//! ```sh
+//! chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir=$(mktemp -d) \
+//!   --window-size=1200,900 --screenshot=/tmp/zh.png "file://$PWD/guide/index.html#theme=dark&lang=zh&chapter=3"
+//! ```
 
 #[path = "guide/anchors.rs"]
 mod anchors;
@@ -118,8 +131,19 @@ struct Language {
     code: &'static str,
     chapters: Vec<Chapter>,
     outlines: Vec<Outline>,
-    parts: BTreeMap<String, String>,
+    parts: BTreeMap<String, Part>,
 }
+
+/// A part of the book, opened by the chapter it is keyed by in [`Language::parts`].
+#[derive(Debug, PartialEq, Eq)]
+struct Part {
+    title: String,
+    /// Chapters of this part carry no number (the appendix).
+    unnumbered: bool,
+}
+
+/// The marker that ends a `parts.txt` line of a part without chapter numbers.
+const UNNUMBERED: &str = "{.unnumbered}";
 
 /// Everything read from disk, before rendering.
 struct Sources {
@@ -132,9 +156,10 @@ fn read_sources(root: &Path, diagnostics: &mut Vec<Diagnostic>) -> Sources {
     let languages = LANGUAGES
         .iter()
         .map(|code| {
-            let chapters = read_chapters(root, code, diagnostics);
+            let mut chapters = read_chapters(root, code, diagnostics);
             let outlines = chapters.iter().map(|chapter| chapters::outline(chapter, diagnostics)).collect();
             let parts = read_parts(root, code, &chapters, diagnostics);
+            number_chapters(&mut chapters, &parts);
             Language { code, chapters, outlines, parts }
         })
         .collect();
@@ -169,7 +194,7 @@ fn read_chapters(root: &Path, language: &str, diagnostics: &mut Vec<Diagnostic>)
             continue;
         }
         match std::fs::read_to_string(dir.join(&name)) {
-            Ok(text) => chapters.push(Chapter { name, path, text }),
+            Ok(text) => chapters.push(Chapter { name, path, text, number: None }),
             Err(error) => diagnostics.push(Diagnostic::new(&path, 0, format!("cannot read: {error}"))),
         }
     }
@@ -185,21 +210,38 @@ fn is_chapter_name(name: &str) -> bool {
         && stem[3..].chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
-/// `guide/<lang>/parts.txt`: `NN Title` per line → chapter file name → part title.
+/// Chapter numbers come from file names, so inserting a chapter renumbers nothing by hand and
+/// both languages always agree. The preface (`00-*`) and unnumbered parts get none.
+fn number_chapters(chapters: &mut [Chapter], parts: &BTreeMap<String, Part>) {
+    let mut numbered = true;
+    for chapter in chapters {
+        if let Some(part) = parts.get(&chapter.name) {
+            numbered = !part.unnumbered;
+        }
+        let number: u32 = chapter.name[..2].parse().unwrap_or(0);
+        chapter.number = (numbered && number > 0).then_some(number);
+    }
+}
+
+/// `guide/<lang>/parts.txt`: `NN Title [{.unnumbered}]` per line → chapter file name → part.
 fn read_parts(
     root: &Path,
     language: &str,
     chapters: &[Chapter],
     diagnostics: &mut Vec<Diagnostic>,
-) -> BTreeMap<String, String> {
+) -> BTreeMap<String, Part> {
     let path = format!("guide/{language}/parts.txt");
     let Ok(text) = std::fs::read_to_string(root.join(&path)) else { return BTreeMap::new() };
     let mut parts = BTreeMap::new();
     for (index, line) in text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty()) {
         let (number, title) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
+        let (title, unnumbered) = match title.trim().strip_suffix(UNNUMBERED) {
+            Some(title) => (title.trim(), true),
+            None => (title.trim(), false),
+        };
         match chapters.iter().find(|chapter| chapter.name.starts_with(&format!("{number}-"))) {
-            Some(chapter) if !title.trim().is_empty() => {
-                parts.insert(chapter.name.clone(), title.trim().to_string());
+            Some(chapter) if !title.is_empty() => {
+                parts.insert(chapter.name.clone(), Part { title: title.to_string(), unnumbered });
             }
             Some(_) => diagnostics.push(Diagnostic::new(
                 &path,
@@ -266,7 +308,8 @@ pub fn build(root: &Path) -> Build {
                 .zip(rendered)
                 .map(|((chapter, outline), rendered)| page::ChapterPage {
                     name: &chapter.name,
-                    part: language.parts.get(&chapter.name).map(String::as_str),
+                    part: language.parts.get(&chapter.name).map(|part| part.title.as_str()),
+                    number: chapter.number,
                     headings: &outline.headings,
                     pieces: &rendered.pieces,
                     sections: &rendered.sections,
@@ -346,9 +389,16 @@ fn pairs(languages: &[Language]) -> Vec<translations::Pair<'_>> {
 /// Same chapter files, same parts, same heading skeletons, same includes in both languages.
 fn compare_languages(languages: &[Language], diagnostics: &mut Vec<Diagnostic>) {
     let [english, chinese] = languages else { return };
-    if english.parts.keys().ne(chinese.parts.keys()) {
-        let starts =
-            |language: &Language| language.parts.keys().map(|name| &name[..2]).collect::<Vec<_>>().join(" ");
+    let openings = |language: &Language| {
+        language.parts.iter().map(|(name, part)| (name.clone(), part.unnumbered)).collect::<Vec<_>>()
+    };
+    if openings(english) != openings(chinese) {
+        let starts = |language: &Language| {
+            let start = |(name, part): (&String, &Part)| {
+                format!("{}{}", &name[..2], if part.unnumbered { UNNUMBERED } else { "" })
+            };
+            language.parts.iter().map(start).collect::<Vec<_>>().join(" ")
+        };
         let message = format!(
             "parts open at chapters [{}] here but [{}] in guide/en/parts.txt",
             starts(chinese),

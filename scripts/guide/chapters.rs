@@ -23,6 +23,28 @@ pub struct Chapter {
     /// The path shown in diagnostics, e.g. `guide/zh/01-loop.md`.
     pub path: String,
     pub text: String,
+    /// The chapter number the builder shows before the title (from the file name; none for the
+    /// preface and the appendix).
+    pub number: Option<u32>,
+}
+
+/// What goes before a numbered chapter's title: "3 · " / "第 3 章 · ".
+pub fn number_prefix(language: &str, number: Option<u32>) -> String {
+    match (number, language) {
+        (None, _) => String::new(),
+        (Some(number), "zh") => format!("第 {number} 章 · "),
+        (Some(number), _) => format!("{number} · "),
+    }
+}
+
+/// A title that numbers itself ("Chapter 3 · Tools", "第 3 章 · 工具") would be numbered twice.
+fn has_written_number(title: &str) -> bool {
+    let english =
+        title.strip_prefix("Chapter ").is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+    let chinese = title
+        .strip_prefix('第')
+        .is_some_and(|rest| rest.split_once('章').is_some_and(|(number, _)| number.chars().count() <= 5));
+    english || chinese
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,6 +181,13 @@ pub fn outline(chapter: &Chapter, diagnostics: &mut Vec<Diagnostic>) -> Outline 
                         "only the chapter's first heading may be a `#` title"
                     };
                     diagnostics.push(Diagnostic::new(&chapter.path, line, message.to_string()));
+                }
+                if level == 1 && has_written_number(title.trim()) {
+                    let message = format!(
+                        "title \"{}\" numbers itself; the builder numbers chapters from the file name, so drop the \"Chapter N · \" / \"第 N 章 · \" part",
+                        title.trim()
+                    );
+                    diagnostics.push(Diagnostic::new(&chapter.path, line, message));
                 }
                 starts.push(line_start(&chapter.text, start));
                 outline.headings.push(Heading {
@@ -307,6 +336,11 @@ pub fn render(chapter: &Chapter, context: &RenderContext, diagnostics: &mut Vec<
                 sections.push(SearchSection { id: id.clone(), title: String::new(), text: String::new() });
                 let prefixed = CowStr::from(format!("{}-{id}", context.language));
                 events.push(Event::Start(Tag::Heading { level, id: Some(prefixed), classes, attrs }));
+                let prefix = number_prefix(context.language, chapter.number);
+                if level == HeadingLevel::H1 && !prefix.is_empty() {
+                    let span = format!("<span class=\"number\">{prefix}</span>");
+                    events.push(Event::InlineHtml(span.into()));
+                }
             }
             Event::End(TagEnd::Heading(level)) => {
                 in_heading = false;
@@ -365,6 +399,13 @@ pub fn render(chapter: &Chapter, context: &RenderContext, diagnostics: &mut Vec<
                         format!(
                             "external URL {url}; the guide must work offline (name the site in words or put a command in backticks)"
                         ),
+                    );
+                }
+                // pulldown-cmark may hand an unmatched `**` over one `*` at a time.
+                if (text.contains("**") || (last_char == '*' && text.starts_with('*'))) && image_depth == 0 {
+                    report(
+                        range.start,
+                        "`**` shown as text, not bold: CommonMark does not end emphasis between punctuation and a letter (`**…。**文`); put the punctuation after the closing `**`, or a literal `**` in backticks".into(),
                     );
                 }
                 if text.contains("{{#include") {
@@ -498,6 +539,7 @@ mod tests {
             name: "01-a.md".into(),
             path: "guide/en/01-a.md".into(),
             text: "# A {#a}\n\nIntro.  \n\n```sh\n# not a heading\n```\n\n## B {#b}\nBody.\n\n\n".into(),
+            number: None,
         };
         let mut diagnostics = Vec::new();
         let outline = outline(&chapter, &mut diagnostics);
@@ -519,6 +561,7 @@ mod tests {
             name: "01-a.md".into(),
             path: "guide/zh/01-a.md".into(),
             text: "# 标题 {#a}\n\n第一行，\n第二行 and\nwords.\n".into(),
+            number: None,
         };
         let anchors = AnchorMap::new();
         let targets = LinkTargets::new();
@@ -529,6 +572,39 @@ mod tests {
         let html = "<h1 id=\"zh-a\">标题</h1>\n<p>第一行，第二行 and\nwords.</p>\n";
         assert_eq!(rendered.pieces, [Piece::Prose(html.into())]);
         assert_eq!(rendered.sections[0].text, "第一行，第二行 and words.");
+    }
+
+    #[test]
+    fn titles_that_number_themselves_are_recognised() {
+        for title in ["Chapter 1 · The loop", "第 1 章 · 循环", "第十二章 权限"] {
+            assert!(has_written_number(title), "{title}");
+        }
+        for title in ["Chapters of a book", "Preface", "第一部分 · 智能体", "前言", "第 3 个尝试的章节标题"]
+        {
+            assert!(!has_written_number(title), "{title}");
+        }
+        assert_eq!(number_prefix("en", Some(3)), "3 · ");
+        assert_eq!(number_prefix("zh", Some(12)), "第 12 章 · ");
+        assert_eq!(number_prefix("zh", None), "");
+    }
+
+    #[test]
+    fn bold_that_commonmark_cannot_close_in_chinese_is_reported() {
+        let chapter = Chapter {
+            name: "01-a.md".into(),
+            path: "guide/zh/01-a.md".into(),
+            text: "# 标题 {#a}\n\n文件。**会话就是文件。**没有数据库；**这样**可以。\n".into(),
+            number: None,
+        };
+        let anchors = AnchorMap::new();
+        let targets = LinkTargets::new();
+        let context = RenderContext { language: "zh", anchors: &anchors, targets: &targets };
+        let mut diagnostics = Vec::new();
+        render(&chapter, &context, &mut diagnostics);
+        let mut lines: Vec<String> = diagnostics.iter().map(Diagnostic::to_string).collect();
+        lines.dedup(); // the build does the same: one report per line
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("guide/zh/01-a.md:3: `**` shown as text"), "{lines:?}");
     }
 
     #[test]

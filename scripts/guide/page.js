@@ -6,8 +6,8 @@
   var search = document.getElementById('search');
   var results = document.getElementById('results');
   var labels = {
-    en: { other: '中文', search: 'Search (press /)', none: 'No matches.' },
-    zh: { other: 'English', search: '搜索（按 /）', none: '没有找到。' }
+    en: { other: '中文', search: 'Search (press /)', none: 'No matches.', missing: 'No section here is called ' },
+    zh: { other: 'English', search: '搜索（按 /）', none: '没有找到。', missing: '本书没有这个小节：' }
   };
 
   function remember(key, value) { try { localStorage.setItem(key, value); } catch (e) { /* private mode */ } }
@@ -21,9 +21,12 @@
   // Where the reader is: the last heading above the top of the window (its id without the
   // language prefix), and how far through its section the window has scrolled (0 to 1).
   function currentPlace() {
-    var headings = headingsOf(language());
+    var headings = Array.prototype.filter.call(headingsOf(language()), function (heading) {
+      return heading.getClientRects().length > 0; // not cut out of the view
+    });
     var index = -1;
     while (index + 1 < headings.length && headings[index + 1].getBoundingClientRect().top <= HEADER + 24) index++;
+    if (index < 0 && headings.length && document.querySelector('.cut')) index = 0; // a cut view starts there
     if (index < 0) return null;
     var start = pageTop(headings[index]);
     var end = index + 1 < headings.length ? pageTop(headings[index + 1]) : document.body.scrollHeight;
@@ -51,6 +54,7 @@
 
   function setLanguage(lang, keepPlace) {
     var place = keepPlace ? currentPlace() : null;
+    uncut(); // a view cut to one section also cut the other language's copy of it
     root.dataset.lang = lang;
     root.lang = lang === 'zh' ? 'zh-CN' : 'en';
     remember('guide-lang', lang);
@@ -73,8 +77,11 @@
     results.textContent = '';
     results.hidden = !query;
     if (!query) return;
+    // Sections whose title matches come first, then the others, each in book order.
+    var sections = index[language()];
+    var inTitle = function (section) { return section.t.toLowerCase().indexOf(query) >= 0; };
     var shown = 0;
-    index[language()].forEach(function (section) {
+    sections.filter(inTitle).concat(sections.filter(function (section) { return !inTitle(section); })).forEach(function (section) {
       var text = section.t + ' — ' + section.x;
       var at = text.toLowerCase().indexOf(query);
       if (at < 0 || shown >= 40) return;
@@ -102,8 +109,8 @@
   }
 
   // Highlights the contents entry of the section being read and opens its chapter.
-  function markCurrent() {
-    var id = currentSection();
+  function markCurrent(given) {
+    var id = given || currentSection();
     var marked = document.querySelectorAll('nav a.current, nav li.open');
     for (var i = 0; i < marked.length; i++) marked[i].classList.remove('current', 'open');
     var link = id && document.querySelector('nav a[href="#' + language() + '-' + id + '"]');
@@ -132,9 +139,40 @@
     if (event.key === '/' && document.activeElement !== search) { event.preventDefault(); search.focus(); }
     if (event.key === 'Escape') { search.value = ''; runSearch(); search.blur(); }
   });
+  // A view set by the hash (screenshots, printing) starts the page at a section, or shows one
+  // chapter, by leaving out what comes before (and after) it rather than by scrolling: a
+  // headless browser's screenshot of a scrolled page is blank.
+  function cut(from, onlyChapter) {
+    var article = document.querySelector('article');
+    for (var node = from; node && node !== article; node = node.parentElement) {
+      for (var other = node.previousElementSibling; other; other = other.previousElementSibling) other.classList.add('cut');
+      if (onlyChapter && node.parentElement === article) {
+        for (other = node.nextElementSibling; other; other = other.nextElementSibling) other.classList.add('cut');
+      }
+    }
+    // A chapter shown alone keeps the title of the part it opens.
+    for (other = from.previousElementSibling; onlyChapter && other && other.classList.contains('part-title'); other = other.previousElementSibling) {
+      other.classList.remove('cut');
+    }
+  }
+  function uncut() {
+    var cutOut = document.querySelectorAll('.cut');
+    for (var i = 0; i < cutOut.length; i++) cutOut[i].classList.remove('cut');
+  }
+  function showMissing(what) {
+    results.textContent = '';
+    results.hidden = false;
+    var note = document.createElement('p');
+    note.textContent = labels[language()].missing + what;
+    results.append(note);
+  }
+
   window.addEventListener('hashchange', function () {
     var match = /^#(en|zh)-(.+)$/.exec(location.hash);
-    if (match && match[1] !== language()) { setLanguage(match[1], false); show(match[2]); }
+    uncut();
+    if (!match) return;
+    if (match[1] !== language()) setLanguage(match[1], false);
+    show(match[2]);
   });
   var scheduled = false;
   window.addEventListener('scroll', function () {
@@ -143,11 +181,39 @@
     requestAnimationFrame(function () { scheduled = false; markCurrent(); });
   });
 
-  setLanguage(language(), false);
-  var params = new URLSearchParams(location.hash.indexOf('=') > 0 ? location.hash.slice(1) : '');
-  var fragment = /^#(en|zh)-(.+)$/.exec(location.hash);
-  if (params.get('q')) { search.value = params.get('q'); runSearch(); }
-  if (params.get('at')) show(params.get('at'));
-  else if (fragment) show(fragment[2]);
-  markCurrent();
+  // Whatever happens here, the text must not stay hidden.
+  try {
+    setLanguage(language(), false);
+    var params = new URLSearchParams(location.hash.indexOf('=') > 0 ? location.hash.slice(1) : '');
+    var fragment = /^#(en|zh)-(.+)$/.exec(location.hash);
+    var headless = /HeadlessChrome/.test(navigator.userAgent);
+    var at = params.get('at') || (headless && fragment ? fragment[2] : null), chapter = params.get('chapter');
+    var start = null;
+    if (chapter) {
+      start = document.querySelector('section.chapter[data-file^="' + ('0' + parseInt(chapter, 10)).slice(-2) + '-"]');
+      if (!start) showMissing(chapter);
+    } else if (at) {
+      start = document.getElementById(language() + '-' + at);
+      if (!start) showMissing(at);
+    }
+    if (start && !params.get('at') && fragment) {
+      // Said as a view, so the browser's own jump to the fragment does not scroll the page.
+      history.replaceState(null, '', '#lang=' + fragment[1] + '&at=' + fragment[2]);
+    }
+    if (start) {
+      cut(start, !!chapter);
+      var heading = start.querySelector('[id^="' + language() + '-"]') || start;
+      markCurrent(heading.id.slice(3));
+      var link = document.querySelector('nav a.current');
+      var toc = document.getElementById('toc');
+      if (link) toc.scrollTop = Math.max(0, link.offsetTop - toc.clientHeight / 3);
+    } else if (fragment) {
+      show(fragment[2]);
+    } else {
+      markCurrent();
+    }
+    if (params.get('q')) { search.value = params.get('q'); runSearch(); }
+  } finally {
+    root.classList.remove('cutting');
+  }
 })();

@@ -8,7 +8,7 @@
 //! that halves the biggest part of the file. The output depends only on its inputs, taken in
 //! sorted order, so two builds give the same bytes.
 
-use crate::chapters::{Heading, Piece, SearchSection};
+use crate::chapters::{Heading, Piece, SearchSection, number_prefix};
 use crate::highlight::{escape_attribute, escape_html};
 use serde::Serialize;
 
@@ -27,6 +27,8 @@ pub struct ChapterPage<'a> {
     pub name: &'a str,
     /// Set when this chapter opens a part (from `guide/<lang>/parts.txt`).
     pub part: Option<&'a str>,
+    /// The chapter number shown before its title, if it has one.
+    pub number: Option<u32>,
     pub headings: &'a [Heading],
     pub pieces: &'a [Piece],
     pub sections: &'a [SearchSection],
@@ -34,8 +36,8 @@ pub struct ChapterPage<'a> {
 
 #[derive(Serialize)]
 struct IndexEntry<'a> {
-    /// Chapter title, shown under each result.
-    c: &'a str,
+    /// Chapter title with its number, shown under each result.
+    c: String,
     id: &'a str,
     t: &'a str,
     x: &'a str,
@@ -174,8 +176,11 @@ fn table_of_contents(book: &Book, html: &mut String) {
             html.push_str(&format!("<li class=\"part\">{}</li>\n", escape_html(part)));
         }
         let Some((title, rest)) = chapter.headings.split_first() else { continue };
+        let prefix = number_prefix(book.language, chapter.number);
+        let number =
+            if prefix.is_empty() { prefix } else { format!("<span class=\"number\">{prefix}</span>") };
         html.push_str(&format!(
-            "<li><a href=\"#{}-{}\">{}</a>",
+            "<li><a href=\"#{}-{}\">{number}{}</a>",
             book.language,
             title.id,
             escape_html(&title.title)
@@ -204,10 +209,14 @@ fn search_index(books: &[Book]) -> String {
     for book in books {
         let mut entries = Vec::new();
         for chapter in &book.chapters {
-            let chapter_title = chapter.headings.first().map_or("", |heading| heading.title.as_str());
+            let chapter_title = format!(
+                "{}{}",
+                number_prefix(book.language, chapter.number),
+                chapter.headings.first().map_or("", |heading| heading.title.as_str())
+            );
             for section in chapter.sections {
                 entries.push(IndexEntry {
-                    c: chapter_title,
+                    c: chapter_title.clone(),
                     id: &section.id,
                     t: &section.title,
                     x: &section.text,

@@ -133,7 +133,7 @@ fn the_page_holds_both_languages_with_prefixed_ids_captions_and_highlighting() {
     );
     assert!(
         html.contains(
-            "{\"c\":\"简介\",\"id\":\"greeting\",\"t\":\"问候\",\"x\":\"一些文字。 参见简介和问候。\"}"
+            "{\"c\":\"第 1 章 · 简介\",\"id\":\"greeting\",\"t\":\"问候\",\"x\":\"一些文字。 参见简介和问候。\"}"
         ),
         "search index holds Chinese text"
     );
@@ -322,4 +322,40 @@ fn a_link_to_a_heading_of_another_chapter_names_the_link_to_write() {
         "no heading `{#greeting}` in 02-two.md; it is in 01-intro.md: write `01-intro.md#greeting`",
     );
     assert!(!fixture.diagnostics().iter().any(|line| line.starts_with("guide/zh/02-two.md:3")));
+}
+
+#[test]
+fn chapters_are_numbered_from_their_file_names_except_the_preface_and_unnumbered_parts() {
+    let fixture = Fixture::new("numbers");
+    for (language, preface, appendix) in [
+        ("en", "# Preface {#preface}\n", "# Reference {#reference}\n"),
+        ("zh", "# 前言 {#preface}\n", "# 参考 {#reference}\n"),
+    ] {
+        fixture.write(&format!("guide/{language}/00-preface.md"), preface);
+        fixture.write(&format!("guide/{language}/14-reference.md"), appendix);
+    }
+    fixture.write("guide/en/parts.txt", "01 Part 1 · Basics\n14 Appendix {.unnumbered}\n");
+    fixture.write("guide/zh/parts.txt", "01 第一部分 · 基础\n14 附录 {.unnumbered}\n");
+    accept(fixture.root(), &[]).expect("accepting the new chapters");
+    assert_eq!(fixture.diagnostics(), Vec::<String>::new());
+    let html = build(fixture.root()).html;
+    assert!(html.contains("<h1 id=\"en-intro\"><span class=\"number\">1 · </span>Intro</h1>"));
+    assert!(html.contains("<h1 id=\"zh-intro\"><span class=\"number\">第 1 章 · </span>简介</h1>"));
+    assert!(html.contains("<a href=\"#zh-intro\"><span class=\"number\">第 1 章 · </span>简介</a>"));
+    assert!(html.contains("<h1 id=\"en-preface\">Preface</h1>"));
+    assert!(html.contains("<h1 id=\"en-reference\">Reference</h1>"));
+    assert!(html.contains("<li class=\"part\">Appendix</li>"));
+    assert!(html.contains("\"c\":\"第 1 章 · 简介\""), "search results name the numbered chapter");
+    assert!(
+        html.contains("<section class=\"chapter\" data-file=\"14-reference.md\">"),
+        "#chapter=14 finds a chapter by its file name"
+    );
+
+    fixture.write("guide/zh/parts.txt", "01 第一部分 · 基础\n14 附录\n");
+    fixture.assert_reports(
+        "guide/zh/parts.txt",
+        "parts open at chapters [01 14] here but [01 14{.unnumbered}] in guide/en/parts.txt",
+    );
+    fixture.edit("guide/en/01-intro.md", "# Intro", "# Chapter 1 · Intro");
+    fixture.assert_reports("guide/en/01-intro.md:1", "numbers itself");
 }
