@@ -87,6 +87,7 @@ pub struct Config {
     pub context_tokens: u64,
 }
 
+// ANCHOR: start
 type AgentTools = WithSkills<Gate<Workspace>>;
 
 /// The pieces of a running agent: the model, the tools, and the current session.
@@ -139,6 +140,7 @@ impl Agent {
         agent.reset_stats();
         Ok(agent)
     }
+    // ANCHOR_END: start
 
     pub fn session_id(&self) -> &str {
         self.recorder.log().id()
@@ -339,6 +341,7 @@ fn restore_view(state: &SharedCompaction, record: Option<CompactionRecord>) {
     }
 }
 
+// ANCHOR: build_tools
 /// The tools of `root` behind a fresh permission gate, and the system prompt with skills.
 fn build_tools(root: &Path, config: &Config) -> Result<(AgentTools, String, String), Error> {
     let prompter: Option<Box<dyn Prompter>> = match &config.asker {
@@ -354,6 +357,7 @@ fn build_tools(root: &Path, config: &Config) -> Result<(AgentTools, String, Stri
     let report = skills.to_string();
     Ok((WithSkills::new(gate, skills), system_prompt, report))
 }
+// ANCHOR_END: build_tools
 
 // ANCHOR: fanout
 /// Hands each event to the journal first, then to the others. An error from the journal

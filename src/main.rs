@@ -273,6 +273,7 @@ fn read_prompt(prompt: &Prompt) -> Result<String, Error> {
     Ok(text)
 }
 
+// ANCHOR: output
 /// Writes to stdout; a reader that went away (`| head`) is a quiet, successful exit.
 fn print_stdout(text: &str) -> Result<u8, Error> {
     let mut out = std::io::stdout().lock();
@@ -296,6 +297,7 @@ fn one_line(text: &str) -> String {
         .map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() })
         .collect()
 }
+// ANCHOR_END: output
 
 // ANCHOR: endpoint
 /// Where the model lives: flags win over the environment, which wins over the defaults.
