@@ -90,15 +90,10 @@ fn the_turn_limit_exits_2() {
 }
 
 #[test]
-fn features_of_later_chapters_say_they_are_not_available_yet() {
-    for args in [vec!["--stream", "-p", "x"], vec!["-c"], vec!["eval"], vec![]] {
-        let mut test = Test::new();
-        for arg in &args {
-            test = test.args([arg]);
-        }
-        let run = test.run();
-        run.expect_code(1).stderr_has("not available yet");
-    }
+fn continuing_with_no_session_says_how_to_start_one() {
+    let run = Test::new().args(["-c", "-p", "go on"]).server(vec![text("never sent")]).run();
+    run.expect_code(1).stderr_has("no session to continue").stderr_has("start one without -c");
+    assert!(run.requests.is_empty());
 }
 
 #[test]

@@ -64,6 +64,9 @@ pub struct Test {
     interrupt_after: Option<usize>,
     /// Close the read end of stdout at once, like `mini-agent … | head -0`.
     close_stdout: bool,
+    /// Send this signal once a session journal contains this text (e.g. SIGKILL as soon as
+    /// `tool_started` is on disk: a crash in the middle of a tool).
+    signal_when_journal_has: Option<(String, i32)>,
 }
 
 impl Test {
@@ -76,6 +79,7 @@ impl Test {
             endpoint: Endpoint::Given(None),
             interrupt_after: None,
             close_stdout: false,
+            signal_when_journal_has: None,
         }
     }
 
@@ -118,6 +122,12 @@ impl Test {
         self
     }
 
+    /// Sends `signal` to the agent once a journal in the workspace contains `needle`.
+    pub fn signal_when_journal_has(mut self, needle: &str, signal: i32) -> Test {
+        self.signal_when_journal_has = Some((needle.to_string(), signal));
+        self
+    }
+
     pub fn close_stdout(mut self) -> Test {
         self.close_stdout = true;
         self
@@ -129,7 +139,7 @@ impl Test {
     }
 
     /// Runs in a workspace the test prepared itself (e.g. with a symlink in it).
-    pub fn run_in(self, workspace: TempDir) -> Run {
+    pub fn run_in(mut self, workspace: TempDir) -> Run {
         for (path, content) in &self.files {
             let full = workspace.path().join(path);
             if let Some(parent) = full.parent() {
@@ -190,6 +200,12 @@ impl Test {
                 send_sigint(child.id());
                 interrupt_after = None;
             }
+            if let Some((needle, signal)) = &self.signal_when_journal_has
+                && journal_text(workspace.path()).contains(needle.as_str())
+            {
+                send_signal(child.id(), *signal);
+                self.signal_when_journal_has = None;
+            }
             if started.elapsed() > HANG_AFTER {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -210,14 +226,40 @@ impl Test {
     }
 }
 
+pub const SIGINT: i32 = 2;
+pub const SIGKILL: i32 = 9;
+
 fn send_sigint(pid: u32) {
+    send_signal(pid, SIGINT);
+}
+
+fn send_signal(pid: u32, signal: i32) {
     unsafe extern "C" {
         fn kill(pid: i32, signal: i32) -> i32;
     }
-    const SIGINT: i32 = 2;
     let pid = i32::try_from(pid).expect("pids fit in i32");
     // SAFETY: kill only sends a signal; the pid is our own child, not yet reaped.
-    assert_eq!(unsafe { kill(pid, SIGINT) }, 0, "kill(SIGINT) failed");
+    assert_eq!(unsafe { kill(pid, signal) }, 0, "kill({signal}) failed");
+}
+
+/// The session files of a workspace, oldest first.
+pub fn session_files(root: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(".mini_agent/sessions"))
+        .map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// Everything the journals of a workspace hold, as text.
+fn journal_text(root: &Path) -> String {
+    session_files(root).iter().filter_map(|path| std::fs::read_to_string(path).ok()).collect()
+}
+
+/// The records of a journal, parsed.
+pub fn records(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).expect("read the journal");
+    text.lines().map(|line| serde_json::from_str(line).expect("each journal line is JSON")).collect()
 }
 
 fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
@@ -241,6 +283,18 @@ pub struct Run {
 impl Run {
     pub fn root(&self) -> &Path {
         self.workspace.path()
+    }
+
+    /// The one session this workspace holds, as records.
+    pub fn only_journal(&self) -> Vec<Value> {
+        let files = session_files(self.root());
+        assert_eq!(files.len(), 1, "expected one session file, got {files:?}");
+        records(&files[0])
+    }
+
+    /// The `type` of each record of the only session.
+    pub fn journal_types(&self) -> Vec<String> {
+        self.only_journal().iter().map(|r| r["type"].as_str().unwrap_or("?").to_string()).collect()
     }
 
     pub fn read(&self, path: &str) -> Option<String> {

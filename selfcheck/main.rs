@@ -9,5 +9,9 @@
 mod harness;
 
 mod command_line;
+mod events;
 mod model_replies;
+mod repl;
+mod sessions;
+mod terminal;
 mod tools;

@@ -328,7 +328,15 @@ ENVIRONMENT
   OPENAI_BASE_URL            default for --base-url
   MODEL_ID                   default for --model
   MINI_AGENT_REQUEST_MAX_RETRIES  retries of a failed model request (default 2; 0 disables)
+  MINI_AGENT_CONTEXT_TOKENS  the model's context window (default 128000); older messages
+                             are summarised when a request would pass 80% of it
   NO_COLOR                   disable colors
+
+SESSIONS
+  Every run is a session, journaled in .mini_agent/sessions/ under the workspace root.
+  mini-agent -c                         continue the latest session in the REPL
+  mini-agent -c -p \"now run the tests\"  continue it with one more task
+  mini-agent -r 20261129-09 --status    where a session stopped (no key, nothing sent)
 
 EXIT CODES
   0  the agent finished (it stopped calling tools; check its work yourself)
@@ -336,8 +344,9 @@ EXIT CODES
   2  the turn limit (--max-turns) was reached
   130  interrupted (Ctrl+C)
 
-Without --allow-write / --allow-shell, writes and shell commands are refused in -p mode and
-the model is told which flag would allow them.
+Without --allow-write / --allow-shell, writes and shell commands are asked for at the
+terminal (y once, a always, n deny with a reason); with no terminal to ask (a pipe, a
+script, --json) they are refused and the model is told which flag would allow them.
 ",
         version = env!("CARGO_PKG_VERSION"),
         max_turns = DEFAULT_MAX_TURNS,

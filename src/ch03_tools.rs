@@ -536,6 +536,11 @@ impl Workspace {
     /// rather than writing through it.
     fn write_confined(&self, real: &Path, content: &[u8]) -> Result<(), String> {
         let shown_path = self.relative(real);
+        // The agent's own files (the session journal, the saved outputs) are its memory of
+        // what happened: a model that could edit them could rewrite that memory.
+        if real.starts_with(self.root.join(".mini_agent")) {
+            return Err(format!("refused: `{shown_path}` is inside .mini_agent/, the agent's own records"));
+        }
         let (Some(parent), Some(name)) = (real.parent(), real.file_name().filter(|_| real != self.root))
         else {
             return Err(format!("`{shown_path}` is a directory; give a file path"));
@@ -1549,6 +1554,24 @@ mod tests {
         assert_eq!(written.unwrap_err(), "refused: `swapped` became a symlink after it was checked");
         assert_eq!(fs::read_to_string(outside.0.join("f")).unwrap(), "outside");
         assert_eq!(fs::read_dir(&outside.0).unwrap().count(), 1, "no temporary file outside");
+    }
+
+    #[test]
+    fn the_agents_own_records_cannot_be_written() {
+        let (root, mut workspace) = setup();
+        fs::create_dir_all(root.0.join(".mini_agent/sessions")).unwrap();
+        fs::write(root.0.join(".mini_agent/sessions/s.jsonl"), "{}\n").unwrap();
+        let write =
+            run(&mut workspace, "write_file", json!({"path": ".mini_agent/sessions/s.jsonl", "content": ""}));
+        assert_eq!(write.status, ToolStatus::Error);
+        assert!(write.content.contains("inside .mini_agent/"), "{}", write.content);
+        let edit = run(
+            &mut workspace,
+            "edit_file",
+            json!({"path": "./.mini_agent/sessions/s.jsonl", "old_string": "{}", "new_string": "[]"}),
+        );
+        assert!(edit.content.contains("inside .mini_agent/"), "{}", edit.content);
+        assert_eq!(fs::read_to_string(root.0.join(".mini_agent/sessions/s.jsonl")).unwrap(), "{}\n");
     }
 
     #[test]

@@ -1,24 +1,34 @@
 //! The composition root: the one place that knows every chapter.
 //!
-//! `main` parses the command line, builds the pieces — a model client, the workspace tools
-//! behind their permission gate, an observer that reports progress — and hands them to the
-//! loop of chapter 1. Everything that can go wrong comes back here as one [`Error`], which
+//! `main` parses the command line, builds the pieces — a model client (retrying, streaming,
+//! compacting), the workspace tools behind their permission gate, a session journal, the
+//! observers that report progress — and hands them to the loop of chapter 1, once (`-p`) or
+//! for every line typed (the REPL). The session wiring lives in `app.rs`, the `--json`
+//! events in `json_events.rs`. Everything that can go wrong comes back here as one [`Error`], which
 //! becomes one line on stderr and an exit code: 0 the agent finished, 1 something failed,
 //! 2 the turn limit was reached, 130 the user pressed Ctrl+C. The final answer, and only
 //! the final answer, goes to stdout, so `mini-agent -p … > answer.md` does what it says.
 
+mod app;
 mod args;
+mod json_events;
 
+use app::{Agent, Asker, Config, Opened, open_session};
 use args::{Command, Options, Prompt};
-use mini_agent::ch01_loop::{Error, Limits, Message, Outcome, run_turn};
+use json_events::JsonEvents;
+use mini_agent::ch01_loop::{Error, Model, Observer, Outcome};
 use mini_agent::ch02_model::{ChatClient, ClientConfig};
-use mini_agent::ch03_tools::Workspace;
-use mini_agent::ch04_terminal::{Screen, TerminalObserver, install_interrupt_handler, render_markdown};
-use mini_agent::ch06_skills::{WithSkills, build_system_prompt};
+use mini_agent::ch04_terminal::{
+    LineReader, Screen, TerminalObserver, install_interrupt_handler, render_markdown, run_repl,
+};
+use mini_agent::ch05_sessions::SessionStore;
+use mini_agent::ch07_context::parse_context_tokens;
 use mini_agent::ch08_retry::{Retrying, parse_max_retries};
-use mini_agent::ch12_permissions::{Gate, Permissions};
+use mini_agent::ch10_recovery::status_of;
+use mini_agent::ch11_streaming::StreamingClient;
+use mini_agent::ch12_permissions::Permissions;
 use mini_agent::ch13_demo::start_demo_server;
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -29,84 +39,185 @@ const DEFAULT_MODEL: &str = "gpt-4o-mini";
 fn main() -> ExitCode {
     let words: Vec<String> =
         std::env::args_os().skip(1).map(|word| word.to_string_lossy().into_owned()).collect();
-    match run(&words) {
-        Ok(code) => code,
-        Err(Error::Interrupted) => {
-            say("mini-agent: interrupted");
-            ExitCode::from(130)
-        }
-        Err(error) => {
-            say(&format!("mini-agent: {}", one_line(&error.to_string())));
-            ExitCode::from(1)
-        }
+    let result = run(&words);
+    if let Err(error) = &result {
+        say(&format!("mini-agent: {}", one_line(&error.to_string())));
+    }
+    ExitCode::from(exit_code(&result))
+}
+
+/// 0 done, 1 failed, 2 turn limit (returned as `Ok(2)`), 130 interrupted.
+fn exit_code(result: &Result<u8, Error>) -> u8 {
+    match result {
+        Ok(code) => *code,
+        Err(Error::Interrupted) => 130,
+        Err(_) => 1,
     }
 }
 
-fn run(words: &[String]) -> Result<ExitCode, Error> {
+fn run(words: &[String]) -> Result<u8, Error> {
     match args::parse(words).map_err(Error::Usage)? {
         Command::Help => print_stdout(&args::help()),
         Command::Version => print_stdout(&format!("mini-agent {}\n", env!("CARGO_PKG_VERSION"))),
-        Command::Eval(_) => Err(not_yet("mini-agent eval (the evaluation scenarios)")),
-        Command::Agent(options) => {
-            refuse_unbuilt_features(&options)?;
-            one_shot(&options)
+        Command::Eval(_) => Err(Error::Usage("mini-agent eval is not available yet in this build".into())),
+        Command::Agent(options) if options.json => {
+            // Every run ends with an `exit` event, also one that failed before it started.
+            let result = agent(&options);
+            let error = result.as_ref().err().map(|error| one_line(&error.to_string()));
+            JsonEvents.exit(exit_code(&result), error.as_deref());
+            result
         }
+        Command::Agent(options) => agent(&options),
     }
 }
 // ANCHOR_END: main
 
-/// Flags that are parsed (so the contract is stable) but whose chapters are not built yet.
-fn refuse_unbuilt_features(options: &Options) -> Result<(), Error> {
-    if options.continue_latest || options.resume.is_some() || options.status || options.acknowledge_unknown {
-        return Err(not_yet("sessions (-c, -r, --status, --acknowledge-unknown)"));
+// ANCHOR: agent
+/// `--status`, one task (`-p`) or the REPL, in a new session or a resumed one.
+fn agent(options: &Options) -> Result<u8, Error> {
+    let here = workspace_root(options.root.as_deref())?;
+    let store = SessionStore::new(&here);
+    let chosen = match (&options.resume, options.continue_latest) {
+        (Some(wanted), _) => Some(store.resolve(wanted)?),
+        (None, true) => Some(store.latest()?),
+        (None, false) => None,
+    };
+    if options.status {
+        // No key, no request, no lock: reading the journal is enough.
+        let path = chosen.ok_or_else(|| Error::Usage("--status needs -c or -r ID".into()))?;
+        return print_stdout(&status_of(&path)?.to_string());
     }
-    if options.stream {
-        return Err(not_yet("--stream"));
+    let task = options.prompt.as_ref().map(read_prompt).transpose()?;
+    let opened = chosen.map(|path| open_session(&path, options.acknowledge_unknown)).transpose()?;
+    if let Some(warning) = opened.as_ref().and_then(|opened| opened.warning.as_deref()) {
+        say(&format!("mini-agent: warning: {warning}"));
     }
-    if options.json {
-        return Err(not_yet("--json"));
-    }
-    if options.prompt.is_none() {
-        return Err(not_yet("the interactive mode (run one task with -p \"task\")"));
-    }
-    Ok(())
-}
-
-fn not_yet(feature: &str) -> Error {
-    Error::Usage(format!("{feature} is not available yet in this build"))
-}
-
-// ANCHOR: one_shot
-/// `-p`: one task, the final answer on stdout, the outcome as the exit code.
-fn one_shot(options: &Options) -> Result<ExitCode, Error> {
-    let root = workspace_root(options.root.as_deref())?;
+    let root = opened.as_ref().map_or(here, |opened| opened.root.clone());
     // The demo model is a server in this process; it stops when `demo` is dropped.
     let demo = options
         .demo
         .then(start_demo_server)
         .transpose()
         .map_err(|e| Error::io("starting the demo model", e))?;
-    let client = ChatClient::new(client_config(options, demo.as_ref().map(|server| server.url.as_str())))?;
-    let retries = parse_max_retries(std::env::var("MINI_AGENT_REQUEST_MAX_RETRIES").ok().as_deref())?;
-    let mut model = Retrying::new(client, retries);
+    let endpoint = client_config(options, demo.as_ref().map(|server| server.url.as_str()), opened.as_ref());
+    let model = build_model(&endpoint, options.stream)?;
     let permissions = Permissions { allow_write: options.allow_write, allow_shell: options.allow_shell };
-    // No prompter in one-shot mode: a denied call tells the model which flag would allow it.
-    let gated = Gate::new(Workspace::new(&root)?, permissions, None);
-    let (system_prompt, skills) = build_system_prompt(&root);
-    for warning in &skills.warnings {
-        say(&format!("mini-agent: warning: {warning}"));
+    let context_tokens = parse_context_tokens(std::env::var("MINI_AGENT_CONTEXT_TOKENS").ok().as_deref())?;
+    let config = |asker| Config {
+        model_id: endpoint.model.clone(),
+        permissions,
+        asker,
+        max_turns: options.max_turns,
+        context_tokens,
+    };
+    match task {
+        Some(task) => {
+            // Ask at the terminal only when a person is there to answer (DESIGN: scripts
+            // and tests get a denial that names the flag).
+            let asker =
+                if std::io::stdin().is_terminal() && !options.json { Asker::Tty } else { Asker::Nobody };
+            one_shot(Agent::start(model, root, opened, config(asker))?, task, options)
+        }
+        None => repl(model, root, opened, config, options.verbose),
     }
-    let mut tools = WithSkills::new(gated, skills);
-    let task = read_prompt(options.prompt.as_ref())?;
-    let mut history = vec![Message::System { content: system_prompt }, Message::User { content: task }];
+}
+// ANCHOR_END: agent
+
+// ANCHOR: models
+/// `Compacting(Retrying(ChatClient))`, or the streaming client, which is never retried
+/// (its text has been shown). The compacting layer is added by the agent.
+fn build_model(endpoint: &ClientConfig, stream: bool) -> Result<Box<dyn Model>, Error> {
+    let retries = parse_max_retries(std::env::var("MINI_AGENT_REQUEST_MAX_RETRIES").ok().as_deref())?;
+    Ok(if stream {
+        Box::new(Retrying::new(StreamingClient::new(endpoint.clone())?, retries).streaming(true))
+    } else {
+        Box::new(Retrying::new(ChatClient::new(endpoint.clone())?, retries))
+    })
+}
+// ANCHOR_END: models
+
+// ANCHOR: one_shot
+/// `-p`: one task, the final answer on stdout, the outcome as the exit code.
+fn one_shot(mut agent: Agent, task: String, options: &Options) -> Result<u8, Error> {
+    let json = options.json.then_some(JsonEvents);
+    if let Some(json) = &json {
+        let root = agent.root().display().to_string();
+        json.session(
+            agent.session_id(),
+            &root,
+            agent.model_id(),
+            options.continue_latest || options.resume.is_some(),
+        );
+    }
     install_interrupt_handler();
     let terminal = Screen::stdio(options.verbose);
-    let mut observer = TerminalObserver::new(stderr_only(&terminal), None);
-    let limits = Limits { max_turns: options.max_turns };
-    let outcome = run_turn(&mut model, &mut tools, &mut history, &mut observer, &limits);
-    finish(outcome, options.max_turns, terminal.color)
+    // Progress on stderr; stdout gets the final answer alone — or, with --stream (and no
+    // --json), the replies' text as it arrives.
+    let streams_to_stdout = options.stream && json.is_none();
+    let screen = if streams_to_stdout { terminal.clone() } else { stderr_only(&terminal) };
+    let mut display = TerminalObserver::new(screen, None);
+    let mut events = json;
+    let outcome = agent.turn(task, &mut display, events.as_mut().map(|json| json as &mut dyn Observer));
+    match outcome {
+        Outcome::Completed(answer) if answer.trim().is_empty() => {
+            say("mini-agent: the model finished without a final answer");
+            if let Some(json) = &events {
+                json.final_answer("");
+            }
+            Ok(0)
+        }
+        Outcome::Completed(answer) => match &events {
+            Some(json) => {
+                json.final_answer(&answer);
+                Ok(0)
+            }
+            None if streams_to_stdout => Ok(0),
+            // Styled on a terminal; exactly what the model wrote when piped or with NO_COLOR.
+            None => print_stdout(&render_markdown(&answer, terminal.color)),
+        },
+        Outcome::TurnLimit => {
+            say(&format!(
+                "mini-agent: stopped after {} model calls (the turn limit); the task may be \
+                 unfinished — continue with -c, or rerun with a higher --max-turns",
+                options.max_turns
+            ));
+            Ok(2)
+        }
+        Outcome::Interrupted => Err(Error::Interrupted),
+        Outcome::Failed(error) => Err(error),
+    }
 }
 // ANCHOR_END: one_shot
+
+// ANCHOR: repl
+/// No `-p`: the REPL of chapter 4, with this session as its host.
+fn repl(
+    model: Box<dyn Model>,
+    root: PathBuf,
+    opened: Option<Opened>,
+    config: impl Fn(Asker) -> Config,
+    verbose: bool,
+) -> Result<u8, Error> {
+    let mut reader = LineReader::stdin(Some(&root.join(".mini_agent").join("history")))?;
+    // Permission questions need someone typing; a piped script is denied, naming the flag.
+    let asker = if reader.is_terminal() { Asker::TypeAhead(reader.type_ahead()) } else { Asker::Nobody };
+    let resumed = opened.is_some();
+    let mut agent = Agent::start(model, root, opened, config(asker))?;
+    let screen = Screen::stdio(verbose);
+    let verb = if resumed { "resumed" } else { "new" };
+    screen.status(&format!(
+        "mini-agent {} · {verb} session {} · {} · /help for commands\n",
+        env!("CARGO_PKG_VERSION"),
+        agent.session_id(),
+        agent.model_id()
+    ));
+    if resumed && let Some(last) = agent.last_exchange(false) {
+        screen.status(&last);
+    }
+    run_repl(&mut agent, &mut reader, &screen)?;
+    Ok(0)
+}
+// ANCHOR_END: repl
 
 /// The terminal's screen with stdout silenced: in `-p` mode the observer draws progress on
 /// stderr, and stdout receives the final answer alone, once, when the turn has ended.
@@ -115,27 +226,6 @@ fn stderr_only(terminal: &Screen) -> Screen {
         Screen::new(Box::new(std::io::sink()), Box::new(std::io::stderr()), false, terminal.live);
     screen.verbose = terminal.verbose;
     screen
-}
-
-/// What the process exits with for each way a turn can end.
-fn finish(outcome: Outcome, max_turns: usize, color: bool) -> Result<ExitCode, Error> {
-    match outcome {
-        Outcome::Completed(answer) if answer.trim().is_empty() => {
-            say("mini-agent: the model finished without a final answer");
-            Ok(ExitCode::SUCCESS)
-        }
-        // Styled on a terminal; exactly what the model wrote when piped or with NO_COLOR.
-        Outcome::Completed(answer) => print_stdout(&render_markdown(&answer, color)),
-        Outcome::TurnLimit => {
-            say(&format!(
-                "mini-agent: stopped after {max_turns} model calls (the turn limit); the task may be \
-                 unfinished — rerun with a higher --max-turns"
-            ));
-            Ok(ExitCode::from(2))
-        }
-        Outcome::Interrupted => Err(Error::Interrupted),
-        Outcome::Failed(error) => Err(error),
-    }
 }
 
 fn workspace_root(flag: Option<&Path>) -> Result<PathBuf, Error> {
@@ -155,17 +245,16 @@ fn workspace_root(flag: Option<&Path>) -> Result<PathBuf, Error> {
     Ok(root)
 }
 
-fn read_prompt(prompt: Option<&Prompt>) -> Result<String, Error> {
+fn read_prompt(prompt: &Prompt) -> Result<String, Error> {
     let text = match prompt {
-        Some(Prompt::Text(text)) => text.clone(),
-        Some(Prompt::Stdin) => {
+        Prompt::Text(text) => text.clone(),
+        Prompt::Stdin => {
             let mut text = String::new();
             std::io::stdin()
                 .read_to_string(&mut text)
                 .map_err(|e| Error::io("reading the prompt from stdin (-p -)", e))?;
             text
         }
-        None => String::new(),
     };
     if text.trim().is_empty() {
         return Err(Error::Usage("the prompt is empty — say what the agent should do".into()));
@@ -174,11 +263,11 @@ fn read_prompt(prompt: Option<&Prompt>) -> Result<String, Error> {
 }
 
 /// Writes to stdout; a reader that went away (`| head`) is a quiet, successful exit.
-fn print_stdout(text: &str) -> Result<ExitCode, Error> {
+fn print_stdout(text: &str) -> Result<u8, Error> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Ok(()) => Ok(0),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
         Err(e) => Err(Error::io("writing to stdout", e)),
     }
 }
@@ -201,7 +290,8 @@ fn one_line(text: &str) -> String {
 /// Where the model lives: flags win over the environment, which wins over the defaults.
 /// The key comes from the environment only; the client refuses to go without one unless
 /// the server is on this machine.
-fn client_config(options: &Options, demo_url: Option<&str>) -> ClientConfig {
+/// A resumed session keeps its model unless `--model` or `MODEL_ID` names another.
+fn client_config(options: &Options, demo_url: Option<&str>, opened: Option<&Opened>) -> ClientConfig {
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
     ClientConfig {
         base_url: demo_url
@@ -210,7 +300,12 @@ fn client_config(options: &Options, demo_url: Option<&str>) -> ClientConfig {
             .or_else(|| env("OPENAI_BASE_URL"))
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
         api_key: env("OPENAI_API_KEY"),
-        model: options.model.clone().or_else(|| env("MODEL_ID")).unwrap_or_else(|| DEFAULT_MODEL.into()),
+        model: options
+            .model
+            .clone()
+            .or_else(|| env("MODEL_ID"))
+            .or_else(|| opened.map(|opened| opened.model.clone()))
+            .unwrap_or_else(|| DEFAULT_MODEL.into()),
     }
 }
 // ANCHOR_END: endpoint

@@ -1,0 +1,472 @@
+//! The agent as a user meets it: a session around the loop.
+//!
+//! Every run — one `-p` task or a whole REPL — is a session: a journal under
+//! `<root>/.mini_agent/sessions/` that holds the system prompt, each user message and
+//! everything the loop did. The wiring is the lesson of this file:
+//!
+//! * **The journal observes first.** A [`Fanout`] gives each event to the recorder before the
+//!   screen, the `/stats` counter or the `--json` printer, and the recorder's error stops
+//!   the turn. That is how `tool_started` is on disk before a tool runs.
+//! * **A resumed session is its journal replayed.** The history is rebuilt from the records,
+//!   a compaction in force is restored as the *view* the model was being sent, tool calls
+//!   left open are answered "unknown" or "not run" (chapter 10), and permissions start again
+//!   from the flags: they belong to a person at a terminal, not to a file.
+//! * **How a turn ended is a fact too.** Ctrl+C, an error, the turn limit: each is recorded,
+//!   so `--status` can tell where a session stopped.
+
+use mini_agent::ch01_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, run_turn};
+use mini_agent::ch03_tools::Workspace;
+use mini_agent::ch04_terminal::{HostCommand, ReplHost, TypeAhead, render_markdown};
+use mini_agent::ch05_sessions::{Body, Recorder, SessionStore, replay};
+use mini_agent::ch06_skills::{WithSkills, build_system_prompt};
+use mini_agent::ch07_context::{
+    COMPACTION_NOTICE, Compacting, CompactionRecord, CompactionState, SharedCompaction, SharedStats, Stats,
+};
+use mini_agent::ch09_journal::Journal;
+use mini_agent::ch10_recovery::{describe_call, prepare_resume};
+use mini_agent::ch12_permissions::{Answer, Gate, Permission, Permissions, Prompter, TerminalPrompter};
+use std::path::{Path, PathBuf};
+use std::sync::PoisonError;
+
+// ANCHOR: opened
+/// A session journal opened for `-c`, `--resume` or `/resume`, ready to continue.
+pub struct Opened {
+    journal: Journal,
+    history: Vec<Message>,
+    compaction: Option<CompactionRecord>,
+    /// The root the session was started in: a resumed session works there.
+    pub root: PathBuf,
+    pub model: String,
+    /// A torn last line that was cut off, to show the user.
+    pub warning: Option<String>,
+}
+
+/// Opens and locks the journal at `path`, checks it may continue (unknown outcomes need
+/// `acknowledge_unknown`), appends the synthetic results, and rebuilds what was sent.
+pub fn open_session(path: &Path, acknowledge_unknown: bool) -> Result<Opened, Error> {
+    let (mut journal, loaded) = Journal::open(path)?;
+    let plan = prepare_resume(&loaded.records, acknowledge_unknown)?;
+    for body in &plan.append {
+        mini_agent::ch05_sessions::Append::append(&mut journal, body.clone())?;
+    }
+    let bodies: Vec<&Body> = loaded.records.iter().map(|record| &record.body).chain(&plan.append).collect();
+    // The history stays complete; a compaction only changes what is sent (chapter 7), and the
+    // latest one stands for everything the earlier ones summarised.
+    let history = replay(bodies.iter().copied().filter(|body| !matches!(body, Body::Compaction { .. })));
+    let compaction = bodies.iter().rev().find_map(|body| match body {
+        Body::Compaction { summary, replaces } => Some(CompactionRecord {
+            summary: summary.clone(),
+            replaced: *replaces,
+            tokens_before: 0,
+            tokens_after: 0,
+            usage: None,
+        }),
+        _ => None,
+    });
+    Ok(Opened { journal, history, compaction, root: plan.root, model: plan.model, warning: loaded.warning })
+}
+// ANCHOR_END: opened
+
+/// Who answers "may this call run?" when the flags did not allow it.
+#[derive(Clone)]
+pub enum Asker {
+    /// Nobody: the call is denied with a result that names the flag.
+    Nobody,
+    /// `-p` on a terminal: ask on /dev/tty.
+    Tty,
+    /// The REPL: ask through the queue that reads lines during a turn.
+    TypeAhead(TypeAhead),
+}
+
+/// What stays the same for the whole run, whichever session is current.
+pub struct Config {
+    pub model_id: String,
+    pub permissions: Permissions,
+    pub asker: Asker,
+    pub max_turns: usize,
+    pub context_tokens: u64,
+}
+
+type AgentTools = WithSkills<Gate<Workspace>>;
+
+/// The pieces of a running agent: the model, the tools, and the current session.
+pub struct Agent {
+    config: Config,
+    root: PathBuf,
+    store: SessionStore,
+    model: Compacting<Box<dyn Model>>,
+    compaction: SharedCompaction,
+    tools: AgentTools,
+    skills_report: String,
+    system_prompt: String,
+    stats: SharedStats,
+    recorder: Recorder<Journal>,
+    history: Vec<Message>,
+}
+
+impl Agent {
+    /// Starts with `opened` (a resumed session) or a new session in `root`.
+    pub fn start(
+        model: Box<dyn Model>,
+        root: PathBuf,
+        opened: Option<Opened>,
+        config: Config,
+    ) -> Result<Agent, Error> {
+        let compaction = CompactionState::shared();
+        let model = Compacting::with_state(model, config.context_tokens, compaction.clone());
+        let (tools, system_prompt, skills_report) = build_tools(&root, &config)?;
+        let store = SessionStore::new(&root);
+        let (recorder, history) = match opened {
+            Some(opened) => {
+                restore_view(&compaction, opened.compaction);
+                (Recorder::new(opened.journal), opened.history)
+            }
+            None => new_session(&store, &config.model_id, &system_prompt)?,
+        };
+        let agent = Agent {
+            config,
+            root,
+            store,
+            model,
+            compaction,
+            tools,
+            skills_report,
+            system_prompt,
+            stats: SharedStats::default(),
+            recorder,
+            history,
+        };
+        agent.reset_stats();
+        Ok(agent)
+    }
+
+    pub fn session_id(&self) -> &str {
+        self.recorder.log().id()
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn model_id(&self) -> &str {
+        &self.config.model_id
+    }
+
+    // ANCHOR: turn
+    /// One user message to its end: recorded, run with the journal first in the fan-out,
+    /// and its ending recorded. `display` draws it; `json` prints it as events.
+    pub fn turn(
+        &mut self,
+        input: String,
+        display: &mut dyn Observer,
+        json: Option<&mut dyn Observer>,
+    ) -> Outcome {
+        let message = Message::User { content: input };
+        if let Err(error) = self.recorder.message(&message) {
+            return Outcome::Failed(error);
+        }
+        let mut stats = self.stats.clone();
+        let _ = stats.event(Event::Message(&message));
+        self.history.push(message);
+        let mut human = HumanNotices(display);
+        let mut others: Vec<&mut dyn Observer> = vec![&mut stats];
+        if let Some(json) = json {
+            others.push(json);
+        }
+        others.push(&mut human);
+        let mut observer = Fanout { recorder: &mut self.recorder, others };
+        let limits = Limits { max_turns: self.config.max_turns };
+        let outcome = run_turn(&mut self.model, &mut self.tools, &mut self.history, &mut observer, &limits);
+        self.record_ending(&outcome);
+        outcome
+    }
+    // ANCHOR_END: turn
+
+    fn record_ending(&mut self, outcome: &Outcome) {
+        let written = match outcome {
+            Outcome::Completed(_) => Ok(()),
+            Outcome::Interrupted => self.recorder.interrupted(),
+            Outcome::TurnLimit => self
+                .recorder
+                .error(&format!("stopped after {} model calls (the turn limit)", self.config.max_turns)),
+            Outcome::Failed(error) => self.recorder.error(&error.to_string()),
+        };
+        if let Err(error) = written {
+            eprintln!("mini-agent: warning: could not record how the turn ended: {error}");
+        }
+    }
+
+    /// The last user message and the answer it got, to show when a session is resumed.
+    pub fn last_exchange(&self, color: bool) -> Option<String> {
+        let asked = self.history.iter().rposition(|m| matches!(m, Message::User { .. }))?;
+        let Message::User { content: question } = &self.history[asked] else { return None };
+        let mut shown = format!("> {}\n", question.trim_end());
+        let answer = self.history[asked..].iter().rev().find_map(|m| match m {
+            Message::Assistant { content: Some(text), .. } if !text.trim().is_empty() => Some(text),
+            _ => None,
+        });
+        if let Some(answer) = answer {
+            shown.push_str(&render_markdown(answer, color));
+        }
+        Some(shown)
+    }
+
+    /// Switches to `opened`; permissions and `/stats` start again, as for a new session.
+    fn switch_to(
+        &mut self,
+        recorder: Recorder<Journal>,
+        history: Vec<Message>,
+        view: Option<CompactionRecord>,
+    ) -> Result<(), Error> {
+        let (tools, system_prompt, skills_report) = build_tools(&self.root, &self.config)?;
+        self.tools = tools;
+        self.system_prompt = system_prompt;
+        self.skills_report = skills_report;
+        self.recorder = recorder;
+        self.history = history;
+        restore_view(&self.compaction, view);
+        self.reset_stats();
+        Ok(())
+    }
+
+    /// `/stats` counts this session from the moment it was opened; the history it holds
+    /// already is what the next prompt is estimated from.
+    fn reset_stats(&self) {
+        let mut stats = Stats::new();
+        for message in &self.history {
+            let _ = stats.event(Event::Message(message));
+        }
+        *self.stats.0.lock().unwrap_or_else(PoisonError::into_inner) = stats;
+    }
+
+    fn list(&self) -> Result<String, Error> {
+        let sessions = self.store.list()?;
+        if sessions.is_empty() {
+            return Ok("no sessions yet".into());
+        }
+        let current = self.session_id();
+        let lines: Vec<String> = sessions
+            .iter()
+            .map(|s| {
+                let mark = if s.id == current { '*' } else { ' ' };
+                let prompt = s.first_prompt.as_deref().unwrap_or("(no messages)");
+                let prompt: String = prompt.lines().next().unwrap_or_default().chars().take(60).collect();
+                let date = s.created.get(..16).unwrap_or(&s.created).replace('T', " ");
+                format!("{mark} {}  {date}  {:>3} turns  {prompt}", s.id, s.user_turns)
+            })
+            .collect();
+        Ok(lines.join("\n"))
+    }
+
+    fn compact(&mut self) -> Result<String, Error> {
+        let mut stats = self.stats.clone();
+        let mut observer = Fanout { recorder: &mut self.recorder, others: vec![&mut stats] };
+        match self.model.compact(&self.history, &mut observer)? {
+            Some(record) => Ok(format!(
+                "compacted: {} earlier messages are now a summary (about {} → {} tokens)",
+                record.replaced, record.tokens_before, record.tokens_after
+            )),
+            None => Ok("nothing to compact yet".into()),
+        }
+    }
+
+    fn stats_report(&self) -> String {
+        let schemas = mini_agent::ch01_loop::Tools::schemas(&self.tools);
+        let next_prompt = self.model.estimate_prompt(&self.history, &schemas);
+        format!(
+            "session      {}\n{}\ncontext      about {next_prompt} of {} tokens in the next request",
+            self.session_id(),
+            self.stats.snapshot(),
+            self.config.context_tokens
+        )
+    }
+}
+
+// ANCHOR: repl_host
+impl ReplHost for Agent {
+    fn turn(&mut self, input: String, observer: &mut dyn Observer) -> Outcome {
+        Agent::turn(self, input, observer, None)
+    }
+
+    fn command(&mut self, command: HostCommand) -> Result<String, Error> {
+        match command {
+            HostCommand::New => {
+                let (recorder, history) =
+                    new_session(&self.store, &self.config.model_id, &self.system_prompt)?;
+                self.switch_to(recorder, history, None)?;
+                Ok(format!("new session {}", self.session_id()))
+            }
+            HostCommand::List => self.list(),
+            HostCommand::Resume(wanted) => {
+                let path = self.store.resolve(&wanted)?;
+                if path == self.recorder.log().path() {
+                    return Ok(format!("already in session {}", self.session_id()));
+                }
+                let opened = open_session(&path, false)?;
+                if let Some(warning) = &opened.warning {
+                    eprintln!("mini-agent: warning: {warning}");
+                }
+                self.switch_to(Recorder::new(opened.journal), opened.history, opened.compaction)?;
+                let last = self.last_exchange(false).unwrap_or_default();
+                Ok(format!("resumed session {}\n{last}", self.session_id()))
+            }
+            HostCommand::Skills => Ok(self.skills_report.clone()),
+            HostCommand::Compact => self.compact(),
+            HostCommand::Stats => Ok(self.stats_report()),
+        }
+    }
+}
+// ANCHOR_END: repl_host
+
+/// A new journal for `store`'s root, with the system prompt as its first message.
+fn new_session(
+    store: &SessionStore,
+    model_id: &str,
+    system_prompt: &str,
+) -> Result<(Recorder<Journal>, Vec<Message>), Error> {
+    let mut recorder = Recorder::new(Journal::create(store, model_id)?);
+    let system = Message::System { content: system_prompt.to_string() };
+    recorder.message(&system)?;
+    Ok((recorder, vec![system]))
+}
+
+fn restore_view(state: &SharedCompaction, record: Option<CompactionRecord>) {
+    let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+    match record {
+        Some(record) => state.restore(record),
+        None => state.clear(),
+    }
+}
+
+/// The tools of `root` behind a fresh permission gate, and the system prompt with skills.
+fn build_tools(root: &Path, config: &Config) -> Result<(AgentTools, String, String), Error> {
+    let prompter: Option<Box<dyn Prompter>> = match &config.asker {
+        Asker::Nobody => None,
+        Asker::Tty => TerminalPrompter::open_tty().map(|tty| Box::new(tty) as Box<dyn Prompter>),
+        Asker::TypeAhead(queue) => Some(Box::new(TypeAheadPrompter(queue.clone()))),
+    };
+    let gate = Gate::new(Workspace::new(root)?, config.permissions, prompter);
+    let (system_prompt, skills) = build_system_prompt(root);
+    for warning in &skills.warnings {
+        eprintln!("mini-agent: warning: {warning}");
+    }
+    let report = skills.to_string();
+    Ok((WithSkills::new(gate, skills), system_prompt, report))
+}
+
+// ANCHOR: fanout
+/// Hands each event to the journal first, then to the others. An error from the journal
+/// stops the turn before anyone acts on an unrecorded event.
+pub struct Fanout<'a> {
+    recorder: &'a mut Recorder<Journal>,
+    others: Vec<&'a mut dyn Observer>,
+}
+
+impl Observer for Fanout<'_> {
+    fn event(&mut self, event: Event) -> Result<(), Error> {
+        match &event {
+            // Chapter 7 announces a compaction as a notice; the journal keeps it as a record.
+            Event::Notice { kind, text } if *kind == COMPACTION_NOTICE => {
+                let record = CompactionRecord::from_notice_text(text)?;
+                self.recorder.compaction(&record.summary, record.replaced)?;
+            }
+            _ => self.recorder.event(copy(&event))?,
+        }
+        for other in &mut self.others {
+            other.event(copy(&event))?;
+        }
+        Ok(())
+    }
+
+    fn queued_input(&mut self) -> Vec<String> {
+        self.others.iter_mut().flat_map(|other| other.queued_input()).collect()
+    }
+}
+
+/// Events hold only references and numbers, so one can be handed to several observers.
+fn copy<'a>(event: &Event<'a>) -> Event<'a> {
+    match event {
+        Event::Message(message) => Event::Message(message),
+        Event::Request { messages } => Event::Request { messages: *messages },
+        Event::Reply(reply) => Event::Reply(reply),
+        Event::TextDelta(text) => Event::TextDelta(text),
+        Event::ToolStarted(call) => Event::ToolStarted(call),
+        Event::ToolFinished(call, output) => Event::ToolFinished(call, output),
+        Event::Retry { attempt, wait_ms, reason } => {
+            Event::Retry { attempt: *attempt, wait_ms: *wait_ms, reason }
+        }
+        Event::Notice { kind, text } => Event::Notice { kind, text },
+    }
+}
+// ANCHOR_END: fanout
+
+/// The screen shows a compaction as a sentence, not as the JSON the journal keeps.
+struct HumanNotices<'a>(&'a mut dyn Observer);
+
+impl Observer for HumanNotices<'_> {
+    fn event(&mut self, event: Event) -> Result<(), Error> {
+        match event {
+            Event::Notice { kind, text } if kind == COMPACTION_NOTICE => {
+                let sentence = match CompactionRecord::from_notice_text(text) {
+                    Ok(record) => format!(
+                        "{} earlier messages summarised to save context (about {} → {} tokens)",
+                        record.replaced, record.tokens_before, record.tokens_after
+                    ),
+                    Err(_) => "earlier messages summarised to save context".to_string(),
+                };
+                self.0.event(Event::Notice { kind, text: &sentence })
+            }
+            other => self.0.event(other),
+        }
+    }
+
+    fn queued_input(&mut self) -> Vec<String> {
+        self.0.queued_input()
+    }
+}
+
+// ANCHOR: prompter
+/// Asks for a permission during a REPL turn: the question on stderr, the answer from the
+/// queue of lines typed meanwhile (the REPL's reader thread owns stdin then).
+struct TypeAheadPrompter(TypeAhead);
+
+impl Prompter for TypeAheadPrompter {
+    fn ask(&mut self, call: &mini_agent::ch01_loop::ToolCall, needed: Permission) -> Answer {
+        let scope = match needed {
+            Permission::Write => "file writes",
+            Permission::Shell => "shell commands",
+        };
+        let mut question =
+            format!("{}\nallow? [y] once  [a] all {scope} this session  [n] no: ", request(call));
+        loop {
+            let Some(answer) = self.0.ask(&question) else {
+                return Answer::Deny("no answer from the terminal".into());
+            };
+            match answer.trim().to_lowercase().as_str() {
+                "y" | "yes" => return Answer::Once,
+                "a" | "always" => return Answer::Always,
+                "n" | "no" => {
+                    let reason = self.0.ask("reason for the model (optional, Enter to skip): ");
+                    return Answer::Deny(reason.unwrap_or_default());
+                }
+                _ => question = "please answer y, a or n: ".into(),
+            }
+        }
+    }
+}
+// ANCHOR_END: prompter
+
+/// What the user is asked to allow, in words: the command, or the file and the size.
+fn request(call: &mini_agent::ch01_loop::ToolCall) -> String {
+    let arguments: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+    let text = |key: &str| arguments[key].as_str().map(str::to_string);
+    match (call.name.as_str(), text("command"), text("path")) {
+        ("bash", Some(command), _) => format!("bash wants to run: {command}"),
+        ("write_file", _, Some(path)) => {
+            let bytes = text("content").map_or(0, |content| content.len());
+            format!("write_file wants to write {bytes} bytes to {path}")
+        }
+        ("edit_file", _, Some(path)) => format!("edit_file wants to change {path}"),
+        _ => describe_call(call),
+    }
+}

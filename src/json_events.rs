@@ -1,0 +1,86 @@
+//! `--json`: the events of one task as JSON Lines on stdout, for programs.
+//!
+//! A script that drives the agent wants facts it can parse, not a spinner: one JSON object
+//! per line, each with a `type`, written as the event happens and flushed at once. It is one
+//! more [`Observer`] in the fan-out, so it sees exactly what the journal and the screen see;
+//! human progress stays on stderr. The field names are a contract (documented in the README):
+//! add fields if needed, never rename one.
+//!
+//! | `type` | fields |
+//! |---|---|
+//! | `session` | `id`, `root`, `model`, `resumed` |
+//! | `request` | `messages` (how many are sent) |
+//! | `assistant` | `text` (string or null), `tool_calls` (`[{id, name, arguments}]`) |
+//! | `tool_started` | `id`, `name`, `arguments` |
+//! | `tool_finished` | `id`, `name`, `status`, `content` |
+//! | `retry` | `attempt`, `wait_ms`, `reason` |
+//! | `compaction` | `replaced`, `tokens_before`, `tokens_after`, `summary` |
+//! | `notice` | `kind`, `text` |
+//! | `final` | `answer` |
+//! | `exit` | `code`, `error` (a one-line reason, or null) |
+
+use mini_agent::ch01_loop::{Error, Event, Observer};
+use mini_agent::ch07_context::{COMPACTION_NOTICE, CompactionRecord};
+use serde_json::{Value, json};
+use std::io::Write;
+
+/// Prints events as JSON Lines on stdout. A reader that went away is not an error.
+pub struct JsonEvents;
+
+impl JsonEvents {
+    pub fn emit(&self, line: Value) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+    }
+
+    pub fn session(&self, id: &str, root: &str, model: &str, resumed: bool) {
+        self.emit(json!({"type": "session", "id": id, "root": root, "model": model, "resumed": resumed}));
+    }
+
+    pub fn final_answer(&self, answer: &str) {
+        self.emit(json!({"type": "final", "answer": answer}));
+    }
+
+    pub fn exit(&self, code: u8, error: Option<&str>) {
+        self.emit(json!({"type": "exit", "code": code, "error": error}));
+    }
+}
+
+// ANCHOR: events
+impl Observer for JsonEvents {
+    fn event(&mut self, event: Event) -> Result<(), Error> {
+        let line = match event {
+            Event::Request { messages } => json!({"type": "request", "messages": messages}),
+            Event::Reply(reply) => json!({
+                "type": "assistant",
+                "text": reply.content,
+                "tool_calls": reply.tool_calls,
+            }),
+            Event::ToolStarted(call) => json!({
+                "type": "tool_started", "id": call.id, "name": call.name, "arguments": call.arguments,
+            }),
+            Event::ToolFinished(call, output) => json!({
+                "type": "tool_finished", "id": call.id, "name": call.name,
+                "status": output.status, "content": output.content,
+            }),
+            Event::Retry { attempt, wait_ms, reason } => {
+                json!({"type": "retry", "attempt": attempt, "wait_ms": wait_ms, "reason": reason})
+            }
+            Event::Notice { kind, text } if kind == COMPACTION_NOTICE => {
+                match CompactionRecord::from_notice_text(text) {
+                    Ok(record) => json!({
+                        "type": "compaction", "replaced": record.replaced, "tokens_before": record.tokens_before,
+                        "tokens_after": record.tokens_after, "summary": record.summary,
+                    }),
+                    Err(_) => json!({"type": "notice", "kind": kind, "text": text}),
+                }
+            }
+            Event::Notice { kind, text } => json!({"type": "notice", "kind": kind, "text": text}),
+            // Messages repeat what the events above said; deltas are for eyes, not programs.
+            Event::Message(_) | Event::TextDelta(_) => return Ok(()),
+        };
+        self.emit(line);
+        Ok(())
+    }
+}
+// ANCHOR_END: events
