@@ -99,6 +99,9 @@ pub trait Tools {
     fn run(&mut self, call: &ToolCall) -> ToolOutput;
 }
 
+// ANCHOR_END: seams
+
+// ANCHOR: events
 /// Everything that happens during a turn, in order.
 #[derive(Debug)]
 pub enum Event<'a> {
@@ -151,7 +154,7 @@ pub enum Outcome {
     Interrupted,
     Failed(Error),
 }
-// ANCHOR_END: seams
+// ANCHOR_END: events
 
 // ANCHOR: run_turn
 /// Runs one user turn to its end. `history` already holds the user's message.

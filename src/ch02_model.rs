@@ -214,7 +214,9 @@ pub fn wire_message(message: &Message) -> Value {
         }
     }
 }
+// ANCHOR_END: wire
 
+// ANCHOR: parse_reply
 /// Reads `choices[0].message` and `usage`, ignoring every field we do not need.
 pub fn parse_reply(body: &str) -> Result<Reply, Error> {
     let value: Value = serde_json::from_str(body)
@@ -258,7 +260,7 @@ pub fn parse_usage(usage: &Value) -> Option<Usage> {
         completion_tokens: usage.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
     })
 }
-// ANCHOR_END: wire
+// ANCHOR_END: parse_reply
 
 // ANCHOR: errors
 /// Turns a non-2xx response into `Error::Http` with the server's own words.
@@ -317,6 +319,7 @@ pub fn server_message(body: &str) -> (Option<String>, Option<String>) {
     }
     (Some(shorten(&collapse_spaces(text))), None)
 }
+// ANCHOR_END: errors
 
 /// `Retry-After` is either seconds or an HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`).
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<u64> {
@@ -349,6 +352,7 @@ fn parse_http_date(value: &str) -> Option<u64> {
     u64::try_from(days * 86_400 + hour * 3600 + minute * 60 + second).ok()
 }
 
+// ANCHOR: network_error
 /// A transport failure, said in a way that tells the user where to look.
 pub fn network_error(url: &str, error: ureq::Error) -> Error {
     use ureq::Timeout;
@@ -378,7 +382,7 @@ pub fn network_error(url: &str, error: ureq::Error) -> Error {
     };
     Error::Network(text)
 }
-// ANCHOR_END: errors
+// ANCHOR_END: network_error
 
 /// At most 300 characters of `text`, for quoting a server in one line.
 pub fn shorten(text: &str) -> String {

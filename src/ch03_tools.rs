@@ -238,6 +238,7 @@ fn parse<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T, String> 
     serde_json::from_str(arguments)
         .map_err(|error| format!("invalid arguments for {tool}: {error}; expected {}", expected_shape(tool)))
 }
+// ANCHOR_END: dispatch
 
 /// `{"path": string, "offset"?: integer}` — the schema of `tool`, in one line.
 fn expected_shape(tool: &str) -> String {
@@ -258,7 +259,6 @@ fn expected_shape(tool: &str) -> String {
     let fields: Vec<String> = fields.into_iter().map(|(_, field)| field).collect();
     format!("{{{}}}", fields.join(", "))
 }
-// ANCHOR_END: dispatch
 
 /// A path as the model wrote it, cut short so a 10,000-character name does not flood the answer.
 fn shown(path: &str) -> String {
@@ -452,7 +452,6 @@ fn looks_binary(bytes: &[u8]) -> bool {
 // read_file, write_file, edit_file
 
 impl Workspace {
-    // ANCHOR: read_file
     fn read_file(&self, args: ReadArgs) -> Result<String, String> {
         let real = self.resolve(&args.path)?;
         let shown_path = self.relative(&real);
@@ -519,7 +518,6 @@ impl Workspace {
         }
         Ok(out)
     }
-    // ANCHOR_END: read_file
 
     fn write_file(&self, args: WriteArgs) -> Result<String, String> {
         let real = self.resolve(&args.path)?;
@@ -791,7 +789,6 @@ impl Workspace {
         Ok(lines.join("\n"))
     }
 
-    // ANCHOR: search
     fn search(&self, args: SearchArgs) -> Result<String, String> {
         if args.pattern.is_empty() {
             return Err("pattern is empty; give the text to look for".into());
@@ -850,7 +847,6 @@ impl Workspace {
         }
         Ok(out)
     }
-    // ANCHOR_END: search
 }
 
 /// A small glob matcher: `*` and `?` stay within one directory, `**` crosses directories.
@@ -1051,6 +1047,7 @@ enum Ending {
     WaitFailed(io::Error),
 }
 
+// ANCHOR: process_group
 /// Starts `bash -c command` (or `sh -c` where bash is missing) in its own session — hence its
 /// own process group, killable as one, and no controlling terminal, so a password prompt
 /// (`sudo`, `git`, `ssh`) fails at once instead of stopping the command until the timeout.
@@ -1094,7 +1091,6 @@ fn group_alive(group: i32) -> bool {
     unsafe { kill(-group, 0) == 0 }
 }
 
-// ANCHOR: terminate
 /// SIGTERM to the whole group, a short grace, then SIGKILL to whatever is left.
 fn terminate_group(group: i32, child: &mut Child) {
     signal_group(group, SIGTERM);
@@ -1105,7 +1101,7 @@ fn terminate_group(group: i32, child: &mut Child) {
     signal_group(group, SIGKILL);
     let _ = child.wait();
 }
-// ANCHOR_END: terminate
+// ANCHOR_END: process_group
 
 impl Workspace {
     // ANCHOR: bash

@@ -228,6 +228,7 @@ impl TypeAhead {
         }
     }
 
+    // ANCHOR_END: type_ahead
     /// The queued lines that are messages; slash commands stay queued for after the turn.
     pub fn take_messages(&self) -> Vec<String> {
         let mut queue = self.lock();
@@ -294,7 +295,6 @@ impl Drop for TypeAheadReader {
         self.stop_thread();
     }
 }
-// ANCHOR_END: type_ahead
 
 fn read_line_from_terminal() -> Option<String> {
     if !std::io::stdin().is_terminal() {
@@ -355,6 +355,7 @@ impl LineReader {
         })
     }
 
+    // ANCHOR_END: line_reader
     /// Lines from any reader: piped stdin, or a script in tests.
     pub fn from_reader(reader: Box<dyn BufRead + Send>) -> LineReader {
         LineReader { source: Source::Plain(reader), type_ahead: TypeAhead::default() }
@@ -433,7 +434,6 @@ fn prepare_history_file(path: &Path) -> Result<(), Error> {
         .map(drop)
         .map_err(|error| Error::io(format!("opening history {}", path.display()), error))
 }
-// ANCHOR_END: line_reader
 
 /// Where output goes and how it looks. Cloning shares the writers.
 #[derive(Clone)]
@@ -531,7 +531,6 @@ impl Drop for Spinner {
 }
 // ANCHOR_END: spinner
 
-// ANCHOR: observer
 /// Draws a turn: spinner while waiting, streamed or rendered text on stdout, one line per
 /// tool call on stderr. It also hands the loop the lines typed meanwhile.
 pub struct TerminalObserver {
@@ -574,6 +573,7 @@ impl TerminalObserver {
     }
 }
 
+// ANCHOR: observer
 impl Observer for TerminalObserver {
     fn event(&mut self, event: Event) -> Result<(), Error> {
         match event {
@@ -785,6 +785,7 @@ pub fn render_markdown(text: &str, color: bool) -> String {
                 out.push_style(LINK);
             }
             Md::Start(_) => {}
+            // ANCHOR_END: markdown
             Md::End(TagEnd::Paragraph | TagEnd::HtmlBlock) => out.end_line(),
             Md::End(TagEnd::Heading(_)) => {
                 out.pop_style();
@@ -844,6 +845,7 @@ const STRIKE: &str = "\x1b[9m";
 const CODE: &str = "\x1b[36m";
 const LINK: &str = "\x1b[4;34m";
 
+// ANCHOR: styles
 /// Keeps the state Markdown needs across events: open styles (ANSI has no "undo one
 /// style", so closing one resets and re-applies the rest), list nesting and the line prefix.
 #[derive(Default)]
@@ -885,6 +887,7 @@ impl Renderer {
         self.applied = wanted;
     }
 
+    // ANCHOR_END: styles
     /// A new block starts after a blank line, except as the first thing in a list item.
     fn block(&mut self) {
         if self.marker.is_some() || self.text.is_empty() {
@@ -950,7 +953,6 @@ impl Renderer {
         }
     }
 }
-// ANCHOR_END: markdown
 
 #[cfg(test)]
 mod tests {

@@ -204,6 +204,7 @@ pub struct Recorder<A: Append> {
     finished: HashSet<String>,
 }
 
+// ANCHOR_END: recorder
 impl<A: Append> Recorder<A> {
     pub fn new(log: A) -> Self {
         Recorder { log, pending_usage: None, finished: HashSet::new() }
@@ -244,6 +245,7 @@ impl<A: Append> Recorder<A> {
     }
 }
 
+// ANCHOR: recorder_events
 impl<A: Append> Observer for Recorder<A> {
     fn event(&mut self, event: Event) -> Result<(), Error> {
         let body = match event {
@@ -292,7 +294,7 @@ impl<A: Append> Observer for Recorder<A> {
         self.log.append(body).map(drop)
     }
 }
-// ANCHOR_END: recorder
+// ANCHOR_END: recorder_events
 
 // ANCHOR: ids
 /// A session id for this instant: UTC date and time, then 4 hex digits that differ between
@@ -398,6 +400,8 @@ impl SessionStore {
         Err(Error::Session(format!("cannot find a free session id in {}", self.dir.display())))
     }
 
+    // ANCHOR_END: store
+    // ANCHOR: resolve
     /// Session ids of this root, oldest first (ids sort by time).
     pub fn ids(&self) -> Result<Vec<String>, Error> {
         let entries = match fs::read_dir(&self.dir) {
@@ -452,6 +456,7 @@ impl SessionStore {
         }
     }
 
+    // ANCHOR_END: resolve
     /// The sessions of this root, oldest first, for `/list`.
     pub fn list(&self) -> Result<Vec<SessionSummary>, Error> {
         self.ids()?.into_iter().map(|id| summarize(&self.path_of(&id), id)).collect()
@@ -492,7 +497,6 @@ fn summarize(path: &Path, id: String) -> Result<SessionSummary, Error> {
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|window| window == needle)
 }
-// ANCHOR_END: store
 
 #[cfg(test)]
 pub(crate) mod tests {

@@ -106,6 +106,7 @@ pub struct Stats {
     request_sent: Option<Instant>,
 }
 
+// ANCHOR_END: stats
 impl Default for Stats {
     fn default() -> Self {
         Stats {
@@ -139,6 +140,7 @@ impl Stats {
     }
 }
 
+// ANCHOR: stats_events
 impl Observer for Stats {
     fn event(&mut self, event: Event) -> Result<(), Error> {
         match event {
@@ -178,6 +180,7 @@ impl Observer for Stats {
     }
 }
 
+// ANCHOR_END: stats_events
 fn estimate_reply_tokens(reply: &Reply) -> u64 {
     let message = Message::Assistant { content: reply.content.clone(), tool_calls: reply.tool_calls.clone() };
     estimate_message_tokens(&message)
@@ -230,7 +233,6 @@ impl Observer for SharedStats {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).event(event)
     }
 }
-// ANCHOR_END: stats
 
 // ANCHOR: record
 /// The `kind` of the [`Event::Notice`] that announces a compaction; its `text` is
@@ -437,6 +439,7 @@ impl<M: Model> Compacting<M> {
         estimate_request_tokens(&state.view(history), tools)
     }
 
+    // ANCHOR_END: compacting
     /// `/compact`: summarises everything before the most recent user message (or, in one
     /// long turn, before its last assistant step). `None` when there is nothing to compact.
     pub fn compact(
@@ -447,6 +450,7 @@ impl<M: Model> Compacting<M> {
         self.compact_with(history, None, observer)
     }
 
+    // ANCHOR: compact_with
     fn compact_with(
         &mut self,
         history: &[Message],
@@ -498,8 +502,10 @@ impl<M: Model> Compacting<M> {
         self.lock().set(record.clone(), history.get(start).cloned());
         Ok(Some(record))
     }
+    // ANCHOR_END: compact_with
 }
 
+// ANCHOR: auto_compact
 impl<M: Model> Model for Compacting<M> {
     fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
         let history = request.messages;
@@ -540,7 +546,7 @@ impl<M: Model> Model for Compacting<M> {
         Ok(reply)
     }
 }
-// ANCHOR_END: compacting
+// ANCHOR_END: auto_compact
 
 fn share_of(tokens: u64, percent: u64) -> u64 {
     tokens.saturating_mul(percent) / 100

@@ -14,4 +14,5 @@ pub mod ch10_recovery;
 pub mod ch11_streaming;
 pub mod ch12_permissions;
 pub mod ch13_demo;
+pub mod ch13_evaluation;
 pub mod ch13_scripted_server;
