@@ -200,3 +200,32 @@ fn agents_md_joins_the_system_prompt() {
     let system = messages(&run.requests[0])[0]["content"].as_str().unwrap_or_default().to_string();
     assert!(system.contains("Run `make check` before you finish."), "{system}");
 }
+
+#[test]
+fn eval_runs_scenarios_and_fails_when_one_fails() {
+    let scenario = |name: &str, exit: i32| {
+        json!({
+            "name": name,
+            "runs": [{
+                "args": ["-p", "say hello"],
+                "steps": [{"text": "Hello."}],
+                "expect": {"exit": exit, "requests": 1, "stdout_contains": ["Hello."]}
+            }]
+        })
+        .to_string()
+    };
+    let passing =
+        Test::new().args(["eval", "scenarios"]).file("scenarios/ok.json", &scenario("says_hello", 0)).run();
+    passing.expect_code(0);
+    assert!(passing.stdout.contains("says_hello"), "{}", passing.stdout);
+    assert!(passing.stdout.contains("1/1"), "{}", passing.stdout);
+
+    let failing = Test::new()
+        .args(["eval", "scenarios"])
+        .file("scenarios/ok.json", &scenario("says_hello", 0))
+        .file("scenarios/wrong.json", &scenario("expects_a_failure", 1))
+        .run();
+    failing.expect_code(1);
+    assert!(failing.stdout.contains("expects_a_failure"), "{}", failing.stdout);
+    assert!(failing.stdout.contains("0/1"), "{}", failing.stdout);
+}

@@ -54,6 +54,9 @@ enum Endpoint {
     Given(Option<String>),
 }
 
+/// A test of the workspace, polled while the agent runs.
+type Condition = Box<dyn Fn(&Path) -> bool>;
+
 pub struct Test {
     args: Vec<String>,
     stdin: String,
@@ -64,9 +67,9 @@ pub struct Test {
     interrupt_after: Option<usize>,
     /// Close the read end of stdout at once, like `mini-agent … | head -0`.
     close_stdout: bool,
-    /// Send this signal once a session journal contains this text (e.g. SIGKILL as soon as
-    /// `tool_started` is on disk: a crash in the middle of a tool).
-    signal_when_journal_has: Option<(String, i32)>,
+    /// Send this signal once the workspace satisfies the condition (e.g. SIGKILL once a
+    /// tool has started: a crash in the middle of a tool).
+    signal_when: Option<(Condition, i32)>,
 }
 
 impl Test {
@@ -79,7 +82,7 @@ impl Test {
             endpoint: Endpoint::Given(None),
             interrupt_after: None,
             close_stdout: false,
-            signal_when_journal_has: None,
+            signal_when: None,
         }
     }
 
@@ -122,9 +125,9 @@ impl Test {
         self
     }
 
-    /// Sends `signal` to the agent once a journal in the workspace contains `needle`.
-    pub fn signal_when_journal_has(mut self, needle: &str, signal: i32) -> Test {
-        self.signal_when_journal_has = Some((needle.to_string(), signal));
+    /// Sends `signal` to the agent once `condition(workspace root)` holds.
+    pub fn signal_when(mut self, condition: impl Fn(&Path) -> bool + 'static, signal: i32) -> Test {
+        self.signal_when = Some((Box::new(condition), signal));
         self
     }
 
@@ -200,11 +203,11 @@ impl Test {
                 send_sigint(child.id());
                 interrupt_after = None;
             }
-            if let Some((needle, signal)) = &self.signal_when_journal_has
-                && journal_text(workspace.path()).contains(needle.as_str())
+            if let Some((condition, signal)) = &self.signal_when
+                && condition(workspace.path())
             {
                 send_signal(child.id(), *signal);
-                self.signal_when_journal_has = None;
+                self.signal_when = None;
             }
             if started.elapsed() > HANG_AFTER {
                 let _ = child.kill();
@@ -249,11 +252,6 @@ pub fn session_files(root: &Path) -> Vec<PathBuf> {
         .unwrap_or_default();
     files.sort();
     files
-}
-
-/// Everything the journals of a workspace hold, as text.
-fn journal_text(root: &Path) -> String {
-    session_files(root).iter().filter_map(|path| std::fs::read_to_string(path).ok()).collect()
 }
 
 /// The records of a journal, parsed.

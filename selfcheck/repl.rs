@@ -67,9 +67,13 @@ fn compact_is_recorded_and_a_resumed_session_sends_the_same_view() {
         .run();
     first.expect_code(0);
     assert!(first.stdout.contains("compacted: 2 earlier messages"), "{}", first.stdout);
-    let compaction: Vec<_> = first.only_journal().into_iter().filter(|r| r["type"] == "compaction").collect();
-    assert_eq!(compaction.len(), 1);
-    assert_eq!(compaction[0]["replaces"], 2);
+    let journal = first.only_journal();
+    let at = journal.iter().position(|r| r["type"] == "compaction").expect("a compaction record");
+    assert_eq!(journal[at]["replaces"], 2);
+    assert_eq!(journal[at]["summary"], "SUMMARY OF ONE");
+    // The summary request's tokens are recorded right after it.
+    assert_eq!(journal[at + 1]["type"], "usage");
+    assert_eq!(journal[at + 1]["prompt_tokens"], 10);
 
     let resumed = Test::new().args(["-c", "-p", "third"]).server(vec![text("ok")]).run_in(first.workspace);
     resumed.expect_code(0);

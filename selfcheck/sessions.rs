@@ -127,7 +127,8 @@ fn killed_during_a_tool() -> TempDir {
     let run = Test::new()
         .args(["-p", "run it", "--allow-shell"])
         .server(vec![call("bash", json!({ "command": command })), text("never sent")])
-        .signal_when_journal_has("tool_started", SIGKILL)
+        // Killed once the command has certainly begun: its first line is written.
+        .signal_when(|root| root.join("runs.txt").exists(), SIGKILL)
         .run();
     assert_eq!(run.code, None, "killed by a signal");
     assert_eq!(run.journal_types().last().map(String::as_str), Some("tool_started"));
@@ -158,8 +159,7 @@ fn an_unknown_outcome_blocks_until_acknowledged_and_the_tool_never_runs_twice() 
     let result = acknowledged.only_tool_result();
     assert!(result.starts_with("unknown outcome:"), "{result}");
     assert_eq!(messages(&acknowledged.requests[0]).last().expect("a message")["content"], "go on");
-    // Give a re-run (there must be none) the time to append its line.
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    // A re-run would have appended its line before the resumed agent exited.
     assert_eq!(acknowledged.read("runs.txt").as_deref(), Some("ran\n"), "the command ran exactly once");
     let journal = acknowledged.only_journal();
     let finished: Vec<&Value> = journal.iter().filter(|r| r["type"] == "tool_finished").collect();

@@ -123,4 +123,11 @@ fn permission_questions_are_answered_at_the_terminal() {
     assert_eq!(requests.len(), 6, "c.txt was written without a second question");
     let shown = shown.lock().expect("screen lock").clone();
     assert_eq!(shown.matches("allow? ").count(), 2, "{shown}");
+    // What was typed at the prompt is remembered, privately; the answers to questions are not.
+    let history = workspace.path().join(".mini_agent/history");
+    let remembered = std::fs::read_to_string(&history).expect("a history file");
+    assert!(remembered.contains("write a") && remembered.contains("write c"), "{remembered}");
+    assert!(!remembered.lines().any(|line| line == "keep it empty"), "{remembered}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&history).expect("history").permissions().mode() & 0o777, 0o600);
 }

@@ -14,7 +14,7 @@
 //! * **How a turn ended is a fact too.** Ctrl+C, an error, the turn limit: each is recorded,
 //!   so `--status` can tell where a session stopped.
 
-use mini_agent::ch01_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, run_turn};
+use mini_agent::ch01_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, Usage, run_turn};
 use mini_agent::ch03_tools::Workspace;
 use mini_agent::ch04_terminal::{HostCommand, ReplHost, TypeAhead, render_markdown};
 use mini_agent::ch05_sessions::{Body, Recorder, SessionStore, replay};
@@ -211,7 +211,8 @@ impl Agent {
         Some(shown)
     }
 
-    /// Switches to `opened`; permissions and `/stats` start again, as for a new session.
+    /// Makes another session the current one (`/new`, `/resume`): its journal, its history
+    /// and its compaction; permissions and `/stats` start again, as for a new session.
     fn switch_to(
         &mut self,
         recorder: Recorder<Journal>,
@@ -369,6 +370,11 @@ impl Observer for Fanout<'_> {
             Event::Notice { kind, text } if *kind == COMPACTION_NOTICE => {
                 let record = CompactionRecord::from_notice_text(text)?;
                 self.recorder.compaction(&record.summary, record.replaced)?;
+                // The summary was a model call of its own: its tokens count too.
+                if let Some(usage) = record.usage {
+                    let Usage { prompt_tokens, completion_tokens } = usage;
+                    self.recorder.append(Body::Usage { prompt_tokens, completion_tokens })?;
+                }
             }
             _ => self.recorder.event(copy(&event))?,
         }

@@ -297,13 +297,14 @@ impl<A: Append> Observer for Recorder<A> {
 // ANCHOR_END: recorder_events
 
 // ANCHOR: ids
-/// A session id for this instant: UTC date and time, then 4 hex digits that differ between
-/// two sessions started in the same second (time's nanoseconds mixed with the pid).
+/// A session id for this instant: UTC date and time, then 4 hex digits counting the fraction
+/// of that second in 65,536ths, so that ids sort by time even within one second (`-c` picks
+/// the latest by sorting names). `salt` moves to the next value when that id is taken.
 pub fn new_session_id(now: SystemTime, salt: u64) -> String {
     let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let (date, time) = civil_parts(since_epoch.as_secs());
-    let mixed = u64::from(since_epoch.subsec_nanos()) ^ u64::from(std::process::id()).rotate_left(17) ^ salt;
-    let suffix = (mixed ^ (mixed >> 16) ^ (mixed >> 32)) & 0xffff;
+    let fraction = (u64::from(since_epoch.subsec_nanos()) << 16) / 1_000_000_000;
+    let suffix = (fraction + salt).min(0xffff);
     format!("{:04}{:02}{:02}-{:02}{:02}{:02}-{suffix:04x}", date.0, date.1, date.2, time.0, time.1, time.2)
 }
 
@@ -676,6 +677,13 @@ pub(crate) mod tests {
         sorted.sort();
         assert_eq!(ids, sorted);
         assert_eq!(ids[0].len(), "20261129-091500-7f3a".len());
+    }
+
+    #[test]
+    fn two_sessions_in_the_same_second_sort_in_the_order_they_started() {
+        let earlier = new_session_id(UNIX_EPOCH + Duration::new(1_700_000_000, 100_000_000), 0);
+        let later = new_session_id(UNIX_EPOCH + Duration::new(1_700_000_000, 100_050_000), 0);
+        assert!(earlier < later, "{earlier} should sort before {later}");
     }
 
     fn write_session(store: &SessionStore, id: &str, prompts: &[&str]) {

@@ -139,14 +139,15 @@ fn decide(error: Error, attempt: u32, max_retries: u32, streaming: bool) -> Resu
     };
     Ok(Retry { wait, reason: format!("{status} {message}") })
 }
+// ANCHOR_END: decide
 
+// ANCHOR: backoff
 /// Exponential backoff with "equal jitter": half the delay is fixed, half is random.
 fn backoff(attempt: u32) -> Duration {
     let delay = FIRST_BACKOFF.saturating_mul(1 << attempt.min(16)).min(MAX_BACKOFF);
     let half = delay / 2;
     half + half.mul_f64(random_fraction())
 }
-// ANCHOR_END: decide
 
 /// A number in [0, 1) that differs from call to call; no need for a random-number crate.
 fn random_fraction() -> f64 {
@@ -172,6 +173,7 @@ pub fn sleep_interruptibly(duration: Duration) -> Result<(), Error> {
     }
     if interrupted() { Err(Error::Interrupted) } else { Ok(()) }
 }
+// ANCHOR_END: backoff
 
 #[cfg(test)]
 mod tests {

@@ -28,6 +28,7 @@ use mini_agent::ch10_recovery::status_of;
 use mini_agent::ch11_streaming::StreamingClient;
 use mini_agent::ch12_permissions::Permissions;
 use mini_agent::ch13_demo::start_demo_server;
+use mini_agent::ch13_evaluation::{DEFAULT_SCENARIO_DIR, run_eval};
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -59,7 +60,7 @@ fn run(words: &[String]) -> Result<u8, Error> {
     match args::parse(words).map_err(Error::Usage)? {
         Command::Help => print_stdout(&args::help()),
         Command::Version => print_stdout(&format!("mini-agent {}\n", env!("CARGO_PKG_VERSION"))),
-        Command::Eval(_) => Err(Error::Usage("mini-agent eval is not available yet in this build".into())),
+        Command::Eval(eval) => evaluate(&eval),
         Command::Agent(options) if options.json => {
             // Every run ends with an `exit` event, also one that failed before it started.
             let result = agent(&options);
@@ -71,6 +72,16 @@ fn run(words: &[String]) -> Result<u8, Error> {
     }
 }
 // ANCHOR_END: main
+
+// ANCHOR: eval
+/// `mini-agent eval`: the scenarios of chapter 13, run against this very binary.
+fn evaluate(eval: &args::EvalOptions) -> Result<u8, Error> {
+    let binary = std::env::current_exe().map_err(|e| Error::io("finding the mini-agent binary", e))?;
+    let dir = eval.dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_SCENARIO_DIR));
+    let all_passed = run_eval(&binary, &dir, eval.repeats, eval.verbose)?;
+    Ok(if all_passed { 0 } else { 1 })
+}
+// ANCHOR_END: eval
 
 // ANCHOR: agent
 /// `--status`, one task (`-p`) or the REPL, in a new session or a resumed one.

@@ -385,7 +385,8 @@ fn shell(chars: &[char], out: &mut Output) {
             index += 1;
             out.plain(&chars[start..index]);
         } else if at_word_start {
-            index = run_end(chars, index, |c| !c.is_whitespace() && !"|;&\"'$".contains(c));
+            // The first character is always taken, so a lone `$` (as in `$!`) cannot stall the loop.
+            index = run_end(chars, index + 1, |c| !c.is_whitespace() && !"|;&\"'$".contains(c));
             let word: String = chars[start..index].iter().collect();
             let is_assignment = word.contains('=');
             if SHELL_KEYWORDS.contains(&word.as_str()) {
@@ -492,6 +493,24 @@ mod tests {
              <span class=\"str\">\"1\"</span> } <span class=\"com\"># why</span>\n\
              <span class=\"key\">lto</span> = <span class=\"lit\">true</span>\n"
         );
+    }
+
+    #[test]
+    fn every_short_input_finishes_in_every_language() {
+        // Regression: a `$` not followed by a name (`kill $!`) once looped forever.
+        let alphabet: Vec<char> = "$!#'\"-{}[]=:/*r0a \n\\.".chars().collect();
+        for language in [Language::Rust, Language::Toml, Language::Shell, Language::Json] {
+            for a in &alphabet {
+                for b in &alphabet {
+                    for c in &alphabet {
+                        let text: String = [*a, *b, *c].iter().collect();
+                        let html = highlight(&text, language);
+                        assert!(!html.is_empty(), "{language:?} {text:?}");
+                    }
+                }
+            }
+        }
+        assert_eq!(highlight("kill $!", Language::Shell), "<span class=\"cmd\">kill</span> $!");
     }
 
     #[test]

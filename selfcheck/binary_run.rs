@@ -1,0 +1,154 @@
+//! Running the real `mini-agent` binary from a test, the way a user would.
+//!
+//! The contract and robustness suites judge the program from the outside: its exit code,
+//! what it printed, what it sent over the wire. So they share this one small runner. It
+//! gives every run a fresh temporary workspace (removed afterwards), a scrubbed environment
+//! (no key, no base URL, no model leaking in from the developer's shell, `HOME` pointed at
+//! the workspace), a closed stdin (so nothing can wait for a terminal), and a deadline: a
+//! run that hangs is killed and reported as a hang instead of hanging the whole test run.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// A temporary directory that is removed when dropped.
+pub struct Workspace {
+    pub path: PathBuf,
+}
+
+impl Workspace {
+    pub fn new(label: &str) -> Workspace {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let unique = format!(
+            "mini-agent-{label}-{}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+        );
+        let path = std::env::temp_dir().join(unique);
+        std::fs::create_dir_all(&path).expect("the temp dir is writable");
+        Workspace { path }
+    }
+
+    pub fn write(&self, relative: &str, content: &str) {
+        let file = self.path.join(relative);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent).expect("create parent in the workspace");
+        }
+        std::fs::write(file, content).expect("write a workspace file");
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// What one run of the binary did.
+#[derive(Debug)]
+pub struct Run {
+    /// `None` when the process was killed by a signal (or by our deadline).
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+    pub timed_out: bool,
+}
+
+impl Run {
+    /// Everything a reader needs to understand a failed assertion.
+    pub fn describe(&self) -> String {
+        format!(
+            "exit {:?}{} after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code,
+            if self.timed_out { " (killed: deadline passed)" } else { "" },
+            self.elapsed,
+            clip(&self.stdout),
+            clip(&self.stderr)
+        )
+    }
+
+    /// A panic in Rust exits with 101 and prints "panicked at"; either one is a bug.
+    pub fn panicked(&self) -> bool {
+        self.code == Some(101) || self.stderr.contains("panicked at")
+    }
+}
+
+fn clip(text: &str) -> String {
+    const SHOWN: usize = 3000;
+    if text.len() <= SHOWN {
+        return text.to_string();
+    }
+    let mut end = SHOWN;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..end], text.len())
+}
+
+/// Runs the binary in `workspace` with `args` and extra `env`, killing it after `deadline`.
+pub fn run_binary(workspace: &Path, args: &[OsString], env: &[(&str, &str)], deadline: Duration) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mini-agent"));
+    command
+        .args(args)
+        .current_dir(workspace)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("MODEL_ID")
+        .env_remove("MINI_AGENT_REQUEST_MAX_RETRIES")
+        .env("NO_COLOR", "1")
+        .env("HOME", workspace);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let started = Instant::now();
+    let mut child = command.spawn().expect("spawn the mini-agent binary");
+    // Drain both pipes on their own threads: a child that fills one pipe while we wait on
+    // the other would otherwise deadlock with us.
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() > deadline => {
+                timed_out = true;
+                let _ = child.kill();
+                break child.wait().ok();
+            }
+            Ok(None) => thread::sleep(Duration::from_millis(5)),
+            Err(_) => break None,
+        }
+    };
+    let elapsed = started.elapsed();
+    Run {
+        code: status.and_then(|s| s.code()),
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+        elapsed,
+        timed_out,
+    }
+}
+
+fn drain(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<String> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// Turns string literals into an argument vector.
+pub fn args(list: &[&str]) -> Vec<OsString> {
+    list.iter().map(OsString::from).collect()
+}

@@ -1,0 +1,110 @@
+//! Robustness: generated hostile input, and a program that must never panic on it.
+//!
+//! A user's shell and a model's server can send anything: arguments in any order, bytes
+//! that are not UTF-8, replies cut in half, JSON nested a hundred thousand levels deep, a
+//! session file torn by a power cut. Hand-written examples only cover what their author
+//! thought of, so these tests generate inputs from a seeded xorshift generator (std only,
+//! no proptest) and check what must hold for *every* input: no panic, no hang, an error
+//! that says what went wrong. The parsers are tested directly (fast, thousands of cases),
+//! and the binary from outside (a panic exits with 101 and prints "panicked at").
+//!
+//! Runs are reproducible: each test prints its seed, `MINI_AGENT_ROBUSTNESS_SEED=<n>`
+//! replays it (or explores new inputs when changed), and `MINI_AGENT_ROBUSTNESS_CASES=<n>`
+//! scales how many cases are generated.
+
+// Shared with the contract target; each target uses the helpers it needs.
+#[allow(dead_code)]
+#[path = "../binary_run.rs"]
+mod binary_run;
+
+mod argv;
+mod journal;
+mod replies;
+mod sse;
+mod streams;
+
+use binary_run::Run;
+
+// ANCHOR: xorshift
+/// Marsaglia's xorshift64: a few lines, no dependency, the same sequence for the same seed.
+pub struct XorShift(u64);
+
+impl XorShift {
+    /// The generator for one test: `default_seed`, unless the environment names another.
+    pub fn seeded(default_seed: u64) -> XorShift {
+        let seed = std::env::var("MINI_AGENT_ROBUSTNESS_SEED")
+            .ok()
+            .and_then(|text| text.parse().ok())
+            .unwrap_or(default_seed);
+        eprintln!("robustness seed: {seed} (replay with MINI_AGENT_ROBUSTNESS_SEED={seed})");
+        // Zero is xorshift's one fixed point.
+        XorShift(seed.max(1))
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    pub fn below(&mut self, bound: usize) -> usize {
+        usize::try_from(self.next_u64() % bound as u64).expect("below a usize bound")
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+        (0..len).map(|_| self.next_u64().to_le_bytes()[0]).collect()
+    }
+}
+// ANCHOR_END: xorshift
+
+/// How many generated cases a test runs: `default`, unless the environment says otherwise.
+pub fn cases(default: usize) -> usize {
+    std::env::var("MINI_AGENT_ROBUSTNESS_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(default)
+}
+
+/// The start of a generated input, for a failure message.
+pub fn preview(text: &str) -> String {
+    text.chars().take(80).collect()
+}
+
+/// `{"a":{"a":…1…}}` or `[[…1…]]`, `depth` levels deep.
+pub fn nested_json(depth: usize, objects: bool) -> String {
+    let (open, close) = if objects { ("{\"a\":", "}") } else { ("[", "]") };
+    format!("{}1{}", open.repeat(depth), close.repeat(depth))
+}
+
+/// What every run of the binary must satisfy, whatever it was fed.
+pub fn assert_survived(run: &Run, input: &str) {
+    assert!(!run.timed_out, "hung on {input}\n{}", run.describe());
+    assert!(!run.panicked(), "panicked on {input}\n{}", run.describe());
+    assert!(
+        matches!(run.code, Some(0 | 1 | 2 | 130)),
+        "exit code outside the contract (0, 1, 2, 130) on {input}\n{}",
+        run.describe()
+    );
+    if run.code == Some(1) {
+        assert!(!run.stderr.trim().is_empty(), "failed without a reason on {input}\n{}", run.describe());
+    }
+}
+
+/// A clear reason is a line or two, not a dump of what the server sent.
+pub const CLEAR_REASON_MAX_BYTES: usize = 4096;
+
+/// A failure with a short reason: exit 1, and a non-empty stderr of bounded size.
+pub fn assert_clear_failure(run: &Run, input: &str) {
+    assert_survived(run, input);
+    assert_eq!(run.code, Some(1), "expected a failure on {input}\n{}", run.describe());
+    assert!(
+        run.stderr.len() <= CLEAR_REASON_MAX_BYTES,
+        "the reason is {} bytes long on {input}\n{}",
+        run.stderr.len(),
+        run.describe()
+    );
+}
