@@ -9,9 +9,13 @@
 mod harness;
 
 mod command_line;
+mod crash;
 mod events;
+mod interrupts;
 mod model_replies;
 mod repl;
+mod robustness_journal;
+mod robustness_sse;
 mod sessions;
 mod terminal;
 mod tools;

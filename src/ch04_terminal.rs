@@ -374,7 +374,13 @@ impl LineReader {
     pub fn read_line(&mut self, prompt: &str, initial: &str) -> Result<Input, Error> {
         match &mut self.source {
             Source::Editor { editor, .. } => {
-                let read = editor.readline_with_initial(prompt, (initial, ""));
+                let read = if initial.is_empty() || editor_can_prefill() {
+                    editor.readline_with_initial(prompt, (initial, ""))
+                } else {
+                    // A terminal the editor cannot drive ignores pre-filled text: show it
+                    // with the prompt and keep it in front of what is typed, never lose it.
+                    editor.readline(&format!("{prompt}{initial}")).map(|typed| format!("{initial}{typed}"))
+                };
                 match read {
                     Ok(line) => {
                         self.remember(&line);
@@ -398,6 +404,12 @@ impl LineReader {
             }
         }
     }
+}
+
+/// rustyline's own rule: on these terminals it reads plain lines and drops pre-filled text.
+fn editor_can_prefill() -> bool {
+    let term = std::env::var("TERM").unwrap_or_default();
+    !["dumb", "cons25", "emacs"].iter().any(|plain| plain.eq_ignore_ascii_case(&term))
 }
 
 impl LineReader {

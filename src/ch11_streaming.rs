@@ -152,7 +152,7 @@ impl StreamAssembler {
             observer.event(Event::TextDelta(text))?;
         }
         for fragment in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-            self.add_fragment(fragment);
+            self.add_fragment(fragment)?;
         }
         if choice.get("finish_reason").is_some_and(|reason| !reason.is_null()) {
             self.finished = true;
@@ -160,7 +160,7 @@ impl StreamAssembler {
         Ok(())
     }
 
-    fn add_fragment(&mut self, fragment: &Value) {
+    fn add_fragment(&mut self, fragment: &Value) -> Result<(), Error> {
         let id = fragment.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
         let index = match fragment.get("index").and_then(Value::as_u64) {
             Some(index) => index,
@@ -168,7 +168,10 @@ impl StreamAssembler {
             // call, anything else continues the last one.
             None => match self.calls.last_key_value() {
                 Some((&last, call)) if id.is_none_or(|id| id == call.id) => last,
-                Some((&last, _)) => last + 1,
+                // Checked: a hostile server can put the last call at u64::MAX.
+                Some((&last, _)) => last.checked_add(1).ok_or_else(|| {
+                    Error::Model("a streamed tool call without an index follows the largest index".into())
+                })?,
                 None => 0,
             },
         };
@@ -188,6 +191,7 @@ impl StreamAssembler {
             Some(Value::Null) | None => {}
             Some(whole) => call.arguments.push_str(&whole.to_string()),
         }
+        Ok(())
     }
 
     /// The stream reached its end (`[DONE]`, or a finish reason and then the end of the body).
