@@ -1,198 +1,490 @@
-//! Benchmarks for the walking skeleton's bars, printed as a table (not timed tests).
+//! Benchmarks: what the harness itself costs, printed as a table of medians (not timed tests).
 //!
-//! Run with `scripts/bench`, which builds the release binary and passes its path:
-//! `cargo run --release --example bench -- target/release/mini-agent`.
+//! Run with `scripts/bench` (see BENCHMARKS.md), which builds the release binaries and passes
+//! their paths: `bench BINARY [--guide BUILD_GUIDE] [--clean-build-seconds S]`.
 //!
-//! * the demo: wall time of `--demo --allow-write -p "create hello.txt containing hello"`;
-//! * a 50-call task against a scripted server with zero think time: the agent's own time per
-//!   turn (reply sent → next request received, as seen by the server, which includes running
-//!   `bash -c true`; a second task of `list_files` calls shows the cost without a process),
-//!   and the agent's peak RSS (from GNU time, else `wait4`'s rusage);
-//! * the size of the first request, its system prompt and its tool schemas.
+//! Every agent run starts in a fresh, empty workspace and talks to the scripted server of
+//! chapter 13, which answers at once: zero think time, so whatever time passes is the agent's.
+//! The times are taken from the outside, the way a user would feel them: the bench notes when
+//! it spawns the process and when the process exits, and the server notes when each request
+//! has arrived (read and parsed). Its reply goes out right after that, so "reply sent → next
+//! request arrived" is the agent's own work for one turn, the spawn of `bash` included.
+//!
+//! Each figure is the median of [`RUNS`] runs; all runs are printed beside it, so noise (this
+//! machine is shared) shows instead of hiding in an average.
 
+use mini_agent::ch05_sessions::{SessionStore, new_session_id};
+use mini_agent::ch09_journal::{measure_appends, write_synthetic_journal};
+use mini_agent::ch10_recovery::{resume, status_of};
 use mini_agent::ch13_scripted_server::{ScriptedServer, Step};
+use serde_json::Value;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 const RUNS: usize = 5;
-const CALLS: usize = 50;
+/// How many records each run of the journal append benchmark writes (each one fsynced).
+const APPENDS: usize = 200;
 
 fn main() {
-    let binary = std::env::args()
-        .nth(1)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/mini-agent"));
+    let options = parse_options();
+    let mut table = Table::default();
+    agent_rows(&mut table, &options.binary);
+    session_rows(&mut table, &options.binary);
+    build_rows(&mut table, &options);
+    println!("mini-agent benchmarks — median of {RUNS} runs, all runs in brackets");
+    println!("workspace: an empty temporary directory under {}", std::env::temp_dir().display());
+    println!();
+    table.print();
+}
+
+struct Options {
+    binary: PathBuf,
+    guide_builder: Option<PathBuf>,
+    clean_build_seconds: Option<f64>,
+}
+
+fn parse_options() -> Options {
+    let mut words = std::env::args().skip(1);
+    let mut options = Options {
+        binary: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/mini-agent"),
+        guide_builder: None,
+        clean_build_seconds: None,
+    };
+    while let Some(word) = words.next() {
+        match word.as_str() {
+            "--guide" => options.guide_builder = words.next().map(PathBuf::from),
+            "--clean-build-seconds" => {
+                options.clean_build_seconds = words.next().and_then(|s| s.parse().ok());
+            }
+            _ => options.binary = PathBuf::from(word),
+        }
+    }
     // Absolute, because every run starts in its own temporary directory.
-    let Ok(binary) = binary.canonicalize() else {
+    options.binary = absolute(&options.binary);
+    options.guide_builder = options.guide_builder.as_deref().map(absolute);
+    options
+}
+
+fn absolute(binary: &Path) -> PathBuf {
+    binary.canonicalize().unwrap_or_else(|_| {
         eprintln!("bench: {} not found — build it with cargo build --release", binary.display());
         std::process::exit(1);
-    };
-    let mut demo = Vec::new();
-    let mut per_turn = Vec::new();
-    let mut per_turn_no_process = Vec::new();
-    let mut peak_rss_kb = Vec::new();
-    let mut sizes = (0, 0, 0);
-    for _ in 0..RUNS {
-        demo.push(demo_run(&binary));
-        let (turn, rss, first) = fifty_calls(&binary, "bash", r#"{"command":"true"}"#);
-        per_turn_no_process.push(fifty_calls(&binary, "list_files", "{}").0);
-        per_turn.push(turn);
-        peak_rss_kb.push(rss);
-        sizes = first;
+    })
+}
+
+/// Start-up, per-turn overhead, shutdown, memory and request sizes of one-shot runs.
+fn agent_rows(table: &mut Table, binary: &Path) {
+    let bash_true = Step::tool_calls(&[("bash", r#"{"command":"true"}"#)]);
+    let mut first_request = None;
+    for calls in [1, 10, 50] {
+        let runs = repeat(|| run_task(binary, calls, &bash_true, None));
+        let runs = match runs {
+            Ok(runs) => runs,
+            Err(reason) => {
+                table.missing(&format!("{calls} bash `true` calls"), &reason);
+                continue;
+            }
+        };
+        if calls == 1 {
+            table.millis("start-up to first request", runs.iter().map(|r| r.startup), Some(10.0));
+        }
+        let per_turn = runs.iter().map(|r| mean(&r.turns));
+        table.millis(&format!("per-turn overhead, N = {calls} bash `true`"), per_turn, Some(5.0));
+        if calls == 50 {
+            table.millis("shutdown after the last response", runs.iter().map(|r| r.shutdown), None);
+            let last = runs[0].requests.last().map_or(0, |r| r.to_string().len());
+            table.bytes("last request at N = 50, bytes", last, None);
+        }
+        first_request = first_request.or_else(|| runs[0].requests.first().cloned());
     }
-    println!("{:<52} {:>12}   (median of {RUNS}; all runs)", "measure", "value");
-    row("demo hello.txt, wall", &demo, |d| format!("{:.1} ms", d * 1e3));
-    row(&format!("{CALLS} bash `true` calls: mean per turn"), &per_turn, |d| format!("{:.2} ms", d * 1e3));
-    row(&format!("{CALLS} list_files calls: mean per turn (no process)"), &per_turn_no_process, |d| {
-        format!("{:.2} ms", d * 1e3)
-    });
-    let rss: Vec<f64> = peak_rss_kb.iter().map(|kb| *kb as f64).collect();
-    row("peak RSS of the agent (50-call task)", &rss, |kb| format!("{:.1} MB", kb / 1024.0));
-    println!("{:<52} {:>12}", "first request, bytes", sizes.0);
-    println!("{:<52} {:>12}", "  its system prompt, bytes", sizes.1);
-    println!("{:<52} {:>12}", "  its tool schemas (JSON), bytes", sizes.2);
-    println!("{:<52} {:>12}", "  system prompt + tool schemas, bytes", sizes.1 + sizes.2);
+    // The same turns without a process: what the agent itself costs, and what is `bash`.
+    let list_files = Step::tool_calls(&[("list_files", "{}")]);
+    match repeat(|| run_task(binary, 50, &list_files, None)) {
+        Ok(runs) => table.millis(
+            "  for comparison: N = 50 list_files (no process)",
+            runs.iter().map(|r| mean(&r.turns)),
+            None,
+        ),
+        Err(reason) => table.missing("N = 50 list_files", &reason),
+    }
+    match repeat(spawn_bash_true) {
+        Ok(times) => table.millis("  for comparison: spawn and wait `bash -c true`", times.into_iter(), None),
+        Err(reason) => table.missing("bash -c true", &reason),
+    }
+    match repeat(|| peak_rss_kb(binary, &bash_true)) {
+        Ok(kilobytes) => table.row(
+            "peak RSS at N = 50, MB",
+            kilobytes.iter().map(|kb| kb / 1024.0).collect(),
+            |mb| format!("{mb:.1} MB"),
+            Some(10.0),
+        ),
+        Err(reason) => table.missing("peak RSS", &reason),
+    }
+    if let Some(first) = first_request {
+        let system = first["messages"][0]["content"].as_str().map_or(0, str::len);
+        let tools = first.get("tools").map_or(0, |t| t.to_string().len());
+        table.bytes("first request, bytes", first.to_string().len(), None);
+        table.bytes("  its system prompt, bytes", system, None);
+        table.bytes("  its tool schemas (JSON), bytes", tools, None);
+        table.bytes("  system prompt + tool schemas, bytes", system + tools, Some(4000));
+    }
 }
 
-fn row(name: &str, values: &[f64], show: impl Fn(f64) -> String) {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let all: Vec<String> = values.iter().map(|v| show(*v)).collect();
-    println!("{name:<52} {:>12}   [{}]", show(sorted[sorted.len() / 2]), all.join(", "));
+/// What the outside world saw of one agent run.
+struct Run {
+    /// Spawn → the first request arrived at the server.
+    startup: Duration,
+    /// For each reply but the last: reply sent → the next request arrived.
+    turns: Vec<Duration>,
+    /// The last reply sent → the process exited.
+    shutdown: Duration,
+    /// The request bodies, as the server parsed them.
+    requests: Vec<Value>,
 }
 
-/// Seconds for one demo run in a fresh empty directory.
-fn demo_run(binary: &Path) -> f64 {
-    let dir = TempDir::new("demo");
-    let started = Instant::now();
-    let status = Command::new(binary)
-        .args(["--demo", "--allow-write", "-p", "create hello.txt containing hello"])
-        .current_dir(&dir.0)
-        .env_remove("OPENAI_API_KEY")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("run the demo");
-    let elapsed = started.elapsed().as_secs_f64();
-    assert!(status.success(), "the demo failed: {status}");
-    assert_eq!(
-        std::fs::read_to_string(dir.0.join("hello.txt")).map(|s| s.trim().to_string()).ok(),
-        Some("hello".into())
-    );
-    elapsed
+/// One `-p` task in a fresh empty workspace: the server answers `calls` times with `step`,
+/// then with a final text.
+fn run_task(binary: &Path, calls: usize, step: &Step, rss_report: Option<&Path>) -> Result<Run, String> {
+    let mut replies = vec![step.clone(); calls];
+    replies.push(Step::text("done"));
+    let workspace = TempDir::new("task")?;
+    let words = ["--allow-shell", "--max-turns", "100", "-p", "run the tool until told to stop"];
+    run_agent(binary, &workspace, &words, replies, rss_report)
 }
 
-/// Mean seconds per turn, peak RSS in KB, and (request, system prompt, schemas) bytes.
-fn fifty_calls(
+/// Runs the agent with `words` plus `--base-url` of a scripted server answering `replies`,
+/// with `workspace.root()` as its current directory. The exit code must be 0.
+fn run_agent(
     binary: &Path,
-    tool: &'static str,
-    arguments: &'static str,
-) -> (f64, i64, (usize, usize, usize)) {
+    workspace: &TempDir,
+    words: &[&str],
+    replies: Vec<Step>,
+    rss_report: Option<&Path>,
+) -> Result<Run, String> {
     let arrivals: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let log = arrivals.clone();
-    let mut served = 0;
-    // The handler runs when a request has arrived; its reply is written right after it
-    // returns, so the gap between two arrivals is the agent's time from reply to request.
+    let mut replies = replies.into_iter();
+    // The handler runs once a request has arrived; its reply is written as soon as it returns.
     let server = ScriptedServer::start(move |_| {
         if let Ok(mut log) = log.lock() {
             log.push(Instant::now());
         }
-        served += 1;
-        if served <= CALLS { Step::tool_calls(&[(tool, arguments)]) } else { Step::text("done") }
+        replies.next().unwrap_or_else(|| Step::error(500, "bench: no reply left"))
     })
-    .expect("start the server");
-    let dir = TempDir::new("fifty");
-    let arguments =
-        ["--allow-shell", "--max-turns", "100", "-p", "run true 50 times", "--base-url", &server.url];
-    let (code, max_rss_kb) = run_measuring_memory(binary, &arguments, &dir.0);
-    assert_eq!(code, 0, "the 50-call task failed");
+    .map_err(|e| format!("cannot start the scripted server: {e}"))?;
+    let mut command = match rss_report {
+        // GNU time forks and execs the agent, so the peak it reports is the agent's own.
+        Some(report) => {
+            let mut time = Command::new("/usr/bin/time");
+            time.args(["-f", "%M", "-o"]).arg(report).arg(binary);
+            time
+        }
+        None => Command::new(binary),
+    };
+    command.args(words).args(["--base-url", &server.url]).current_dir(workspace.root());
+    let spawned = Instant::now();
+    let code = run_quietly(&mut command, workspace)?;
+    let exited = Instant::now();
     let arrivals = arrivals.lock().map(|a| a.clone()).unwrap_or_default();
-    assert_eq!(arrivals.len(), CALLS + 1);
-    let gaps: Vec<Duration> = arrivals.windows(2).map(|w| w[1] - w[0]).collect();
-    let mean = gaps.iter().map(Duration::as_secs_f64).sum::<f64>() / gaps.len() as f64;
-    let first = &server.requests()[0];
-    let system = first["messages"][0]["content"].as_str().map_or(0, str::len);
-    let tools = first.get("tools").map_or(0, |t| t.to_string().len());
-    (mean, max_rss_kb, (first.to_string().len(), system, tools))
+    if code != 0 {
+        return Err(format!("exit {code}: {}", workspace.stderr_line()));
+    }
+    let (Some(first), Some(last)) = (arrivals.first(), arrivals.last()) else {
+        return Err("the agent sent no request".into());
+    };
+    Ok(Run {
+        startup: *first - spawned,
+        turns: arrivals.windows(2).map(|w| w[1] - w[0]).collect(),
+        shutdown: exited - *last,
+        requests: server.requests(),
+    })
 }
 
-/// Runs the agent and returns (exit code, its peak RSS in KB).
-///
-/// GNU time forks (a full fork) and then execs the agent, so the figure is the agent's own.
-/// The fallback, `wait4` on a child spawned by std, over-reports: std spawns with vfork, and
-/// Linux counts the parent's (this benchmark's) resident memory in the child's high-water
-/// mark up to the exec.
-fn run_measuring_memory(binary: &Path, arguments: &[&str], dir: &Path) -> (i32, i64) {
-    let time = Path::new("/usr/bin/time");
-    if time.exists() {
-        let report = dir.join("peak-rss-kb");
-        let status = Command::new(time)
-            .args(["-f", "%M", "-o"])
-            .arg(&report)
-            .arg(binary)
-            .args(arguments)
-            .current_dir(dir)
-            .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .expect("run mini-agent under /usr/bin/time");
-        let text = std::fs::read_to_string(&report).unwrap_or_default();
-        let kb = text.lines().last().and_then(|line| line.trim().parse().ok()).unwrap_or(-1);
-        return (status.code().unwrap_or(-1), kb);
-    }
-    // Reaped by wait4 below, which also reports the peak memory.
-    #[allow(clippy::zombie_processes)]
-    let child = Command::new(binary)
-        .args(arguments)
-        .current_dir(dir)
+/// Spawns `command` with no stdin, stdout discarded and stderr kept beside the workspace, and
+/// waits for it; returns the exit code.
+fn run_quietly(command: &mut Command, workspace: &TempDir) -> Result<i32, String> {
+    let stderr = File::create(workspace.stderr_path()).map_err(|e| format!("cannot create a file: {e}"))?;
+    let status = command
         .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
+        .env("NO_COLOR", "1")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("MODEL_ID")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start mini-agent");
-    wait_with_rusage(i32::try_from(child.id()).expect("pids fit in i32"))
+        .stderr(stderr)
+        .status()
+        .map_err(|e| format!("cannot start {:?}: {e}", command.get_program()))?;
+    Ok(status.code().unwrap_or(-1))
 }
 
-/// Waits for `pid` and returns (exit code, peak RSS in KB) from the kernel's rusage.
-fn wait_with_rusage(pid: i32) -> (i32, i64) {
-    #[repr(C)]
-    struct Rusage {
-        times: [i64; 4],
-        /// ru_maxrss first, then thirteen more counters we do not need.
-        counters: [i64; 14],
+/// Peak resident memory of a 50-call task, in KB, from GNU time.
+fn peak_rss_kb(binary: &Path, step: &Step) -> Result<f64, String> {
+    if !Path::new("/usr/bin/time").exists() {
+        return Err("needs GNU time at /usr/bin/time".into());
     }
-    unsafe extern "C" {
-        fn wait4(pid: i32, status: *mut i32, options: i32, rusage: *mut Rusage) -> i32;
-    }
-    let mut status = 0;
-    let mut usage = Rusage { times: [0; 4], counters: [0; 14] };
-    // SAFETY: both pointers are to live, correctly sized values; the child is ours.
-    let waited = unsafe { wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid, "wait4 failed");
-    let code = if status & 0x7f == 0 { (status >> 8) & 0xff } else { 128 + (status & 0x7f) };
-    (code, usage.counters[0])
+    let report = TempDir::new("rss")?;
+    let report_path = report.root().join("peak-rss-kb");
+    run_task(binary, 50, step, Some(&report_path))?;
+    let text = std::fs::read_to_string(&report_path).map_err(|e| format!("no report from time: {e}"))?;
+    text.lines().last().and_then(|line| line.trim().parse().ok()).ok_or(format!("time said: {text}"))
 }
 
-struct TempDir(PathBuf);
+fn spawn_bash_true() -> Result<Duration, String> {
+    let started = Instant::now();
+    let status = Command::new("bash").args(["-c", "true"]).stdin(Stdio::null()).status();
+    match status {
+        Ok(status) if status.success() => Ok(started.elapsed()),
+        other => Err(format!("bash -c true: {other:?}")),
+    }
+}
+
+/// `--status` and resume on synthetic journals, and the journal's fsynced append rate.
+fn session_rows(table: &mut Table, binary: &Path) {
+    for records in [1_000, 10_000] {
+        match repeat(|| status_time(binary, records)) {
+            Ok(times) => table.millis(&format!("--status, {records} records"), times.into_iter(), None),
+            Err(reason) => table.missing(&format!("--status, {records} records"), &reason),
+        }
+        let target = (records == 10_000).then_some(100.0);
+        match repeat(|| resume_run(binary, records)) {
+            Ok(runs) => {
+                let name = format!("resume, {records} records, to first request");
+                table.millis(&name, runs.iter().map(|r| r.startup), target);
+                let first = runs[0].requests.first().map_or(0, |r| r.to_string().len());
+                let name = format!("  its first request, bytes ({} requests in all)", runs[0].requests.len());
+                table.bytes(&name, first, None);
+            }
+            Err(reason) => table.missing(&format!("resume, {records} records"), &reason),
+        }
+        match repeat(|| library_times(records)) {
+            Ok(times) => {
+                let (status, resume): (Vec<Duration>, Vec<Duration>) = times.into_iter().unzip();
+                let name = format!("  in-process: ch10 status_of, {records} records");
+                table.millis(&name, status.into_iter(), None);
+                let name = format!("  in-process: ch10 resume (lock, read, replay), {records} records");
+                table.millis(&name, resume.into_iter(), None);
+            }
+            Err(reason) => table.missing(&format!("in-process status/resume, {records}"), &reason),
+        }
+    }
+    let rates = repeat(|| {
+        let dir = TempDir::new("appends")?;
+        measure_appends(dir.root(), APPENDS).map_err(|e| e.to_string())
+    });
+    match rates {
+        Ok(rates) => table.row("journal appends per second (fsync)", rates, |r| format!("{r:.0} /s"), None),
+        Err(reason) => table.missing("journal appends", &reason),
+    }
+}
+
+/// A workspace holding one completed session of `records` records; returns it and the id.
+fn workspace_with_session(records: usize) -> Result<(TempDir, String), String> {
+    let workspace = TempDir::new("session")?;
+    let store = SessionStore::new(workspace.root());
+    let id = new_session_id(SystemTime::now(), 0);
+    std::fs::create_dir_all(store.dir())
+        .map_err(|e| format!("cannot create {}: {e}", store.dir().display()))?;
+    write_synthetic_journal(&store.path_of(&id), records).map_err(|e| e.to_string())?;
+    Ok((workspace, id))
+}
+
+/// The library's share of `--status` and resume, without a process or a request: reading
+/// and checking the journal (`status_of`), and locking, reading and replaying it (`resume`).
+fn library_times(records: usize) -> Result<(Duration, Duration), String> {
+    let (workspace, id) = workspace_with_session(records)?;
+    let path = SessionStore::new(workspace.root()).path_of(&id);
+    let started = Instant::now();
+    status_of(&path).map_err(|e| e.to_string())?;
+    let status = started.elapsed();
+    let started = Instant::now();
+    let resumed = resume(&path, false).map_err(|e| e.to_string())?;
+    let resume = started.elapsed();
+    drop(resumed);
+    Ok((status, resume))
+}
+
+/// Spawn → exit of `mini-agent --root DIR --status -r ID`.
+fn status_time(binary: &Path, records: usize) -> Result<Duration, String> {
+    let (workspace, id) = workspace_with_session(records)?;
+    let mut command = Command::new(binary);
+    command.arg("--root").arg(workspace.root()).args(["--status", "-r", &id]);
+    let started = Instant::now();
+    let code = run_quietly(&mut command, &workspace)?;
+    let elapsed = started.elapsed();
+    match code {
+        0 => Ok(elapsed),
+        code => Err(format!("exit {code}: {}", workspace.stderr_line())),
+    }
+}
+
+/// `mini-agent --root DIR -r ID -p …` (the journal is fresh each time, since resuming
+/// appends to it); its start-up is spawn → first request.
+fn resume_run(binary: &Path, records: usize) -> Result<Run, String> {
+    let (workspace, id) = workspace_with_session(records)?;
+    let root = workspace.root().display().to_string();
+    let words = ["--root", &root, "-r", &id, "-p", "one more thing: say done"];
+    // A long history may be compacted first (chapter 7), which is one more request.
+    run_agent(binary, &workspace, &words, vec![Step::text("done"); 4], None)
+}
+
+/// Guide build time, release binary size, and the clean build time measured by the script.
+fn build_rows(table: &mut Table, options: &Options) {
+    match &options.guide_builder {
+        Some(builder) => match repeat(|| guide_build_time(builder)) {
+            Ok(times) => table.millis("guide build (build-guide)", times.into_iter(), None),
+            Err(reason) => table.missing("guide build", &reason),
+        },
+        None => table.missing("guide build", "no build-guide binary on this branch"),
+    }
+    match std::fs::metadata(&options.binary) {
+        Ok(meta) => table.row(
+            "release binary size, MB",
+            vec![meta.len() as f64 / 1e6],
+            |mb| format!("{mb:.2} MB"),
+            None,
+        ),
+        Err(e) => table.missing("release binary size", &e.to_string()),
+    }
+    match options.clean_build_seconds {
+        Some(seconds) => {
+            table.row("clean release build (one run)", vec![seconds], |s| format!("{s:.0} s"), None)
+        }
+        None => table.missing("clean release build", "run scripts/bench --clean-build"),
+    }
+}
+
+/// Spawn → exit of the guide builder in a copy of `guide/` and `src/`, so that the page it
+/// writes does not touch the repository.
+fn guide_build_time(builder: &Path) -> Result<Duration, String> {
+    let copy = TempDir::new("guide")?;
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for part in ["guide", "src"] {
+        copy_tree(&repository.join(part), &copy.root().join(part))
+            .map_err(|e| format!("cannot copy {part}/: {e}"))?;
+    }
+    let mut command = Command::new(builder);
+    command.current_dir(copy.root());
+    let started = Instant::now();
+    let code = run_quietly(&mut command, &copy)?;
+    let elapsed = started.elapsed();
+    match code {
+        0 => Ok(elapsed),
+        code => Err(format!("exit {code}: {}", copy.stderr_line())),
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`RUNS`] runs of `measure`; the first failure ends them.
+fn repeat<T>(mut measure: impl FnMut() -> Result<T, String>) -> Result<Vec<T>, String> {
+    (0..RUNS).map(|_| measure()).collect()
+}
+
+fn mean(durations: &[Duration]) -> Duration {
+    let count = u32::try_from(durations.len().max(1)).unwrap_or(u32::MAX);
+    durations.iter().sum::<Duration>() / count
+}
+
+/// The printed table: measure, median, target and whether it is met, every run.
+#[derive(Default)]
+struct Table {
+    lines: Vec<[String; 4]>,
+}
+
+impl Table {
+    /// A figure measured in several runs; `target` is an upper bound in the same unit.
+    fn row(&mut self, name: &str, values: Vec<f64>, show: impl Fn(f64) -> String, target: Option<f64>) {
+        let mut sorted = values.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[sorted.len() / 2];
+        let verdict = match target {
+            Some(bound) if median <= bound => format!("≤ {} ✓", show(bound)),
+            Some(bound) => format!("≤ {} ✗", show(bound)),
+            None => String::new(),
+        };
+        let runs = if values.len() > 1 {
+            format!("[{}]", values.iter().map(|v| show(*v)).collect::<Vec<_>>().join(", "))
+        } else {
+            String::new()
+        };
+        self.lines.push([name.to_string(), show(median), verdict, runs]);
+    }
+
+    fn millis(&mut self, name: &str, durations: impl Iterator<Item = Duration>, target_ms: Option<f64>) {
+        let values = durations.map(|d| d.as_secs_f64() * 1e3).collect();
+        self.row(name, values, |ms| format!("{ms:.2} ms"), target_ms);
+    }
+
+    /// Sizes are the same in every run, so one value stands for all.
+    fn bytes(&mut self, name: &str, bytes: usize, target: Option<usize>) {
+        self.row(name, vec![bytes as f64], |b| format!("{b:.0}"), target.map(|t| t as f64));
+    }
+
+    fn missing(&mut self, name: &str, reason: &str) {
+        self.lines.push([name.to_string(), "n/a".into(), String::new(), reason.to_string()]);
+    }
+
+    fn print(&self) {
+        let width = |column: usize| self.lines.iter().map(|l| l[column].chars().count()).max().unwrap_or(0);
+        let (name, value, target) = (width(0).max(7), width(1).max(6), width(2).max(6));
+        println!("| {:<name$} | {:>value$} | {:<target$} | runs", "measure", "median", "target");
+        println!("|{}|{}:|{}|---", "-".repeat(name + 2), "-".repeat(value + 1), "-".repeat(target + 2));
+        for [n, v, t, runs] in &self.lines {
+            println!("| {n:<name$} | {v:>value$} | {t:<target$} | {runs}");
+        }
+    }
+}
+
+/// A fresh directory under the system temp dir: `root()` is the (empty) workspace, and the
+/// agent's stderr is kept beside it, outside the workspace. Removed when dropped.
+struct TempDir {
+    base: PathBuf,
+    root: PathBuf,
+}
 
 impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    fn new(tag: &str) -> Result<TempDir, String> {
+        let nanos = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let path =
             std::env::temp_dir().join(format!("mini-agent-bench-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&path).expect("create a temp dir");
-        TempDir(path)
+        let root = path.join("workspace");
+        std::fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+        Ok(TempDir { base: path, root })
+    }
+
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn stderr_path(&self) -> PathBuf {
+        self.base.join("stderr")
+    }
+
+    /// The agent's last stderr line, which says why it failed.
+    fn stderr_line(&self) -> String {
+        let text = std::fs::read_to_string(self.stderr_path()).unwrap_or_default();
+        text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("(no stderr)").trim().to_string()
     }
 }
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let _ = std::fs::remove_dir_all(&self.base);
     }
 }

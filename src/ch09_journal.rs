@@ -300,7 +300,14 @@ pub fn measure_appends(dir: &Path, count: usize) -> Result<f64, Error> {
 pub fn write_synthetic_journal(path: &Path, records: usize) -> Result<(), Error> {
     let io_error = |e| Error::io(format!("cannot write {}", path.display()), e);
     let mut out = BufWriter::new(File::create(path).map_err(io_error)?);
-    let root = path.parent().map_or_else(String::new, |p| p.display().to_string());
+    // The workspace the session belongs to, as a real one records it: `<root>` for a journal
+    // at `<root>/.mini_agent/sessions/<id>.jsonl`, else the journal's own directory.
+    let sessions = path.parent();
+    let root = sessions
+        .filter(|dir| dir.ends_with(".mini_agent/sessions"))
+        .and_then(|dir| dir.parent()?.parent())
+        .or(sessions)
+        .map_or_else(String::new, |p| p.display().to_string());
     let mut seq = 0;
     let mut write = |body: Body| -> Result<(), Error> {
         seq += 1;
@@ -525,6 +532,18 @@ mod tests {
             .sum();
         assert_eq!(answered, asked);
         assert!(history.len() > 700);
+    }
+
+    #[test]
+    fn a_synthetic_journal_in_a_workspace_records_that_workspace_as_its_root() {
+        let temp = TempDir::new("journal-synthetic-root");
+        let store = SessionStore::new(&temp.0);
+        std::fs::create_dir_all(store.dir()).unwrap();
+        let path = store.path_of("20261129-091500-aaaa");
+        write_synthetic_journal(&path, 10).unwrap();
+        let records = read_journal(&path).unwrap().records;
+        let Body::Session { root, .. } = &records[0].body else { panic!("no session record first") };
+        assert_eq!(root, &temp.0.display().to_string());
     }
 
     #[test]
