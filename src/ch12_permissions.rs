@@ -117,7 +117,9 @@ impl<T: Tools> Gate<T> {
         }
     }
 }
+// ANCHOR_END: gate
 
+// ANCHOR: gate_run
 impl<T: Tools> Tools for Gate<T> {
     fn schemas(&self) -> Vec<Value> {
         self.inner.schemas()
@@ -159,7 +161,7 @@ impl<T: Tools> Tools for Gate<T> {
         }
     }
 }
-// ANCHOR_END: gate
+// ANCHOR_END: gate_run
 
 // ANCHOR: terminal_prompter
 /// Asks on a terminal: one line describing the call, then `y` / `a` / `n`, and after `n` an
@@ -196,7 +198,9 @@ impl TerminalPrompter {
         let _ = self.output.flush();
     }
 }
+// ANCHOR_END: terminal_prompter
 
+// ANCHOR: ask
 impl Prompter for TerminalPrompter {
     fn ask(&mut self, call: &ToolCall, needed: Permission) -> Answer {
         self.say(&format!("\n{}\n", describe(call)));
@@ -221,6 +225,7 @@ impl Prompter for TerminalPrompter {
         }
     }
 }
+// ANCHOR_END: ask
 
 /// What the user is asked about: the command, or the file and the size of the change.
 fn describe(call: &ToolCall) -> String {
@@ -243,7 +248,6 @@ fn describe(call: &ToolCall) -> String {
         other => format!("{other} wants to run with {}", cut(call.arguments.clone())),
     }
 }
-// ANCHOR_END: terminal_prompter
 
 #[cfg(test)]
 mod tests {

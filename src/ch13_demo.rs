@@ -73,7 +73,7 @@ pub fn demo_reply(request: &Value) -> Value {
 }
 // ANCHOR_END: start
 
-// ANCHOR: plan
+// ANCHOR: intent
 /// What the user asked for, as far as the rules can tell.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Intent {
@@ -116,7 +116,9 @@ pub fn demo_message(messages: &[Value]) -> Value {
         Action::Answer(text) => json!({"role": "assistant", "content": text}),
     }
 }
+// ANCHOR_END: intent
 
+// ANCHOR: plan
 /// The plan: the first tool call for a fresh request, then what to do with each result.
 fn next_action(intent: &Intent, rounds: &[Round]) -> Action {
     let Some(last) = rounds.last() else { return first_call(intent) };
@@ -155,6 +157,7 @@ fn next_action(intent: &Intent, rounds: &[Round]) -> Action {
     };
     Action::Answer(answer)
 }
+// ANCHOR_END: plan
 
 fn first_call(intent: &Intent) -> Action {
     match intent {
@@ -174,7 +177,6 @@ fn first_call(intent: &Intent) -> Action {
         Intent::Unknown => Action::Answer(CAPABILITIES.to_string()),
     }
 }
-// ANCHOR_END: plan
 
 fn describe(intent: &Intent) -> String {
     match intent {
@@ -220,6 +222,7 @@ fn failure_line<'a>(tool: &str, result: &'a str) -> Option<&'a str> {
     let error = tool != "bash" && ERRORS.iter().any(|word| lower.contains(word));
     (!is_data && (not_run || error)).then_some(line)
 }
+// ANCHOR_END: results
 
 /// The tool calls made after the user's message, each with the result that answered it.
 fn rounds_since(messages: &[Value]) -> Vec<Round> {
@@ -247,7 +250,6 @@ fn message_text(message: &Value) -> String {
         _ => String::new(),
     }
 }
-// ANCHOR_END: results
 
 // ANCHOR: parse
 /// Reads a request. Keywords match case-insensitively; paths and content keep their case.
@@ -278,6 +280,7 @@ fn parse_replace(text: &str) -> Option<Intent> {
         new: new.to_string(),
     })
 }
+// ANCHOR_END: parse
 
 fn parse_write(text: &str) -> Option<Intent> {
     if let Some(rest) = after_word(text, &["write", "save", "put"]) {
@@ -389,7 +392,6 @@ fn parse_chinese(text: &str) -> Option<Intent> {
         _ => Some(Intent::Read { path }),
     }
 }
-// ANCHOR_END: parse
 
 fn write_intent(path: &str, content: &str) -> Intent {
     // A literal `\n` typed in a one-line prompt means a line break in the file.

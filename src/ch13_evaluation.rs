@@ -135,6 +135,7 @@ pub enum ScriptStep {
     /// Close the connection without a response.
     Close,
 }
+// ANCHOR_END: format
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -203,6 +204,7 @@ pub enum SignalName {
     Kill,
 }
 
+// ANCHOR: expect
 /// What must be true after a run. Everything but `exit` is checked only when given.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -227,7 +229,7 @@ pub struct Expect {
     #[serde(default)]
     pub first_request_contains: Vec<String>,
 }
-// ANCHOR_END: format
+// ANCHOR_END: expect
 
 impl SignalName {
     fn number(self) -> i32 {
@@ -347,6 +349,7 @@ fn server_steps(run_index: usize, steps: &[ScriptStep], names: &mut HashMap<Stri
         })
         .collect()
 }
+// ANCHOR_END: script
 
 fn arguments_text(arguments: &Value) -> String {
     match arguments {
@@ -396,7 +399,6 @@ fn stream_chunks(text: Option<&str>, calls: &[(String, String, String)], finish:
     }
     chunks
 }
-// ANCHOR_END: script
 
 /// What one run did, as seen from outside the binary.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -518,7 +520,9 @@ pub fn compare(expect: &Expect, observed: &Observed) -> Vec<String> {
     differences.extend(observed.journal_problems.iter().map(|problem| format!("journal: {problem}")));
     differences
 }
+// ANCHOR_END: compare
 
+// ANCHOR: tool_answers
 /// The invariant every Chat Completions request must keep: an assistant message's tool
 /// calls are answered by tool messages right after it, one per call, in the same order,
 /// and no tool message answers anything else.
@@ -556,7 +560,7 @@ pub fn check_tool_answers(request: &Value) -> Result<(), String> {
     }
     Ok(())
 }
-// ANCHOR_END: compare
+// ANCHOR_END: tool_answers
 
 /// The text of every message of a request, one after the other, as the model reads it.
 fn message_texts(request: &Value) -> String {
@@ -770,6 +774,7 @@ fn run_once(
     }
     Ok(observed)
 }
+// ANCHOR_END: run_once
 
 /// Waits for the child, sends the planned signal when its moment comes, and kills the
 /// child if it outlives its timeout.
@@ -808,7 +813,6 @@ fn wait(child: &mut Child, run: &Run, root: &Path, server: &ScriptedServer) -> R
         thread::sleep(POLL);
     }
 }
-// ANCHOR_END: run_once
 
 /// Starts the child in a session of its own, with no controlling terminal. Otherwise an
 /// evaluation started from a terminal would let the agent open `/dev/tty` and ask the
@@ -904,6 +908,7 @@ fn journal_problems(root: &Path, killed: bool) -> Vec<String> {
     }
     problems
 }
+// ANCHOR_END: journal
 
 /// The session files of the workspace, in name order.
 fn journal_paths(root: &Path) -> Vec<PathBuf> {
@@ -926,7 +931,6 @@ fn tools_started_since(before: &[(PathBuf, Vec<Value>)], after: &[(PathBuf, Vec<
         .filter_map(|record| record["name"].as_str().map(str::to_string))
         .collect()
 }
-// ANCHOR_END: journal
 
 /// Without a journal, the next best witness: the tool calls of this run that were answered
 /// in the requests, in order of their first answer.
