@@ -304,12 +304,17 @@ fn one_line(text: &str) -> String {
 /// The key comes from the environment only; the client refuses to go without one unless
 /// the server is on this machine.
 /// A resumed session keeps its model unless `--model` or `MODEL_ID` names another.
+/// The demo model is called `demo` and is never sent a key.
 fn client_config(options: &Options, demo_url: Option<&str>, opened: Option<&Opened>) -> ClientConfig {
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
+    if let Some(url) = demo_url {
+        let model = options.model.clone().unwrap_or_else(|| "demo".into());
+        return ClientConfig { base_url: url.to_string(), api_key: None, model };
+    }
     ClientConfig {
-        base_url: demo_url
-            .map(str::to_string)
-            .or_else(|| options.base_url.clone())
+        base_url: options
+            .base_url
+            .clone()
             .or_else(|| env("OPENAI_BASE_URL"))
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
         api_key: env("OPENAI_API_KEY"),
