@@ -50,9 +50,18 @@ pub struct SseParser {
     has_data: bool,
 }
 
+/// One event (its data plus the line being read) may not grow past this: a hostile or broken
+/// server that sends an endless line must not take the machine's memory with it.
+pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
 impl SseParser {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// True once the event being gathered is larger than [`MAX_EVENT_BYTES`].
+    pub fn oversized(&self) -> bool {
+        self.line.len() + self.data.len() > MAX_EVENT_BYTES
     }
 
     /// Feeds the next bytes; returns the events they completed.
@@ -301,7 +310,15 @@ impl Model for StreamingClient {
                     if !seen_event && head.len() < 300 {
                         head.extend_from_slice(&bytes[..bytes.len().min(300 - head.len())]);
                     }
-                    for event in parser.feed(&bytes) {
+                    let events = parser.feed(&bytes);
+                    if parser.oversized() {
+                        let error = Error::Model(format!(
+                            "a stream event grew past {} MiB without ending; the server sent no line break",
+                            MAX_EVENT_BYTES >> 20
+                        ));
+                        return Err(cut_off(&reply, error, observer));
+                    }
+                    for event in events {
                         seen_event = true;
                         if let Err(error) = reply.apply(&event.data, observer) {
                             return Err(cut_off(&reply, error, observer));
@@ -674,6 +691,19 @@ mod tests {
 
     fn data(text: &str) -> SseEvent {
         SseEvent { event: String::new(), data: text.into() }
+    }
+
+    #[test]
+    fn an_endless_line_is_refused_instead_of_filling_memory() {
+        let mut parser = SseParser::new();
+        let chunk = vec![b'x'; 1024 * 1024];
+        parser.feed(b"data: ");
+        for _ in 0..(MAX_EVENT_BYTES >> 20) {
+            assert!(!parser.oversized());
+            parser.feed(&chunk);
+        }
+        parser.feed(b"more");
+        assert!(parser.oversized());
     }
 
     #[test]
