@@ -16,25 +16,7 @@ use mini_agent::ch10_recovery::status_of;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
-/// Marsaglia's xorshift64: tiny, deterministic, good enough to spread test inputs.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, bound: usize) -> usize {
-        (self.next() % bound.max(1) as u64) as usize
-    }
-
-    fn bytes(&mut self, count: usize) -> Vec<u8> {
-        (0..count).map(|_| self.next() as u8).collect()
-    }
-}
+use crate::harness::XorShift;
 
 /// A real journal, written by `Journal`, with every kind of record and multi-byte text.
 fn valid_journal(dir: &Path) -> Vec<u8> {

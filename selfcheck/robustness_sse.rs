@@ -12,20 +12,7 @@ use mini_agent::ch11_streaming::{SseEvent, SseParser, StreamAssembler};
 use serde_json::json;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, bound: usize) -> usize {
-        (self.next() % bound.max(1) as u64) as usize
-    }
-}
+use crate::harness::XorShift;
 
 /// Collects the text deltas, as the terminal would show them.
 #[derive(Default)]
