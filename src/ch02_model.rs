@@ -363,6 +363,11 @@ pub fn network_error(url: &str, error: ureq::Error) -> Error {
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
             format!("cannot connect to {url} (connection refused) — is the server running? check --base-url")
         }
+        // std reports a failed DNS lookup as a plain I/O error with this text; the request
+        // never left this machine, so it is not "the server may have acted".
+        ureq::Error::Io(io) if io.to_string().starts_with("failed to lookup address information") => {
+            format!("cannot resolve the host of {url} — check --base-url and your network")
+        }
         ureq::Error::HostNotFound => {
             format!("cannot resolve the host of {url} — check --base-url and your network")
         }
