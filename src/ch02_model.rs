@@ -14,7 +14,8 @@
 //! connection. Chapter 11 (streaming) reuses the request builder and the error handling here.
 
 use crate::ch01_loop::{Error, Message, Model, Observer, Reply, Request, ToolCall, Usage, interrupted};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -94,14 +95,16 @@ impl ChatClient {
 
     // ANCHOR: request_body
     /// The JSON we POST: the model id, the conversation in wire form, and the tool schemas.
-    pub fn request_body(&self, request: &Request) -> Value {
-        let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
-        let mut body = json!({ "model": self.model, "messages": messages });
-        // Some servers reject an empty `tools` array, so a request without tools has none.
-        if !request.tools.is_empty() {
-            body["tools"] = Value::from(request.tools.to_vec());
-        }
-        body
+    pub fn request_body(&self, request: &Request, stream: bool) -> Vec<u8> {
+        let body = RequestBody {
+            model: &self.model,
+            messages: request.messages.iter().map(WireMessage::from).collect(),
+            tools: request.tools,
+            // Chapter 11 asks for the reply as a stream, with the token usage at its end.
+            stream,
+            stream_options: stream.then_some(StreamOptions { include_usage: true }),
+        };
+        serde_json::to_vec(&body).expect("strings and JSON values always serialise")
     }
     // ANCHOR_END: request_body
 
@@ -144,7 +147,7 @@ pub fn new_agent() -> ureq::Agent {
 // ANCHOR: complete
 impl Model for ChatClient {
     fn complete(&mut self, request: &Request, _: &mut dyn Observer) -> Result<Reply, Error> {
-        let body = serde_json::to_vec(&self.request_body(request)).expect("a JSON value always serialises");
+        let body = self.request_body(request, false);
         let client = self.clone();
         let text = run_interruptibly(move || {
             let response = client.send(&body, "application/json", None)?;
@@ -190,27 +193,79 @@ fn read_body(url: &str, response: ureq::http::Response<ureq::Body>) -> Result<St
 }
 
 // ANCHOR: wire
-/// Our `Message` in the shape the server expects.
-pub fn wire_message(message: &Message) -> Value {
-    match message {
-        Message::System { content } => json!({"role": "system", "content": content}),
-        Message::User { content } => json!({"role": "user", "content": content}),
-        Message::Assistant { content, tool_calls } => {
-            let mut wire = json!({"role": "assistant", "content": content});
-            if !tool_calls.is_empty() {
-                let calls: Vec<Value> = tool_calls
+/// The body we POST. It borrows the conversation instead of copying it: each turn sends the
+/// whole history, so building it must not cost a second copy of every message.
+#[derive(Serialize)]
+struct RequestBody<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    // Some servers reject an empty `tools` array, so a request without tools has none.
+    #[serde(skip_serializing_if = "<[Value]>::is_empty")]
+    tools: &'a [Value],
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// Our `Message` in the shape the server expects: the same roles, with tool calls nested
+/// as `{id, type: "function", function: {name, arguments}}`.
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+impl<'a> From<&'a Message> for WireMessage<'a> {
+    fn from(message: &'a Message) -> Self {
+        match message {
+            Message::System { content } => WireMessage::System { content },
+            Message::User { content } => WireMessage::User { content },
+            Message::Assistant { content, tool_calls } => WireMessage::Assistant {
+                content: content.as_deref(),
+                tool_calls: tool_calls
                     .iter()
-                    .map(|call| {
-                        json!({"id": call.id, "type": "function",
-                               "function": {"name": call.name, "arguments": call.arguments}})
+                    .map(|call| WireToolCall {
+                        id: &call.id,
+                        kind: "function",
+                        function: WireFunction { name: &call.name, arguments: &call.arguments },
                     })
-                    .collect();
-                wire["tool_calls"] = Value::from(calls);
-            }
-            wire
-        }
-        Message::Tool { tool_call_id, content } => {
-            json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
+                    .collect(),
+            },
+            Message::Tool { tool_call_id, content } => WireMessage::Tool { tool_call_id, content },
         }
     }
 }
@@ -453,6 +508,7 @@ mod tests {
     use super::*;
     use crate::ch01_loop::Event;
     use crate::ch13_scripted_server::{ScriptedServer, Step};
+    use serde_json::json;
 
     struct Quiet;
     impl Observer for Quiet {

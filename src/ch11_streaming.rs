@@ -19,7 +19,7 @@ use crate::ch01_loop::{Error, Event, Model, Observer, Reply, Request, ToolCall, 
 use crate::ch02_model::{
     ChatClient, ClientConfig, INTERRUPT_POLL, parse_reply, parse_usage, quote, server_message,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::mpsc;
@@ -272,10 +272,7 @@ enum Piece {
 
 impl Model for StreamingClient {
     fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
-        let mut body = self.client.request_body(request);
-        body["stream"] = json!(true);
-        body["stream_options"] = json!({"include_usage": true});
-        let body = serde_json::to_vec(&body).expect("a JSON value always serialises");
+        let body = self.client.request_body(request, true);
         if interrupted() {
             return Err(Error::Interrupted);
         }
@@ -420,6 +417,7 @@ mod tests {
     use super::*;
     use crate::ch01_loop::{Message, Usage};
     use crate::ch13_scripted_server::{ScriptedServer, Step};
+    use serde_json::json;
 
     /// Records text deltas and notices.
     #[derive(Default)]
