@@ -14,13 +14,13 @@
 //! * **How a turn ended is a fact too.** Ctrl+C, an error, the turn limit: each is recorded,
 //!   so `--status` can tell where a session stopped.
 
-use mini_agent::ch01_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, Usage, run_turn};
+use mini_agent::ch01_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, run_turn};
 use mini_agent::ch03_tools::Workspace;
 use mini_agent::ch04_terminal::{HostCommand, ReplHost, TypeAhead, render_markdown};
 use mini_agent::ch05_sessions::{Body, Recorder, SessionStore, replay};
 use mini_agent::ch06_skills::{WithSkills, build_system_prompt};
 use mini_agent::ch07_context::{
-    COMPACTION_NOTICE, Compacting, CompactionRecord, CompactionState, SharedCompaction, SharedStats, Stats,
+    Compacting, CompactionRecord, CompactionState, SharedCompaction, SharedStats, Stats,
 };
 use mini_agent::ch09_journal::Journal;
 use mini_agent::ch10_recovery::{describe_call, prepare_resume};
@@ -170,12 +170,11 @@ impl Agent {
         let mut stats = self.stats.clone();
         let _ = stats.event(Event::Message(&message));
         self.history.push(message);
-        let mut human = HumanNotices(display);
         let mut others: Vec<&mut dyn Observer> = vec![&mut stats];
         if let Some(json) = json {
             others.push(json);
         }
-        others.push(&mut human);
+        others.push(display);
         let mut observer = Fanout { recorder: &mut self.recorder, others };
         let limits = Limits { max_turns: self.config.max_turns };
         let outcome = run_turn(&mut self.model, &mut self.tools, &mut self.history, &mut observer, &limits);
@@ -369,21 +368,9 @@ pub struct Fanout<'a> {
 
 impl Observer for Fanout<'_> {
     fn event(&mut self, event: Event) -> Result<(), Error> {
-        match &event {
-            // Chapter 7 announces a compaction as a notice; the journal keeps it as a record.
-            Event::Notice { kind, text } if *kind == COMPACTION_NOTICE => {
-                let record = CompactionRecord::from_notice_text(text)?;
-                self.recorder.compaction(&record.summary, record.replaced)?;
-                // The summary was a model call of its own: its tokens count too.
-                if let Some(usage) = record.usage {
-                    let Usage { prompt_tokens, completion_tokens } = usage;
-                    self.recorder.append(Body::Usage { prompt_tokens, completion_tokens })?;
-                }
-            }
-            _ => self.recorder.event(copy(&event))?,
-        }
+        self.recorder.event(event)?;
         for other in &mut self.others {
-            other.event(copy(&event))?;
+            other.event(event)?;
         }
         Ok(())
     }
@@ -392,48 +379,7 @@ impl Observer for Fanout<'_> {
         self.others.iter_mut().flat_map(|other| other.queued_input()).collect()
     }
 }
-
-/// Events hold only references and numbers, so one can be handed to several observers.
-fn copy<'a>(event: &Event<'a>) -> Event<'a> {
-    match event {
-        Event::Message(message) => Event::Message(message),
-        Event::Request { messages } => Event::Request { messages: *messages },
-        Event::Reply(reply) => Event::Reply(reply),
-        Event::TextDelta(text) => Event::TextDelta(text),
-        Event::ToolStarted(call) => Event::ToolStarted(call),
-        Event::ToolFinished(call, output) => Event::ToolFinished(call, output),
-        Event::Retry { attempt, wait_ms, reason } => {
-            Event::Retry { attempt: *attempt, wait_ms: *wait_ms, reason }
-        }
-        Event::Notice { kind, text } => Event::Notice { kind, text },
-    }
-}
 // ANCHOR_END: fanout
-
-/// The screen shows a compaction as a sentence, not as the JSON the journal keeps.
-struct HumanNotices<'a>(&'a mut dyn Observer);
-
-impl Observer for HumanNotices<'_> {
-    fn event(&mut self, event: Event) -> Result<(), Error> {
-        match event {
-            Event::Notice { kind, text } if kind == COMPACTION_NOTICE => {
-                let sentence = match CompactionRecord::from_notice_text(text) {
-                    Ok(record) => format!(
-                        "{} earlier messages summarised to save context (about {} → {} tokens)",
-                        record.replaced, record.tokens_before, record.tokens_after
-                    ),
-                    Err(_) => "earlier messages summarised to save context".to_string(),
-                };
-                self.0.event(Event::Notice { kind, text: &sentence })
-            }
-            other => self.0.event(other),
-        }
-    }
-
-    fn queued_input(&mut self) -> Vec<String> {
-        self.0.queued_input()
-    }
-}
 
 // ANCHOR: prompter
 /// Asks for a permission during a REPL turn: the question on stderr, the answer from the

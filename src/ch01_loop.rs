@@ -102,8 +102,9 @@ pub trait Tools {
 // ANCHOR_END: seams
 
 // ANCHOR: events
-/// Everything that happens during a turn, in order.
-#[derive(Debug)]
+/// Everything that happens during a turn, in order. Events hold only references and
+/// numbers, so one event can be handed to several observers.
+#[derive(Clone, Copy, Debug)]
 pub enum Event<'a> {
     /// A message was appended to the history (user, assistant or tool result).
     Message(&'a Message),
@@ -124,7 +125,17 @@ pub enum Event<'a> {
         wait_ms: u64,
         reason: &'a str,
     },
-    /// Anything else worth telling the user (compaction, a partial stream…).
+    /// Older messages are now sent as `summary` (chapter 7): it stands for the first
+    /// `replaced` messages after the system prompt. The token counts are estimates of the
+    /// request before and after; `usage` is what the summary request cost, when known.
+    Compaction {
+        summary: &'a str,
+        replaced: usize,
+        tokens_before: u64,
+        tokens_after: u64,
+        usage: Option<Usage>,
+    },
+    /// Anything else worth telling the user (a partial stream, a warning…).
     Notice {
         kind: &'a str,
         text: &'a str,

@@ -632,6 +632,16 @@ impl Observer for TerminalObserver {
                     self.spin("retrying…");
                 }
             }
+            Event::Compaction { replaced, tokens_before, tokens_after, .. } => {
+                self.spinner = None;
+                self.screen.status(&format!(
+                    "compaction: {replaced} earlier messages summarised to save context \
+                     (about {tokens_before} → {tokens_after} tokens)\n"
+                ));
+                if self.waiting_for_model {
+                    self.spin("thinking…");
+                }
+            }
             Event::Notice { kind, text } => {
                 self.spinner = None;
                 self.screen.status(&format!("{kind}: {text}\n"));

@@ -226,16 +226,6 @@ impl<A: Append> Recorder<A> {
         self.log.append(Body::Error { message: message.to_string() }).map(drop)
     }
 
-    /// The history was compacted with [`apply_compaction`]`(history, summary, replaces)`.
-    pub fn compaction(&mut self, summary: &str, replaces: usize) -> Result<(), Error> {
-        self.log.append(Body::Compaction { summary: summary.to_string(), replaces }).map(drop)
-    }
-
-    /// Any other record (e.g. `usage` of a summarising request).
-    pub fn append(&mut self, body: Body) -> Result<u64, Error> {
-        self.log.append(body)
-    }
-
     pub fn log(&self) -> &A {
         &self.log
     }
@@ -286,6 +276,16 @@ impl<A: Append> Observer for Recorder<A> {
             }
             Event::Retry { attempt, wait_ms, reason } => {
                 Body::Retry { attempt, wait_ms, reason: reason.to_string() }
+            }
+            Event::Compaction { summary, replaced, usage, .. } => {
+                self.log.append(Body::Compaction { summary: summary.to_string(), replaces: replaced })?;
+                // The summary was a model call of its own: its tokens count too.
+                match usage {
+                    Some(Usage { prompt_tokens, completion_tokens }) => {
+                        Body::Usage { prompt_tokens, completion_tokens }
+                    }
+                    None => return Ok(()),
+                }
             }
             Event::Notice { kind: "partial", text } => Body::Partial { content: text.to_string() },
             // Requests, stream deltas and other notices are for the screen, not the record.

@@ -160,19 +160,15 @@ impl Observer for Stats {
             }
             Event::Message(message) => self.history_tokens += estimate_message_tokens(message),
             Event::ToolStarted(_) => self.tool_calls += 1,
-            Event::Notice { kind, text } if kind == COMPACTION_NOTICE => {
+            Event::Compaction { summary, tokens_before, tokens_after, usage, .. } => {
                 // The summary request was a model call too; after it, the view is smaller.
-                if let Ok(record) = CompactionRecord::from_notice_text(text) {
-                    self.requests += 1;
-                    self.compactions += 1;
-                    self.history_tokens = record.tokens_after;
-                    let summary_tokens = estimate_text_tokens(&record.summary);
-                    let before = record.tokens_before;
-                    self.add_usage(record.usage, || Usage {
-                        prompt_tokens: before,
-                        completion_tokens: summary_tokens,
-                    });
-                }
+                self.requests += 1;
+                self.compactions += 1;
+                self.history_tokens = tokens_after;
+                self.add_usage(usage, || Usage {
+                    prompt_tokens: tokens_before,
+                    completion_tokens: estimate_text_tokens(summary),
+                });
             }
             Event::Notice { .. } | Event::TextDelta(_) | Event::ToolFinished(..) | Event::Retry { .. } => {}
         }
@@ -235,10 +231,6 @@ impl Observer for SharedStats {
 }
 
 // ANCHOR: record
-/// The `kind` of the [`Event::Notice`] that announces a compaction; its `text` is
-/// [`CompactionRecord::to_notice_text`], the JSON the journal stores.
-pub const COMPACTION_NOTICE: &str = "compaction";
-
 /// A compaction as recorded in the session: the summary, and how many messages it replaces
 /// — counted from the first message after the leading system message(s).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -253,16 +245,6 @@ pub struct CompactionRecord {
     /// What the summary request cost, when the server said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
-}
-
-impl CompactionRecord {
-    pub fn to_notice_text(&self) -> String {
-        serde_json::to_string(self).expect("a struct of strings and numbers always serializes")
-    }
-
-    pub fn from_notice_text(text: &str) -> Result<Self, Error> {
-        serde_json::from_str(text).map_err(|e| Error::Session(format!("unreadable compaction record: {e}")))
-    }
 }
 
 /// The messages sent to the model once `summary` stands for the first `replaced` messages
@@ -498,7 +480,13 @@ impl<M: Model> Compacting<M> {
         let tokens_after = estimate_messages_tokens(&apply_compaction(history, &summary, replaced));
         let record = CompactionRecord { summary, replaced, tokens_before, tokens_after, usage: reply.usage };
         // Recorded first: the journal must know the view before a request uses it.
-        observer.event(Event::Notice { kind: COMPACTION_NOTICE, text: &record.to_notice_text() })?;
+        observer.event(Event::Compaction {
+            summary: &record.summary,
+            replaced,
+            tokens_before,
+            tokens_after,
+            usage: record.usage,
+        })?;
         self.lock().set(record.clone(), history.get(start).cloned());
         Ok(Some(record))
     }
@@ -701,13 +689,28 @@ mod tests {
         Inner { summary: "The user built a parser; tests pass.".into(), ..Inner::default() }
     }
 
+    /// Collects the notices (`kind`, `text`) and the compactions announced to the observer.
     #[derive(Default)]
-    struct Notices(Vec<(String, String)>);
+    struct Notices {
+        notices: Vec<(String, String)>,
+        compactions: Vec<CompactionRecord>,
+    }
 
     impl Observer for Notices {
         fn event(&mut self, event: Event) -> Result<(), Error> {
-            if let Event::Notice { kind, text } = event {
-                self.0.push((kind.to_string(), text.to_string()));
+            match event {
+                Event::Notice { kind, text } => self.notices.push((kind.to_string(), text.to_string())),
+                Event::Compaction { summary, replaced, tokens_before, tokens_after, usage } => {
+                    let summary = summary.to_string();
+                    self.compactions.push(CompactionRecord {
+                        summary,
+                        replaced,
+                        tokens_before,
+                        tokens_after,
+                        usage,
+                    });
+                }
+                _ => {}
             }
             Ok(())
         }
@@ -798,9 +801,10 @@ mod tests {
         send(&mut model, &history, &mut notices).expect("a reply");
 
         assert_eq!(model.inner.summary_requests.len(), 1);
-        let [(kind, text)] = &notices.0[..] else { panic!("one notice expected: {:?}", notices.0) };
-        assert_eq!(kind, COMPACTION_NOTICE);
-        let record = CompactionRecord::from_notice_text(text).expect("a JSON record");
+        let [record] = &notices.compactions[..] else {
+            panic!("one compaction expected: {:?}", notices.compactions)
+        };
+        assert!(notices.notices.is_empty(), "{:?}", notices.notices);
         assert_eq!(record.summary, "The user built a parser; tests pass.");
         assert!(record.replaced > 0 && record.tokens_after < record.tokens_before);
         let sent = &model.inner.sent[0];
@@ -847,7 +851,7 @@ mod tests {
         send(&mut live, &history, &mut notices).expect("a reply");
 
         // A resumed session: the journal replays the record into a fresh state.
-        let record = CompactionRecord::from_notice_text(&notices.0[0].1).expect("a record");
+        let record = notices.compactions[0].clone();
         let mut resumed = Compacting::new(inner(), window);
         resumed.state().lock().expect("unpoisoned").restore(record);
         let mut next = history.clone();
@@ -887,14 +891,14 @@ mod tests {
         send(&mut model, &history, &mut notices).expect("a reply");
         let rounds = model.inner.summary_requests.len();
         assert!(rounds >= 2, "{rounds} rounds");
-        assert_eq!(notices.0.len(), rounds);
+        assert_eq!(notices.compactions.len(), rounds);
         for request in &model.inner.summary_requests {
             assert!(estimate_messages_tokens(request) <= window / 2, "each summary request fits");
         }
         // Later rounds build on the earlier summary; the last record describes what was sent.
         assert!(matches!(&model.inner.summary_requests[1][1], Message::User { content }
             if content.contains("Summary of what came before it:\nThe user built a parser")));
-        let last = CompactionRecord::from_notice_text(&notices.0[rounds - 1].1).expect("a record");
+        let last = notices.compactions[rounds - 1].clone();
         assert_eq!(model.inner.sent[0], apply_compaction(&history, &last.summary, last.replaced));
         assert!(estimate_request_tokens(&model.inner.sent[0], &[]) <= window);
         assert_paired(&model.inner.sent[0]);
@@ -937,8 +941,8 @@ mod tests {
         let mut notices = Notices::default();
         send(&mut model, &history, &mut notices).expect("a reply");
         assert_eq!(model.inner.sent, [history]);
-        assert_eq!(notices.0[0].0, "warning");
-        assert!(notices.0[0].1.contains("connection reset"));
+        assert_eq!(notices.notices[0].0, "warning");
+        assert!(notices.notices[0].1.contains("connection reset"));
     }
 
     #[test]
@@ -959,7 +963,7 @@ mod tests {
         assert!(matches!(&model.inner.summary_requests[1][1], Message::User { content }
             if content.contains("The user built a parser") && content.contains("task 2")));
         assert_eq!(model.compact(&history, &mut notices).expect("no error"), None);
-        assert_eq!(notices.0.len(), 2);
+        assert_eq!(notices.compactions.len(), 2);
         // One exchange is too little to compact.
         assert_eq!(
             Compacting::new(inner(), 128_000).compact(&session(1)[..2], &mut notices).expect("ok"),
@@ -1013,7 +1017,13 @@ mod tests {
             usage: Some(Usage { prompt_tokens: 40, completion_tokens: 7 }),
         };
         stats
-            .event(Event::Notice { kind: COMPACTION_NOTICE, text: &record.to_notice_text() })
+            .event(Event::Compaction {
+                summary: &record.summary,
+                replaced: record.replaced,
+                tokens_before: record.tokens_before,
+                tokens_after: record.tokens_after,
+                usage: record.usage,
+            })
             .expect("counted");
         assert_eq!((stats.requests, stats.compactions, stats.completion_tokens), (3, 1, 17 + reply_estimate));
         let shown = stats.to_string();
@@ -1031,24 +1041,5 @@ mod tests {
             };
             assert!(text.contains("MINI_AGENT_CONTEXT_TOKENS"), "{text}");
         }
-    }
-
-    #[test]
-    fn the_notice_payload_is_stable_json() {
-        let record = CompactionRecord {
-            summary: "did X".into(),
-            replaced: 4,
-            tokens_before: 900,
-            tokens_after: 120,
-            usage: None,
-        };
-        assert_eq!(
-            record.to_notice_text(),
-            r#"{"summary":"did X","replaced":4,"tokens_before":900,"tokens_after":120}"#
-        );
-        let minimal =
-            CompactionRecord::from_notice_text(r#"{"summary":"did X","replaced":4}"#).expect("parses");
-        assert_eq!((minimal.summary.as_str(), minimal.replaced), ("did X", 4));
-        assert!(CompactionRecord::from_notice_text("not json").is_err());
     }
 }

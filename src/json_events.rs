@@ -20,7 +20,6 @@
 //! | `exit` | `code`, `error` (a one-line reason, or null) |
 
 use mini_agent::ch01_loop::{Error, Event, Observer};
-use mini_agent::ch07_context::{COMPACTION_NOTICE, CompactionRecord};
 use serde_json::{Value, json};
 use std::io::Write;
 
@@ -66,15 +65,10 @@ impl Observer for JsonEvents {
             Event::Retry { attempt, wait_ms, reason } => {
                 json!({"type": "retry", "attempt": attempt, "wait_ms": wait_ms, "reason": reason})
             }
-            Event::Notice { kind, text } if kind == COMPACTION_NOTICE => {
-                match CompactionRecord::from_notice_text(text) {
-                    Ok(record) => json!({
-                        "type": "compaction", "replaced": record.replaced, "tokens_before": record.tokens_before,
-                        "tokens_after": record.tokens_after, "summary": record.summary,
-                    }),
-                    Err(_) => json!({"type": "notice", "kind": kind, "text": text}),
-                }
-            }
+            Event::Compaction { summary, replaced, tokens_before, tokens_after, .. } => json!({
+                "type": "compaction", "replaced": replaced, "tokens_before": tokens_before,
+                "tokens_after": tokens_after, "summary": summary,
+            }),
             Event::Notice { kind, text } => json!({"type": "notice", "kind": kind, "text": text}),
             // Messages repeat what the events above said; deltas are for eyes, not programs.
             Event::Message(_) | Event::TextDelta(_) => return Ok(()),
