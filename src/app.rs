@@ -17,13 +17,13 @@
 use mini_agent::ch01_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, run_turn};
 use mini_agent::ch03_tools::Workspace;
 use mini_agent::ch04_terminal::{HostCommand, ReplHost, TypeAhead, render_markdown};
-use mini_agent::ch05_sessions::{Body, Recorder, SessionStore, replay};
+use mini_agent::ch05_sessions::{Recorder, SessionStore};
 use mini_agent::ch06_skills::{WithSkills, build_system_prompt};
 use mini_agent::ch07_context::{
     Compacting, CompactionRecord, CompactionState, SharedCompaction, SharedStats, Stats,
 };
 use mini_agent::ch09_journal::Journal;
-use mini_agent::ch10_recovery::{describe_call, prepare_resume};
+use mini_agent::ch10_recovery::{Resumed, describe_call, resume};
 use mini_agent::ch12_permissions::{Answer, Gate, Permission, Permissions, Prompter, TerminalPrompter};
 use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
@@ -41,29 +41,18 @@ pub struct Opened {
     pub warning: Option<String>,
 }
 
-/// Opens and locks the journal at `path`, checks it may continue (unknown outcomes need
-/// `acknowledge_unknown`), appends the synthetic results, and rebuilds what was sent.
+/// Opens and locks the journal at `path` (chapter 10 checks it may continue and appends the
+/// synthetic results), and puts back the compaction that was in force.
 pub fn open_session(path: &Path, acknowledge_unknown: bool) -> Result<Opened, Error> {
-    let (mut journal, loaded) = Journal::open(path)?;
-    let plan = prepare_resume(&loaded.records, acknowledge_unknown)?;
-    for body in &plan.append {
-        mini_agent::ch05_sessions::Append::append(&mut journal, body.clone())?;
-    }
-    let bodies: Vec<&Body> = loaded.records.iter().map(|record| &record.body).chain(&plan.append).collect();
-    // The history stays complete; a compaction only changes what is sent (chapter 7), and the
-    // latest one stands for everything the earlier ones summarised.
-    let history = replay(bodies.iter().copied().filter(|body| !matches!(body, Body::Compaction { .. })));
-    let compaction = bodies.iter().rev().find_map(|body| match body {
-        Body::Compaction { summary, replaces } => Some(CompactionRecord {
-            summary: summary.clone(),
-            replaced: *replaces,
-            tokens_before: 0,
-            tokens_after: 0,
-            usage: None,
-        }),
-        _ => None,
+    let Resumed { journal, plan, warning } = resume(path, acknowledge_unknown)?;
+    let compaction = plan.compaction.map(|(summary, replaced)| CompactionRecord {
+        summary,
+        replaced,
+        tokens_before: 0,
+        tokens_after: 0,
+        usage: None,
     });
-    Ok(Opened { journal, history, compaction, root: plan.root, model: plan.model, warning: loaded.warning })
+    Ok(Opened { journal, history: plan.history, compaction, root: plan.root, model: plan.model, warning })
 }
 // ANCHOR_END: opened
 

@@ -52,11 +52,11 @@
 //!
 //! **Replay** rebuilds the history in file order: `system`, `user` and `assistant` records
 //! become their messages, `tool_finished` becomes the tool result message; the other types
-//! are facts for `--status` and `/stats` and add nothing to the history. The history stays
-//! append-only in the file; a `compaction` record says that, from then on, the first
-//! `replaces` messages after the system prompt *of what is sent* are replaced by one user
-//! message whose content is `summary`. [`apply_compaction`] is that rule; the code that
-//! compacts and the replay both call it, so they cannot disagree.
+//! are facts for `--status` and `/stats` and add nothing to the history. A `compaction`
+//! record is such a fact too: the history stays whole, and the record says that, from then
+//! on, the first `replaces` messages after the system prompt are *sent* as one summary.
+//! Chapter 7 owns that rule (`apply_compaction`); a resumed session restores the latest
+//! compaction into it instead of replaying it here, so there is one rule, not two.
 
 use crate::ch01_loop::{Error, Event, Message, Observer, ToolCall, ToolStatus, Usage};
 use serde::{Deserialize, Serialize};
@@ -168,11 +168,11 @@ pub fn replay<'a>(bodies: impl IntoIterator<Item = &'a Body>) -> Vec<Message> {
             Body::ToolFinished { id, content, .. } => {
                 history.push(Message::Tool { tool_call_id: id.clone(), content: content.clone() });
             }
-            Body::Compaction { summary, replaces } => apply_compaction(&mut history, summary, *replaces),
             // Facts about the session that were never part of what the model reads. The loop
             // answers every pending tool call before it returns, so an interruption leaves a
             // valid history behind and needs no replay of its own.
             Body::Session { .. }
+            | Body::Compaction { .. }
             | Body::ToolStarted { .. }
             | Body::Interrupted {}
             | Body::Retry { .. }
@@ -184,13 +184,6 @@ pub fn replay<'a>(bodies: impl IntoIterator<Item = &'a Body>) -> Vec<Message> {
     history
 }
 
-/// Replaces the first `replaces` messages after the leading system prompt with one user
-/// message holding `summary`. Asking for more messages than there are replaces them all.
-pub fn apply_compaction(history: &mut Vec<Message>, summary: &str, replaces: usize) {
-    let head = history.iter().take_while(|m| matches!(m, Message::System { .. })).count();
-    let end = (head + replaces).min(history.len());
-    history.splice(head..end, [Message::User { content: summary.to_string() }]);
-}
 // ANCHOR_END: replay
 
 // ANCHOR: recorder
@@ -633,7 +626,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn compaction_replaces_the_oldest_messages_after_the_system_prompt() {
+    fn a_compaction_is_a_fact_and_replay_keeps_every_message() {
         let user = |c: &str| Body::User { content: c.into() };
         let bodies = vec![
             Body::System { content: "sys".into() },
@@ -649,7 +642,9 @@ pub(crate) mod tests {
             replay(&bodies),
             vec![
                 Message::System { content: "sys".into() },
-                message("summary of all before four"),
+                message("one"),
+                message("two"),
+                message("three"),
                 message("four")
             ]
         );

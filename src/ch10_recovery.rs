@@ -229,6 +229,9 @@ pub struct ResumePlan {
     pub append: Vec<Body>,
     /// The history to continue with, the appended results included.
     pub history: Vec<Message>,
+    /// The latest compaction, `(summary, replaces)`: what chapter 7 was sending in place of
+    /// the oldest messages. The history above stays whole.
+    pub compaction: Option<(String, usize)>,
 }
 
 /// Decides how to continue. Unknown outcomes block unless `acknowledge_unknown`; no tool
@@ -259,12 +262,17 @@ pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<R
             .chain(open.not_run.iter().map(|c| result(c, ToolStatus::NotRun, NOT_RUN_RESULT)))
             .collect();
     let history = replay(records.iter().map(|r| &r.body).chain(&append));
+    let compaction = records.iter().rev().find_map(|record| match &record.body {
+        Body::Compaction { summary, replaces } => Some((summary.clone(), *replaces)),
+        _ => None,
+    });
     Ok(ResumePlan {
         id: header.id.to_string(),
         root: PathBuf::from(header.root),
         model: header.model.to_string(),
         append,
         history,
+        compaction,
     })
 }
 
