@@ -23,8 +23,10 @@ use mini_agent::ch07_context::{
     Compacting, CompactionRecord, CompactionState, SharedCompaction, SharedStats, Stats,
 };
 use mini_agent::ch09_journal::Journal;
-use mini_agent::ch10_recovery::{Resumed, describe_call, resume};
-use mini_agent::ch12_permissions::{Answer, Gate, Permission, Permissions, Prompter, TerminalPrompter};
+use mini_agent::ch10_recovery::{Resumed, resume};
+use mini_agent::ch12_permissions::{
+    Answer, Gate, Permission, Permissions, Prompter, TerminalPrompter, ask_with,
+};
 use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
 
@@ -377,41 +379,7 @@ struct TypeAheadPrompter(TypeAhead);
 
 impl Prompter for TypeAheadPrompter {
     fn ask(&mut self, call: &mini_agent::ch01_loop::ToolCall, needed: Permission) -> Answer {
-        let scope = match needed {
-            Permission::Write => "file writes",
-            Permission::Shell => "shell commands",
-        };
-        let mut question =
-            format!("{}\nallow? [y] once  [a] all {scope} this session  [n] no: ", request(call));
-        loop {
-            let Some(answer) = self.0.ask(&question) else {
-                return Answer::Deny("no answer from the terminal".into());
-            };
-            match answer.trim().to_lowercase().as_str() {
-                "y" | "yes" => return Answer::Once,
-                "a" | "always" => return Answer::Always,
-                "n" | "no" => {
-                    let reason = self.0.ask("reason for the model (optional, Enter to skip): ");
-                    return Answer::Deny(reason.unwrap_or_default());
-                }
-                _ => question = "please answer y, a or n: ".into(),
-            }
-        }
+        ask_with(call, needed, |question| self.0.ask(question))
     }
 }
 // ANCHOR_END: prompter
-
-/// What the user is asked to allow, in words: the command, or the file and the size.
-fn request(call: &mini_agent::ch01_loop::ToolCall) -> String {
-    let arguments: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
-    let text = |key: &str| arguments[key].as_str().map(str::to_string);
-    match (call.name.as_str(), text("command"), text("path")) {
-        ("bash", Some(command), _) => format!("bash wants to run: {command}"),
-        ("write_file", _, Some(path)) => {
-            let bytes = text("content").map_or(0, |content| content.len());
-            format!("write_file wants to write {bytes} bytes to {path}")
-        }
-        ("edit_file", _, Some(path)) => format!("edit_file wants to change {path}"),
-        _ => describe_call(call),
-    }
-}

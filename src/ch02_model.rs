@@ -358,7 +358,7 @@ pub fn server_message(body: &str) -> (Option<String>, Option<String>) {
             .into_iter()
             .flatten()
             .find_map(|c| c.as_str().map(str::to_owned).or_else(|| c.as_u64().map(|n| n.to_string())));
-        return (Some(shorten(&message.unwrap_or_else(|| text.to_owned()))), code);
+        return (Some(shorten(&message.unwrap_or_else(|| text.to_owned()), 300)), code);
     }
     if text.starts_with('<') {
         let lower = text.to_ascii_lowercase();
@@ -367,12 +367,12 @@ pub fn server_message(body: &str) -> (Option<String>, Option<String>) {
         {
             let title = collapse_spaces(&text[start + 7..end]);
             if !title.is_empty() {
-                return (Some(shorten(&title)), None);
+                return (Some(shorten(&title, 300)), None);
             }
         }
-        return (Some(shorten(&collapse_spaces(&strip_tags(text)))), None);
+        return (Some(shorten(&collapse_spaces(&strip_tags(text)), 300)), None);
     }
-    (Some(shorten(&collapse_spaces(text))), None)
+    (Some(shorten(&collapse_spaces(text), 300)), None)
 }
 // ANCHOR_END: errors
 
@@ -444,10 +444,9 @@ pub fn network_error(url: &str, error: ureq::Error) -> Error {
 }
 // ANCHOR_END: network_error
 
-/// At most 300 characters of `text`, for quoting a server in one line.
-pub fn shorten(text: &str) -> String {
-    const LIMIT: usize = 300;
-    match text.char_indices().nth(LIMIT) {
+/// At most `max_chars` characters of `text`, then `…` when something was cut.
+pub fn shorten(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
     }
@@ -456,7 +455,7 @@ pub fn shorten(text: &str) -> String {
 /// A short, one-line quote of a body, for "this is not what we expected" errors.
 pub fn quote(body: &str) -> String {
     let text = collapse_spaces(body);
-    if text.is_empty() { "(empty body)".into() } else { format!("{:?}", shorten(&text)) }
+    if text.is_empty() { "(empty body)".into() } else { format!("{:?}", shorten(&text, 300)) }
 }
 
 fn collapse_spaces(text: &str) -> String {

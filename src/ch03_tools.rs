@@ -14,6 +14,7 @@
 //! behind. A bad call is an `Error` result that tells the model how to retry, never a panic.
 
 use crate::ch01_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools, interrupted};
+use crate::ch02_model::shorten;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -262,11 +263,7 @@ fn expected_shape(tool: &str) -> String {
 
 /// A path as the model wrote it, cut short so a 10,000-character name does not flood the answer.
 fn shown(path: &str) -> String {
-    if path.chars().count() <= 200 {
-        path.to_string()
-    } else {
-        format!("{}…", path.chars().take(200).collect::<String>())
-    }
+    shorten(path, 200)
 }
 
 enum Step {
@@ -421,13 +418,7 @@ fn through_fd(directory: &File, fallback: &Path) -> PathBuf {
 
 /// A text file's bytes (bounded), or a polite refusal for binary and huge files.
 fn read_text(file: File, shown_path: &str) -> Result<Vec<u8>, String> {
-    let meta = file.metadata().map_err(|e| format!("cannot read `{shown_path}`: {e}"))?;
-    if meta.is_dir() {
-        return Err(format!("`{shown_path}` is a directory; use list_files"));
-    }
-    if !meta.is_file() {
-        return Err(format!("`{shown_path}` is not a regular file"));
-    }
+    let meta = regular_file(&file, shown_path)?;
     if meta.len() > WHOLE_FILE_MAX_BYTES {
         return Err(format!("`{shown_path}` is too large ({} bytes); use bash (e.g. sed) on it", meta.len()));
     }
@@ -435,17 +426,28 @@ fn read_text(file: File, shown_path: &str) -> Result<Vec<u8>, String> {
     file.take(WHOLE_FILE_MAX_BYTES)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read `{shown_path}`: {e}"))?;
-    if looks_binary(&bytes) {
-        return Err(format!(
-            "`{shown_path}` looks like a binary file ({} bytes); it was not read",
-            bytes.len()
-        ));
-    }
+    not_binary(&bytes, bytes.len() as u64, shown_path)?;
     Ok(bytes)
 }
 
-fn looks_binary(bytes: &[u8]) -> bool {
-    bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0)
+/// The file's metadata when it is a regular file; the refusal the model sees otherwise.
+fn regular_file(file: &File, shown_path: &str) -> Result<fs::Metadata, String> {
+    let meta = file.metadata().map_err(|e| format!("cannot read `{shown_path}`: {e}"))?;
+    if meta.is_dir() {
+        return Err(format!("`{shown_path}` is a directory; use list_files"));
+    }
+    if !meta.is_file() {
+        return Err(format!("`{shown_path}` is not a regular file"));
+    }
+    Ok(meta)
+}
+
+/// A NUL byte near the start means binary: refused, with the file's size.
+fn not_binary(start: &[u8], size: u64, shown_path: &str) -> Result<(), String> {
+    if start[..start.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
+        return Err(format!("`{shown_path}` looks like a binary file ({size} bytes); it was not read"));
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -456,21 +458,10 @@ impl Workspace {
         let real = self.resolve(&args.path)?;
         let shown_path = self.relative(&real);
         let file = self.open_confined(&real)?;
-        let meta = file.metadata().map_err(|e| format!("cannot read `{shown_path}`: {e}"))?;
-        if meta.is_dir() {
-            return Err(format!("`{shown_path}` is a directory; use list_files"));
-        }
-        if !meta.is_file() {
-            return Err(format!("`{shown_path}` is not a regular file"));
-        }
+        let meta = regular_file(&file, &shown_path)?;
         let mut reader = BufReader::with_capacity(64 * 1024, file);
         let sniff = reader.fill_buf().map_err(|e| format!("cannot read `{shown_path}`: {e}"))?;
-        if looks_binary(sniff) {
-            return Err(format!(
-                "`{shown_path}` looks like a binary file ({} bytes); it was not read",
-                meta.len()
-            ));
-        }
+        not_binary(sniff, meta.len(), &shown_path)?;
         let first = args.offset.unwrap_or(1).max(1);
         let wanted = args.limit.unwrap_or(READ_MAX_LINES).clamp(1, READ_MAX_LINES);
         let mut out = String::new();

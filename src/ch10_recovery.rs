@@ -16,6 +16,7 @@
 //! nothing, and the rules are tested without a disk or a model.
 
 use crate::ch01_loop::{Error, Message, ToolCall, ToolStatus};
+use crate::ch02_model::shorten;
 use crate::ch05_sessions::{Append, Body, Record, replay};
 use crate::ch09_journal::{Journal, lock_holder_of, read_journal};
 use std::fmt;
@@ -334,13 +335,6 @@ pub fn describe_call(call: &ToolCall) -> String {
     match main_argument {
         Some(value) => format!("{}: {:?}", call.name, shorten(value, 80)),
         None => format!("{}: {}", call.name, shorten(&call.arguments, 80)),
-    }
-}
-
-fn shorten(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
     }
 }
 

@@ -12,6 +12,7 @@
 //! through its own terminal handling and tests can answer from a script.
 
 use crate::ch01_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
+use crate::ch02_model::shorten;
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -52,6 +53,13 @@ impl Permission {
         match self {
             Permission::Write => "writing files",
             Permission::Shell => "running shell commands",
+        }
+    }
+
+    fn scope(self) -> &'static str {
+        match self {
+            Permission::Write => "file writes",
+            Permission::Shell => "shell commands",
         }
     }
 }
@@ -203,25 +211,32 @@ impl TerminalPrompter {
 // ANCHOR: ask
 impl Prompter for TerminalPrompter {
     fn ask(&mut self, call: &ToolCall, needed: Permission) -> Answer {
-        self.say(&format!("\n{}\n", describe(call)));
-        loop {
-            let scope = match needed {
-                Permission::Write => "file writes",
-                Permission::Shell => "shell commands",
-            };
-            self.say(&format!("allow? [y] once  [a] all {scope} this session  [n] no: "));
-            let Some(answer) = self.read_line() else {
-                return Answer::Deny("no answer from the terminal".into());
-            };
-            match answer.to_lowercase().as_str() {
-                "y" | "yes" => return Answer::Once,
-                "a" | "always" => return Answer::Always,
-                "n" | "no" => {
-                    self.say("reason for the model (optional, Enter to skip): ");
-                    return Answer::Deny(self.read_line().unwrap_or_default());
-                }
-                _ => self.say("please answer y, a or n\n"),
+        self.say("\n");
+        ask_with(call, needed, |question| {
+            self.say(question);
+            self.read_line()
+        })
+    }
+}
+
+/// The question and its rules, whatever the line source: `ask` shows a question and
+/// returns the next line typed, or `None` when nobody can answer.
+pub fn ask_with(call: &ToolCall, needed: Permission, mut ask: impl FnMut(&str) -> Option<String>) -> Answer {
+    let allow = format!("allow? [y] once  [a] all {} this session  [n] no: ", needed.scope());
+    let mut question = format!("{}\n{allow}", describe(call));
+    loop {
+        let Some(answer) = ask(&question) else {
+            return Answer::Deny("no answer from the terminal".into());
+        };
+        match answer.trim().to_lowercase().as_str() {
+            "y" | "yes" => return Answer::Once,
+            "a" | "always" => return Answer::Always,
+            "n" | "no" => {
+                return Answer::Deny(
+                    ask("reason for the model (optional, Enter to skip): ").unwrap_or_default(),
+                );
             }
+            _ => question = format!("please answer y, a or n\n{allow}"),
         }
     }
 }
@@ -231,13 +246,7 @@ impl Prompter for TerminalPrompter {
 fn describe(call: &ToolCall) -> String {
     let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
     let text = |key: &str| arguments[key].as_str().unwrap_or("?").to_string();
-    let cut = |text: String| {
-        if text.chars().count() > 300 {
-            format!("{}…", text.chars().take(300).collect::<String>())
-        } else {
-            text
-        }
-    };
+    let cut = |text: String| shorten(&text, 300);
     match call.name.as_str() {
         "bash" => format!("bash wants to run: {}", cut(text("command"))),
         "write_file" => {
