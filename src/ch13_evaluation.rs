@@ -798,7 +798,7 @@ fn wait(child: &mut Child, run: &Run, root: &Path, server: &ScriptedServer) -> R
         }
         if let Some(plan) = &signal {
             let ready = match (&plan.after_requests, &plan.when_file) {
-                (Some(count), _) => server.requests().len() >= *count,
+                (Some(count), _) => server.request_count() >= *count,
                 (None, Some(path)) => root.join(path).exists(),
                 (None, None) => true,
             };

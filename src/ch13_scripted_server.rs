@@ -110,6 +110,11 @@ impl ScriptedServer {
         })
     }
 
+    /// How many requests arrived so far, without copying them.
+    pub fn request_count(&self) -> usize {
+        self.requests.lock().map(|r| r.len()).unwrap_or_default()
+    }
+
     /// The JSON bodies of every request received so far, in order.
     pub fn requests(&self) -> Vec<Value> {
         self.requests.lock().map(|r| r.clone()).unwrap_or_default()
