@@ -47,6 +47,9 @@ impl Journal {
     /// Starts a new session of `store`'s root: creates the file, locks it, writes the
     /// `session` record and makes the new file's name durable.
     pub fn create(store: &SessionStore, model: &str) -> Result<Journal, Error> {
+        // `sessions/` and `.mini_agent/` may be created now; their names need a sync too.
+        let new_dirs: Vec<PathBuf> =
+            store.dir().ancestors().take(2).filter(|dir| !dir.exists()).map(Path::to_path_buf).collect();
         let (id, path, file) = store.create_file()?;
         lock(&file, &path, &id)?;
         let mut journal =
@@ -60,10 +63,13 @@ impl Journal {
             model: model.to_string(),
             created,
         })?;
-        // The new name must survive a crash too; the directories may be new as well.
+        // The new file's name must survive a crash too, and so must the name of a directory
+        // made for it; directories that were already there need no sync.
         sync_directory(store.dir())?;
-        if let Some(parent) = store.dir().parent() {
-            sync_directory(parent)?;
+        for dir in &new_dirs {
+            if let Some(parent) = dir.parent() {
+                sync_directory(parent)?;
+            }
         }
         Ok(journal)
     }
