@@ -10,155 +10,11 @@
 //! typed at the terminal leaves the same session file as the same lines piped in.
 
 use crate::harness::{TempDir, Test, call, messages, records, session_files, text};
+use crate::pty::{SCREEN_TIMEOUT, Terminal};
 use mini_agent::ch13_scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
-use std::fs::File;
-use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-unsafe extern "C" {
-    fn openpty(
-        master: *mut i32,
-        slave: *mut i32,
-        name: *mut std::ffi::c_char,
-        termios: *const std::ffi::c_void,
-        size: *const std::ffi::c_void,
-    ) -> i32;
-    fn setsid() -> i32;
-    fn ioctl(fd: i32, request: std::ffi::c_ulong, ...) -> i32;
-}
-
-/// Linux's "make this terminal my controlling terminal".
-const TIOCSCTTY: std::ffi::c_ulong = 0x540E;
-/// How long a wait for the screen may take before the test fails (a hang, not a slow run).
-const SCREEN_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// The REPL running on a pseudo-terminal: the test types on the master side and reads
-/// what the terminal shows.
-struct Terminal {
-    keyboard: File,
-    shown: Arc<Mutex<String>>,
-    /// How far the screen has been read by `wait_for`.
-    seen: usize,
-    child: Child,
-}
-
-impl Terminal {
-    fn start(root: &Path, args: &[&str]) -> Terminal {
-        Terminal::start_with_term(root, args, "dumb")
-    }
-
-    /// `term` is `TERM`: "dumb" makes the line editor read plain lines; a real terminal
-    /// type gives its raw-mode editing.
-    fn start_with_term(root: &Path, args: &[&str], term: &str) -> Terminal {
-        let (mut master, mut slave) = (-1, -1);
-        // SAFETY: two valid out-pointers; null name, termios and size are allowed.
-        let opened = unsafe {
-            openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null())
-        };
-        assert_eq!(opened, 0, "openpty failed");
-        // SAFETY: openpty just returned these two descriptors, owned by nobody else.
-        let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-        let slave_io = || Stdio::from(slave.try_clone().expect("dup the pty"));
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mini-agent"));
-        command
-            .args(args)
-            .current_dir(root)
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("MODEL_ID")
-            .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
-            .env("NO_COLOR", "1")
-            .env("TERM", term)
-            .stdin(slave_io())
-            .stdout(slave_io())
-            .stderr(slave_io());
-        // SAFETY: between fork and exec only async-signal-safe calls: setsid and ioctl on
-        // fd 0, which is the terminal by then.
-        unsafe {
-            command.pre_exec(|| {
-                if setsid() < 0 || ioctl(0, TIOCSCTTY, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = command.spawn().expect("start mini-agent on the terminal");
-        drop(slave);
-        let keyboard = master.try_clone().expect("dup the master");
-        let shown = Arc::new(Mutex::new(String::new()));
-        let (mut screen, sink) = (master, shown.clone());
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; 4096];
-            // Ends with EIO once the agent (the last holder of the terminal) has exited.
-            while let Ok(count) = screen.read(&mut buffer) {
-                if count == 0 {
-                    break;
-                }
-                sink.lock().expect("screen lock").push_str(&String::from_utf8_lossy(&buffer[..count]));
-            }
-        });
-        Terminal { keyboard, shown, seen: 0, child }
-    }
-
-    fn screen(&self) -> String {
-        self.shown.lock().expect("screen lock").clone()
-    }
-
-    /// Waits until `needle` appears after what was already seen, and moves past it.
-    /// Returns when it was seen.
-    fn wait_for(&mut self, needle: &str) -> Instant {
-        let started = Instant::now();
-        loop {
-            let screen = self.screen();
-            if let Some(at) = screen.get(self.seen..).and_then(|rest| rest.find(needle)) {
-                self.seen += at + needle.len();
-                return Instant::now();
-            }
-            assert!(
-                started.elapsed() < SCREEN_TIMEOUT,
-                "never saw {needle:?} after:\n{}",
-                &screen[self.seen..]
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-
-    fn type_keys(&mut self, keys: &str) {
-        self.keyboard.write_all(keys.as_bytes()).expect("type on the terminal");
-    }
-
-    /// Types `/exit` at the prompt and expects a clean exit.
-    fn exit(mut self) -> String {
-        self.type_keys("/exit\r");
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = self.child.try_wait().expect("wait for mini-agent") {
-                break status;
-            }
-            if started.elapsed() > SCREEN_TIMEOUT {
-                let _ = self.child.kill();
-                panic!("mini-agent did not exit after /exit:\n{}", self.screen());
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        assert!(status.success(), "{status:?}\n{}", self.screen());
-        self.screen()
-    }
-}
-
-impl Drop for Terminal {
-    fn drop(&mut self) {
-        // A failed test must not leave an agent behind; after `exit` this is a no-op.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A process seen in /proc: pid, process group, state letter (R, S, Z…).
 struct ProcessInfo {
@@ -222,7 +78,7 @@ fn ctrl_c_during_a_long_sleep_kills_its_whole_group_and_brings_the_prompt_back()
     terminal.type_keys("sleep for a while\r");
     wait_until("the sleep to start", || !processes_with(marker).is_empty());
     let command_group = processes_with(marker)[0].group;
-    let agent_group = process_info(terminal.child.id()).expect("the agent runs").group;
+    let agent_group = process_info(terminal.pid()).expect("the agent runs").group;
     assert_ne!(command_group, agent_group, "the command runs in its own process group");
 
     let pressed = Instant::now();

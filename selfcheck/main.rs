@@ -7,6 +7,7 @@
 //! the files — and what a model would see: the requests the binary sent.
 
 mod harness;
+mod pty;
 
 mod command_line;
 mod crash;
