@@ -9,7 +9,7 @@
 //! `Journal::open` (what resuming uses: it also cuts the torn tail) and `status_of`.
 
 use crate::harness::TempDir;
-use mini_agent::ch01_loop::{ToolCall, ToolStatus};
+use mini_agent::ch01_loop::{ToolCall, ToolStatus, Usage};
 use mini_agent::ch05_sessions::{Append, Body, Record, SessionStore};
 use mini_agent::ch09_journal::{Journal, Loaded, read_journal};
 use mini_agent::ch10_recovery::status_of;
@@ -30,7 +30,11 @@ fn valid_journal(dir: &Path) -> Vec<u8> {
     let bodies = [
         Body::System { content: "You are mini-agent. Ünïcödé is fine.".into() },
         Body::User { content: "写一个文件 and say hi 👋".into() },
-        Body::Assistant { content: Some("On it.".into()), tool_calls: vec![call.clone()], usage: None },
+        Body::Assistant {
+            content: Some("On it.".into()),
+            tool_calls: vec![call.clone()],
+            usage: Some(Usage { prompt_tokens: 100, completion_tokens: 12 }),
+        },
         Body::ToolStarted { id: call.id.clone(), name: call.name.clone(), arguments: call.arguments.clone() },
         Body::ToolFinished { id: call.id.clone(), status: ToolStatus::Ok, content: "exit 0\n".into() },
         Body::Retry { attempt: 1, wait_ms: 500, reason: "HTTP 429".into() },
@@ -69,6 +73,10 @@ fn check(path: &Path, bytes: &[u8]) -> Option<String> {
         Ok(outcome) => outcome,
         Err(panic) => return Some(panic),
     };
+    // `--status` reads the same file: an answer or an error, never a panic.
+    if catch_unwind(AssertUnwindSafe(|| status_of(path))).is_err() {
+        return Some(format!("status_of panicked on {} bytes: {:?}", bytes.len(), preview(bytes)));
+    }
     let name = path.display().to_string();
     match outcome {
         Ok(loaded) => {
@@ -262,6 +270,7 @@ fn huge_lines_deep_nesting_and_invalid_utf8_are_told_not_crashed() {
     let loaded =
         read_bytes(&path, &with_line(huge_record.as_bytes(), true)).expect("no panic").expect("reads");
     assert_eq!(loaded.records.len(), 2 + rest.iter().filter(|&&b| b == b'\n').count());
+    assert!(loaded.warning.is_none(), "{:?}", loaded.warning);
     for (what, line) in [
         ("huge garbage", huge_text.as_bytes().to_vec()),
         ("deep nesting", deep.as_bytes().to_vec()),
