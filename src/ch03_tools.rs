@@ -1054,11 +1054,7 @@ fn spawn_shell(root: &Path, command: &str, output: io::PipeWriter) -> io::Result
             .stdin(Stdio::null())
             .stdout(output.try_clone()?)
             .stderr(output.try_clone()?);
-        // SAFETY: runs in the forked child before exec; setsid(2) is async-signal-safe and
-        // touches no memory. It fails only for a group leader, which a fresh child is not.
-        unsafe {
-            shell_command.pre_exec(|| if setsid() == -1 { Err(io::Error::last_os_error()) } else { Ok(()) });
-        }
+        in_new_session(&mut shell_command);
         let spawned = shell_command.spawn();
         match spawned {
             Ok(child) => return Ok(child),
@@ -1070,11 +1066,26 @@ fn spawn_shell(root: &Path, command: &str, output: io::PipeWriter) -> io::Result
     // `output` drops here: only the child holds the write end now, so EOF means it is done.
 }
 
-fn signal_group(group: i32, signal: i32) {
+/// Makes `command` start in a session of its own: its own process group, no controlling
+/// terminal. Chapter 13's evaluation starts the agent the same way.
+pub(crate) fn in_new_session(command: &mut Command) {
+    // SAFETY: runs in the forked child before exec; setsid(2) is async-signal-safe and
+    // touches no memory. It fails only for a group leader, which a fresh child is not.
+    unsafe {
+        command.pre_exec(|| if setsid() == -1 { Err(io::Error::last_os_error()) } else { Ok(()) });
+    }
+}
+
+/// kill(2): sends `signal` to process `pid`, or to a whole group when `pid` is negative.
+pub(crate) fn send_signal(pid: i32, signal: i32) {
     // SAFETY: kill(2) takes plain integers and touches no memory of ours.
     unsafe {
-        kill(-group, signal);
+        kill(pid, signal);
     }
+}
+
+fn signal_group(group: i32, signal: i32) {
+    send_signal(-group, signal);
 }
 
 fn group_alive(group: i32) -> bool {

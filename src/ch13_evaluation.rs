@@ -818,25 +818,12 @@ fn wait(child: &mut Child, run: &Run, root: &Path, server: &ScriptedServer) -> R
 /// evaluation started from a terminal would let the agent open `/dev/tty` and ask the
 /// person at the keyboard whether a write is allowed — and the answer would depend on them.
 fn without_terminal(command: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    unsafe extern "C" {
-        fn setsid() -> i32;
-    }
-    // SAFETY: runs in the forked child before exec; setsid is async-signal-safe and
-    // allocates nothing.
-    unsafe {
-        command.pre_exec(|| if setsid() == -1 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
-    }
+    crate::ch03_tools::in_new_session(command);
 }
 
 fn send_signal(pid: u32, signal: i32) {
-    unsafe extern "C" {
-        fn kill(pid: i32, signal: i32) -> i32;
-    }
-    let Ok(pid) = i32::try_from(pid) else { return };
-    // SAFETY: kill only sends a signal; the pid is our own child, not yet reaped.
-    unsafe {
-        kill(pid, signal);
+    if let Ok(pid) = i32::try_from(pid) {
+        crate::ch03_tools::send_signal(pid, signal);
     }
 }
 
