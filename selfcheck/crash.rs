@@ -166,15 +166,9 @@ fn kill_points(reference: &[String]) -> Vec<KillPoint> {
 }
 
 fn agent_command(root: &Path, url: &str) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mini-agent"));
+    let mut command = crate::harness::agent_command(root);
     command
         .args(["-p", "do the work", "--allow-write", "--allow-shell", "--base-url", url])
-        .current_dir(root)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("MODEL_ID")
-        .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
-        .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());

@@ -156,18 +156,8 @@ impl Test {
             }
             Endpoint::Given(url) => (None, url),
         };
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mini-agent"));
-        command
-            .args(&self.args)
-            .current_dir(workspace.path())
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("MODEL_ID")
-            .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let mut command = agent_command(workspace.path());
+        command.args(&self.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         if let Some(server) = &server {
             command.args(["--base-url", &server.url]);
         } else if let Some(url) = &given_url {
@@ -383,4 +373,18 @@ impl XorShift {
     pub fn bytes(&mut self, count: usize) -> Vec<u8> {
         (0..count).map(|_| self.next() as u8).collect()
     }
+}
+
+/// The agent binary to run in `root`, with an environment of its own: no key, endpoint or
+/// model from the developer's shell, no retries (a test scripts every reply), no colour.
+pub fn agent_command(root: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mini-agent"));
+    command
+        .current_dir(root)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("MODEL_ID")
+        .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
+        .env("NO_COLOR", "1");
+    command
 }

@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -55,19 +55,8 @@ impl Terminal {
         // SAFETY: openpty just returned these two descriptors, owned by nobody else.
         let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
         let slave_io = || Stdio::from(slave.try_clone().expect("dup the pty"));
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mini-agent"));
-        command
-            .args(args)
-            .current_dir(root)
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("MODEL_ID")
-            .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
-            .env("NO_COLOR", "1")
-            .env("TERM", term)
-            .stdin(slave_io())
-            .stdout(slave_io())
-            .stderr(slave_io());
+        let mut command = crate::harness::agent_command(root);
+        command.args(args).env("TERM", term).stdin(slave_io()).stdout(slave_io()).stderr(slave_io());
         // SAFETY: between fork and exec only async-signal-safe calls: setsid and ioctl on
         // fd 0, which is the terminal by then.
         unsafe {
