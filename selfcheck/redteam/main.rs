@@ -1,0 +1,34 @@
+//! The red-team suite: the trust boundary, attacked from every side that is not the six tools.
+//!
+//! The escape suite (`tests/escape.rs`) proves that the file tools stay inside the root. This
+//! target attacks everything around them, the way a cloned repository, a hostile model or a
+//! misbehaving server would: planted files read at start-up, journals that try to move the
+//! root, text that rewrites the terminal, a key that tries to leave, servers that stall or
+//! drip, signals, and requests for unbounded disk or memory. Each case asserts the *rule*
+//! (nothing crossed the root, the key appears nowhere, the run ended within its bound), not
+//! the symptom one attack happened to show.
+//!
+//! One file per side of the boundary:
+//!
+//! | file | the attacker | the rule |
+//! |---|---|---|
+//! | `planted.rs` | a cloned repository | workspace reads go through the resolver; `.mini_agent/` and `.git/` are never written by the file tools; a journal cannot move the root |
+//! | `terminal.rs` | model and tool text | the terminal shows what runs; no control sequence from the model reaches it |
+//! | `secrets.rs` | model, tools, server | the key is in no child's environment and in nothing printed, recorded, spilled or sent |
+//! | `liveness.rs` | server, model, signals | nothing hangs: idle timeout, linear globs, interruptible walks, SIGTERM/SIGHUP |
+//! | `resources.rs` | model | disk and memory stay bounded (peak RSS measured) |
+//! | `wire.rs` | server | redirects, odd reply shapes, giant replies: a clear error or a correct answer, never a silent one |
+
+#[allow(dead_code)]
+#[path = "../harness.rs"]
+mod harness;
+#[allow(dead_code)]
+#[path = "../pty.rs"]
+mod pty;
+
+mod liveness;
+mod planted;
+mod resources;
+mod secrets;
+mod terminal;
+mod wire;

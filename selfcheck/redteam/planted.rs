@@ -1,0 +1,1 @@
+//! Red-team cases: see `main.rs` for the rule this file holds.
