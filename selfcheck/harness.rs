@@ -52,6 +52,10 @@ enum Endpoint {
     Scripted(Vec<Step>),
     /// Exactly this `--base-url` (or none at all).
     Given(Option<String>),
+    /// A scripted server whose handler picks each reply when the request arrives (e.g. from
+    /// what the workspace holds at that moment).
+    #[allow(dead_code)] // used by the red-team target, not by every target that includes this
+    Live(Box<dyn FnMut(&Value) -> Step + Send>),
 }
 
 /// A test of the workspace, polled while the agent runs.
@@ -113,6 +117,13 @@ impl Test {
         self
     }
 
+    /// The model: a scripted server answering each request with `handler(request body)`.
+    #[allow(dead_code)]
+    pub fn server_fn(mut self, handler: impl FnMut(&Value) -> Step + Send + 'static) -> Test {
+        self.endpoint = Endpoint::Live(Box::new(handler));
+        self
+    }
+
     pub fn base_url(mut self, url: &str) -> Test {
         self.endpoint = Endpoint::Given(Some(url.to_string()));
         self
@@ -153,6 +164,9 @@ impl Test {
         let (server, given_url) = match self.endpoint {
             Endpoint::Scripted(steps) => {
                 (Some(ScriptedServer::scripted(steps).expect("start the scripted server")), None)
+            }
+            Endpoint::Live(handler) => {
+                (Some(ScriptedServer::start(handler).expect("start the scripted server")), None)
             }
             Endpoint::Given(url) => (None, url),
         };

@@ -46,6 +46,10 @@ const LIST_MAX_ENTRIES: usize = 500;
 const SEARCH_MAX_MATCHES: usize = 200;
 const SEARCH_LINE_MAX_CHARS: usize = 200;
 const SKIPPED_DIRS: [&str; 4] = [".git", ".mini_agent", "target", "node_modules"];
+/// Directories `write_file` and `edit_file` never write into, at any depth.
+const PROTECTED_DIRS: [&str; 2] = [".mini_agent", ".git"];
+/// How a temporary file of `write_file` starts, so a stale one is recognisable.
+pub(crate) const TEMP_PREFIX: &str = ".mini-agent-tmp.";
 const MAX_SYMLINKS: usize = 40;
 /// Longer paths fail in the kernel anyway (PATH_MAX); refusing early avoids deep mkdir chains.
 const PATH_MAX_BYTES: usize = 4_096;
@@ -315,6 +319,15 @@ impl Workspace {
         let mut missing = false;
         while let Some(step) = pending.pop() {
             let name = match step {
+                // Below a missing directory `..` cannot be applied as the kernel would (there
+                // is nothing to apply it to), and applying it as text would skip a symlink
+                // that the kernel would follow: `missing/../link/x` is refused instead.
+                Step::Up if missing => {
+                    return Err(format!(
+                        "refused: `{}` goes up (`..`) out of a directory that does not exist; {hint}",
+                        shown(path)
+                    ));
+                }
                 Step::Up => {
                     resolved.pop();
                     continue;
@@ -333,7 +346,7 @@ impl Workspace {
                         return Err(format!("refused: `{}` has too many levels of symlinks", shown(path)));
                     }
                     let target = fs::read_link(&next)
-                        .map_err(|e| format!("cannot read symlink `{}`: {e}", next.display()))?;
+                        .map_err(|e| format!("cannot read a symlink on the way to `{}`: {e}", shown(path)))?;
                     if target.is_absolute() {
                         resolved = PathBuf::from("/");
                     }
@@ -350,11 +363,12 @@ impl Workspace {
         if resolved.starts_with(&self.root) {
             return Ok(resolved);
         }
+        // The refusal names the path as the model wrote it, never where a symlink points:
+        // a planted link must not turn a refusal into a way to learn what lies outside.
         Err(if symlinks_followed > 0 {
             format!(
-                "refused: `{}` leads through a symlink to {}, outside the workspace root {}",
+                "refused: `{}` leads through a symlink out of the workspace root {}",
                 shown(path),
-                resolved.display(),
                 self.root.display()
             )
         } else {
@@ -525,11 +539,7 @@ impl Workspace {
     /// rather than writing through it.
     fn write_confined(&self, real: &Path, content: &[u8]) -> Result<(), String> {
         let shown_path = self.relative(real);
-        // The agent's own files (the session journal, the saved outputs) are its memory of
-        // what happened: a model that could edit them could rewrite that memory.
-        if real.starts_with(self.root.join(".mini_agent")) {
-            return Err(format!("refused: `{shown_path}` is inside .mini_agent/, the agent's own records"));
-        }
+        self.not_protected(real, &shown_path)?;
         let (Some(parent), Some(name)) = (real.parent(), real.file_name().filter(|_| real != self.root))
         else {
             return Err(format!("`{shown_path}` is a directory; give a file path"));
@@ -539,13 +549,17 @@ impl Workspace {
         if !directory.metadata().is_ok_and(|m| m.is_dir()) {
             return Err(format!("cannot write `{shown_path}`: its parent is not a directory"));
         }
+        // Checked again on the directory the kernel actually opened: whatever spelling or
+        // symlink led here, this is where the file will land.
+        let landing = opened_path(&directory).or_else(|| fs::canonicalize(parent).ok());
+        self.not_protected(&landing.unwrap_or_else(|| parent.to_path_buf()).join(name), &shown_path)?;
         let inside = through_fd(&directory, parent);
         let target = inside.join(name);
         if fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
             return Err(format!("`{shown_path}` is a directory; give a file path"));
         }
         let mode = fs::symlink_metadata(&target).ok().filter(|m| m.is_file()).map(|m| m.permissions().mode());
-        let temp = inside.join(format!(".{}.{}.tmp", name.to_string_lossy(), unique_suffix()));
+        let temp = inside.join(format!("{}{}", temp_prefix(name), unique_suffix()));
         let written = (|| -> io::Result<()> {
             let mut file =
                 OpenOptions::new().write(true).create_new(true).custom_flags(O_NOFOLLOW).open(&temp)?;
@@ -562,6 +576,30 @@ impl Workspace {
         })
     }
     // ANCHOR_END: write_confined
+
+    // ANCHOR: protected
+    /// The agent's own records (`.mini_agent/`: journals, saved outputs) are its memory of
+    /// what happened, and `.git/` holds a config and hooks that git runs: a file tool that
+    /// could write either would turn write permission into rewriting history or running
+    /// code. `real` is a resolved path; any component, at any depth, counts.
+    fn not_protected(&self, real: &Path, shown_path: &str) -> Result<(), String> {
+        let Ok(inside) = real.strip_prefix(&self.root) else { return Ok(()) };
+        let protected = inside.components().find_map(|component| {
+            let name = component.as_os_str().to_str()?;
+            PROTECTED_DIRS.iter().find(|dir| dir.eq_ignore_ascii_case(name))
+        });
+        match protected {
+            Some(&".mini_agent") => {
+                Err(format!("refused: `{shown_path}` is inside .mini_agent/, the agent's own records"))
+            }
+            Some(dir) => Err(format!(
+                "refused: `{shown_path}` is inside {dir}/, whose config and hooks git runs; \
+                 the file tools never write there"
+            )),
+            None => Ok(()),
+        }
+    }
+    // ANCHOR_END: protected
 
     /// Creates the missing directories of `directory` one by one, each inside a checked parent.
     fn create_parents(&self, directory: &Path) -> Result<(), String> {
@@ -883,6 +921,20 @@ impl Glob {
 
 // ---------------------------------------------------------------------------------------
 // Output bounds
+
+/// `.mini-agent-tmp.<name>.`: the temporary files of a write to `name` start with this
+/// (a long name is cut, so the whole stays within the 255-byte limit of a file name).
+pub(crate) fn temp_prefix(name: &OsStr) -> String {
+    format!("{TEMP_PREFIX}{}.", shorten_name(&name.to_string_lossy(), 120))
+}
+
+fn shorten_name(name: &str, max_bytes: usize) -> &str {
+    let mut end = name.len().min(max_bytes);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
 
 fn unique_suffix() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);

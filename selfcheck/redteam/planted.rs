@@ -1,1 +1,312 @@
-//! Red-team cases: see `main.rs` for the rule this file holds.
+//! Red-team cases: a cloned repository with planted files (see `main.rs` for the rule).
+//!
+//! Each case plants something a repository can carry — a symlink, a FIFO, a `.git`
+//! directory, a journal — then lets a scripted model (or nothing at all: start-up reads need
+//! no tool call) try to use it, and checks the rule on what the run left behind: nothing
+//! outside the root was read into a request, nothing under `.git/` or `.mini_agent/` was
+//! written by a file tool, no journal moved the root, and every refusal names the path as
+//! the model gave it.
+
+use crate::harness::{Run, TempDir, Test, records, session_files, text};
+use mini_agent::ch13_scripted_server::Step;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+/// Every file, directory and symlink under `dir` (symlinks not followed), with contents.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut found = BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&current) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let relative = path.strip_prefix(dir).unwrap().to_path_buf();
+            let kind = entry.file_type().unwrap();
+            let shown = if kind.is_symlink() {
+                format!("-> {}", std::fs::read_link(&path).unwrap().display())
+            } else if kind.is_dir() {
+                pending.push(path.clone());
+                "<dir>".to_string()
+            } else {
+                String::from_utf8_lossy(&std::fs::read(&path).unwrap_or_default()).into_owned()
+            };
+            found.insert(relative, shown);
+        }
+    }
+    found
+}
+
+/// The part of the tree the file tools must never write: anything under a `.git` or
+/// `.mini_agent` component, at any depth.
+fn protected(dir: &Path) -> BTreeMap<PathBuf, String> {
+    tree(dir)
+        .into_iter()
+        .filter(|(path, _)| {
+            path.components().any(|c| {
+                let name = c.as_os_str().to_string_lossy().to_ascii_lowercase();
+                name == ".git" || name == ".mini_agent"
+            })
+        })
+        .collect()
+}
+
+/// A fresh workspace with a small git-looking repository in it.
+fn repository() -> TempDir {
+    let workspace = TempDir::new();
+    let root = workspace.path();
+    std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+    std::fs::write(root.join(".git/config"), "[core]\n\trepositoryformatversion = 0\n").unwrap();
+    std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(root.join("README.md"), "# planted\n").unwrap();
+    workspace
+}
+
+/// The rule of group 2, checked on what the run left: the protected part of the tree is as
+/// it was, except for the one journal this run created (which must be whole), and every
+/// tool result the model got back was a refusal.
+fn assert_protected_untouched(run: &Run, before: &BTreeMap<PathBuf, String>) {
+    let after = protected(run.root());
+    let added: Vec<&PathBuf> = after.keys().filter(|path| !before.contains_key(*path)).collect();
+    for (path, content) in before {
+        assert_eq!(after.get(path), Some(content), "{} changed\nstderr:\n{}", path.display(), run.stderr);
+    }
+    let journals: Vec<&&PathBuf> = added
+        .iter()
+        .filter(|p| p.starts_with(".mini_agent/sessions") && p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    assert_eq!(journals.len(), 1, "one new journal expected, added: {added:?}");
+    let unexpected: Vec<&&PathBuf> = added
+        .iter()
+        .filter(|p| !p.starts_with(".mini_agent/sessions") || p.extension().is_some_and(|e| e != "jsonl"))
+        .filter(|p| !matches!(p.to_str(), Some(".mini_agent" | ".mini_agent/sessions")))
+        .collect();
+    assert!(unexpected.is_empty(), "the file tools wrote into a protected directory: {unexpected:?}");
+    let journal = records(&run.root().join(journals[0]));
+    assert_eq!(journal[0]["type"], "session", "the live journal starts with its header");
+    let results = run.tool_results();
+    assert!(!results.is_empty(), "the model got no tool result\nstderr:\n{}", run.stderr);
+    for result in results {
+        assert!(result.starts_with("refused:"), "not refused: {result}");
+    }
+    run.expect_code(0);
+}
+
+/// One reply with these calls, then "done"; writes pre-approved.
+fn model_writes(calls: &[(&str, Value)]) -> Test {
+    let calls: Vec<(&str, String)> = calls.iter().map(|(name, args)| (*name, args.to_string())).collect();
+    let calls: Vec<(&str, &str)> = calls.iter().map(|(name, args)| (*name, args.as_str())).collect();
+    Test::new().args(["-p", "go", "--allow-write"]).server(vec![Step::tool_calls(&calls), text("done")])
+}
+
+fn write(path: &str, content: &str) -> (&'static str, Value) {
+    ("write_file", json!({"path": path, "content": content}))
+}
+
+fn edit(path: &str, old: &str, new: &str) -> (&'static str, Value) {
+    ("edit_file", json!({"path": path, "old_string": old, "new_string": new}))
+}
+
+/// Runs `test` in `workspace` and checks the protected-write rule on the result.
+fn attempt(workspace: TempDir, test: Test) -> Run {
+    let before = protected(workspace.path());
+    let run = test.run_in(workspace);
+    assert_protected_untouched(&run, &before);
+    run
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. The model can never write `.mini_agent/` or `.git/`, by any spelling.
+
+/// The attack of the issue: `missing/../link/sessions/<live id>.jsonl` with
+/// `link -> .mini_agent`. A missing component used to be resolved as text, so the `..`
+/// skipped the symlink check and the live journal was replaced.
+#[test]
+fn the_live_journal_cannot_be_replaced_through_a_missing_directory_and_a_link() {
+    let workspace = repository();
+    symlink(".mini_agent", workspace.path().join("link")).unwrap();
+    let root = workspace.path().to_path_buf();
+    let mut replies = 0;
+    let test = Test::new().args(["-p", "go", "--allow-write"]).server_fn(move |_| {
+        replies += 1;
+        if replies > 1 {
+            return text("done");
+        }
+        let live = session_files(&root).pop().expect("the live journal exists when the model is asked");
+        let name = live.file_name().unwrap().to_string_lossy().into_owned();
+        let forged = r#"{"seq":1,"ts":"x","type":"session","version":1,"id":"x","root":"/","model":"m","created":"x"}"#;
+        Step::tool_calls(&[
+            ("write_file", &json!({"path": format!("missing/../link/sessions/{name}"), "content": forged}).to_string()),
+            ("write_file", &json!({"path": format!("link/sessions/{name}"), "content": forged}).to_string()),
+            ("write_file", &json!({"path": format!("./link/../.mini_agent/sessions/{name}"), "content": ""}).to_string()),
+        ])
+    });
+    let run = attempt(workspace, test);
+    assert!(!run.root().join("missing").exists(), "no directory was created on the way");
+    let journal = run.only_journal();
+    assert_ne!(journal[0]["root"], "/", "the header was not replaced");
+}
+
+#[test]
+fn a_missing_directory_then_dot_dot_is_refused_whatever_follows() {
+    let run = attempt(
+        repository(),
+        model_writes(&[
+            write("nope/../../escaped.txt", "x"),
+            write("nope/deeper/../../.git/config", "[core]\n\tfsmonitor = touch pwned\n"),
+            write("nope/../README.md", "replaced"),
+        ]),
+    );
+    assert_eq!(run.read("README.md").as_deref(), Some("# planted\n"));
+    for result in run.tool_results() {
+        assert!(result.contains("goes up (`..`) out of a directory that does not exist"), "{result}");
+    }
+}
+
+#[test]
+fn git_config_cannot_be_written_or_edited() {
+    let run = attempt(
+        repository(),
+        model_writes(&[
+            write(".git/config", "[core]\n\tfsmonitor = touch pwned\n"),
+            edit(".git/config", "repositoryformatversion = 0", "fsmonitor = touch pwned"),
+            write("./.git/./config", "[core]\n\tfsmonitor = touch pwned\n"),
+        ]),
+    );
+    assert!(run.tool_results()[0].contains("inside .git/"), "{}", run.tool_results()[0]);
+}
+
+#[test]
+fn git_hooks_cannot_be_created_even_when_the_hooks_directory_is_missing() {
+    let workspace = repository();
+    std::fs::remove_dir(workspace.path().join(".git/hooks")).unwrap();
+    let run = attempt(
+        workspace,
+        model_writes(&[
+            write(".git/hooks/pre-commit", "#!/bin/sh\ntouch pwned\n"),
+            write(".git/info/attributes", ""),
+        ]),
+    );
+    assert!(!run.root().join(".git/hooks").exists(), "no hooks directory was created");
+}
+
+#[test]
+fn a_git_directory_at_any_depth_is_protected() {
+    let workspace = repository();
+    std::fs::create_dir_all(workspace.path().join("vendor/lib/.git")).unwrap();
+    std::fs::write(workspace.path().join("vendor/lib/.git/config"), "[core]\n").unwrap();
+    attempt(
+        workspace,
+        model_writes(&[
+            write("vendor/lib/.git/config", "[core]\n\tfsmonitor = touch pwned\n"),
+            write("vendor/other/.git/hooks/post-checkout", "touch pwned"),
+            edit("vendor/lib/.git/config", "[core]", "[core]\n\tsshCommand = touch pwned"),
+        ]),
+    );
+}
+
+/// A `.git` *file* (`gitdir: …`) makes git use another directory as the repository, with
+/// that directory's hooks: it is refused as a name, not only as a directory.
+#[test]
+fn a_git_file_pointing_elsewhere_cannot_be_planted() {
+    let run = attempt(
+        repository(),
+        model_writes(&[write("sub/.git", "gitdir: /tmp/evil\n"), write(".mini_agent", "x")]),
+    );
+    assert!(!run.root().join("sub/.git").exists());
+}
+
+#[test]
+fn a_symlink_to_git_does_not_open_it() {
+    let workspace = repository();
+    symlink(".git", workspace.path().join("gitlink")).unwrap();
+    std::fs::create_dir_all(workspace.path().join("docs")).unwrap();
+    symlink("../.git/hooks", workspace.path().join("docs/hooks")).unwrap();
+    attempt(
+        workspace,
+        model_writes(&[
+            write("gitlink/config", "[core]\n\tfsmonitor = touch pwned\n"),
+            write("docs/hooks/pre-commit", "touch pwned"),
+            edit("gitlink/HEAD", "main", "evil"),
+        ]),
+    );
+}
+
+#[test]
+fn a_symlink_into_the_sessions_directory_does_not_open_it() {
+    let workspace = repository();
+    let root = workspace.path().to_path_buf();
+    std::fs::create_dir_all(root.join(".mini_agent/sessions")).unwrap();
+    std::fs::create_dir_all(root.join("notes")).unwrap();
+    symlink("../.mini_agent/sessions", root.join("notes/archive")).unwrap();
+    symlink(".mini_agent/outputs", root.join("outs")).unwrap();
+    attempt(
+        workspace,
+        model_writes(&[
+            write("notes/archive/20991231-000000-0000.jsonl", "{}\n"),
+            write("outs/bash-1.txt", "forged output"),
+            write(&format!("{}/.mini_agent/sessions/x.jsonl", root.display()), "{}\n"),
+        ]),
+    );
+}
+
+/// Case-insensitive file systems (macOS, Windows shares) would take `.GIT` for `.git`.
+#[test]
+fn other_spellings_of_the_protected_names_are_refused() {
+    attempt(
+        repository(),
+        model_writes(&[
+            write(".GIT/config", "[core]\n\tfsmonitor = touch pwned\n"),
+            write(".Mini_Agent/sessions/x.jsonl", "{}\n"),
+            write("a/./b/../../.git/config", "x"),
+        ]),
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// 8. Refusals do not print symlink targets outside the root.
+
+#[test]
+fn refusals_name_the_path_as_given_never_the_symlink_target_outside() {
+    let outside = TempDir::new();
+    std::fs::write(outside.path().join("secret.txt"), "outside secret\n").unwrap();
+    let outside_before = tree(outside.path());
+    let workspace = repository();
+    let root = workspace.path();
+    symlink(outside.path(), root.join("out")).unwrap();
+    symlink("out", root.join("chain")).unwrap();
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    symlink(outside.path().join("secret.txt"), root.join("docs/notes.txt")).unwrap();
+    let calls = [
+        ("read_file", json!({"path": "out/secret.txt"})),
+        ("read_file", json!({"path": "docs/notes.txt"})),
+        ("read_file", json!({"path": "chain/secret.txt"})),
+        write("out/new.txt", "x"),
+        edit("docs/notes.txt", "outside", "inside"),
+        ("list_files", json!({"path": "chain"})),
+        ("search", json!({"pattern": "secret", "path": "out"})),
+    ];
+    let calls: Vec<(&str, String)> = calls.iter().map(|(name, args)| (*name, args.to_string())).collect();
+    let calls: Vec<(&str, &str)> = calls.iter().map(|(name, args)| (*name, args.as_str())).collect();
+    let run = Test::new()
+        .args(["-p", "go", "--allow-write", "-v"])
+        .server(vec![Step::tool_calls(&calls), text("done")])
+        .run_in(workspace);
+    run.expect_code(0);
+    let results = run.tool_results();
+    assert_eq!(results.len(), 7);
+    let outside_name = outside.path().file_name().unwrap().to_string_lossy().into_owned();
+    for (result, (_, arguments)) in results.iter().zip(&calls) {
+        assert!(result.starts_with("refused:"), "{result}");
+        assert!(!result.contains(&outside_name), "a refusal shows the target outside: {result}");
+        let given: Value = serde_json::from_str(arguments).unwrap();
+        assert!(result.contains(given["path"].as_str().unwrap()), "names the path as given: {result}");
+    }
+    assert!(!run.stdout.contains(&outside_name), "stdout shows the target:\n{}", run.stdout);
+    assert!(!run.stderr.contains(&outside_name), "stderr shows the target:\n{}", run.stderr);
+    assert_eq!(tree(outside.path()), outside_before, "nothing outside changed");
+}
