@@ -46,6 +46,12 @@ impl Terminal {
     /// `term` is `TERM`: "dumb" makes the line editor read plain lines; a real terminal
     /// type gives its raw-mode editing.
     pub fn start_with_term(root: &Path, args: &[&str], term: &str) -> Terminal {
+        Terminal::start_with_env(root, args, &[("TERM", term)])
+    }
+
+    /// With extra environment variables (`TERM` among them, else "dumb"); an empty value
+    /// removes the variable (`("NO_COLOR", "")` gives colour).
+    pub fn start_with_env(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Terminal {
         let (mut master, mut slave) = (-1, -1);
         // SAFETY: two valid out-pointers; null name, termios and size are allowed.
         let opened = unsafe {
@@ -56,7 +62,14 @@ impl Terminal {
         let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
         let slave_io = || Stdio::from(slave.try_clone().expect("dup the pty"));
         let mut command = crate::harness::agent_command(root);
-        command.args(args).env("TERM", term).stdin(slave_io()).stdout(slave_io()).stderr(slave_io());
+        command.args(args).env("TERM", "dumb").stdin(slave_io()).stdout(slave_io()).stderr(slave_io());
+        for (name, value) in env {
+            if value.is_empty() {
+                command.env_remove(name);
+            } else {
+                command.env(name, value);
+            }
+        }
         // SAFETY: between fork and exec only async-signal-safe calls: setsid and ioctl on
         // fd 0, which is the terminal by then.
         unsafe {

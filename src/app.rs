@@ -16,7 +16,8 @@
 
 use mini_agent::ch01_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, run_turn};
 use mini_agent::ch03_tools::Workspace;
-use mini_agent::ch04_terminal::{HostCommand, ReplHost, TypeAhead, render_markdown};
+use mini_agent::ch04_sanitize::sanitize;
+use mini_agent::ch04_terminal::{HostCommand, Look, ReplHost, TypeAhead, render_markdown};
 use mini_agent::ch05_sessions::{Recorder, SessionStore};
 use mini_agent::ch06_skills::{WithSkills, build_system_prompt};
 use mini_agent::ch07_context::{
@@ -188,17 +189,19 @@ impl Agent {
         }
     }
 
-    /// The last user message and the answer it got, to show when a session is resumed.
-    pub fn last_exchange(&self, color: bool) -> Option<String> {
+    /// The last user message and the answer it got, to show when a session is resumed: on the
+    /// screen, so laid out (`Plain`) at least, never raw.
+    pub fn last_exchange(&self, look: Look) -> Option<String> {
+        let look = if look == Look::Raw { Look::Plain } else { look };
         let asked = self.history.iter().rposition(|m| matches!(m, Message::User { .. }))?;
         let Message::User { content: question } = &self.history[asked] else { return None };
-        let mut shown = format!("> {}\n", question.trim_end());
+        let mut shown = format!("> {}\n", sanitize(question.trim_end()));
         let answer = self.history[asked..].iter().rev().find_map(|m| match m {
             Message::Assistant { content: Some(text), .. } if !text.trim().is_empty() => Some(text),
             _ => None,
         });
         if let Some(answer) = answer {
-            shown.push_str(&render_markdown(answer, color));
+            shown.push_str(&render_markdown(answer, look));
         }
         Some(shown)
     }
@@ -300,7 +303,7 @@ impl ReplHost for Agent {
                     eprintln!("mini-agent: warning: {warning}");
                 }
                 self.switch_to(Recorder::new(opened.journal), opened.history, opened.compaction)?;
-                let last = self.last_exchange(false).unwrap_or_default();
+                let last = self.last_exchange(Look::Plain).unwrap_or_default();
                 Ok(format!("resumed session {}\n{last}", self.session_id()))
             }
             HostCommand::Skills => Ok(self.skills_report.clone()),

@@ -28,6 +28,8 @@
 //!   type-ahead, so a piped run sends exactly what the same lines typed one by one would.
 
 use crate::ch01_loop::{Error, Event, Observer, Outcome, ToolCall, ToolOutput, ToolStatus, set_interrupted};
+pub use crate::ch04_markdown::{Look, render_markdown};
+use crate::ch04_sanitize::{sanitize, sanitize_command};
 use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -168,6 +170,8 @@ struct Queue {
     reading: bool,
     asking: bool,
     answer: Option<String>,
+    /// Ctrl+D was pressed on an empty line while a question was asked: no answer, a denial.
+    declined: bool,
 }
 
 /// The running reader thread; [`TypeAheadReader::finish`] stops it and joins it.
@@ -210,10 +214,22 @@ impl TypeAhead {
             } else if count < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
                 break;
             }
-            // count == 0 without hangup is Ctrl+D on an empty line: nothing to keep.
+            // count == 0 without hangup is Ctrl+D on an empty line: nothing to keep, but
+            // the answer "no" to a question being asked.
+            if count == 0 {
+                self.decline();
+            }
         }
         if !pending.is_empty() {
             self.deliver(&pending); // Ctrl+D in the middle of a line sent it without a newline
+        }
+    }
+
+    fn decline(&self) {
+        let mut queue = self.lock();
+        if queue.asking && queue.answer.is_none() {
+            queue.declined = true;
+            self.shared.1.notify_all();
         }
     }
 
@@ -244,7 +260,7 @@ impl TypeAhead {
     }
 
     /// Asks a question on stderr and returns the next line typed (for a permission prompt
-    /// during a turn). `None` when there is no terminal to ask, or Ctrl+C was pressed.
+    /// during a turn). `None` when there is no terminal to ask, or Ctrl+C or Ctrl+D was pressed.
     pub fn ask(&self, question: &str) -> Option<String> {
         // On a terminal the tool line (`→ bash: …`) is still open: start a fresh line.
         let fresh_line = if std::io::stderr().is_terminal() { "\n" } else { "" };
@@ -257,13 +273,17 @@ impl TypeAhead {
         }
         queue.asking = true;
         queue.answer = None;
-        while queue.answer.is_none() && !crate::ch01_loop::interrupted() {
+        queue.declined = false;
+        while queue.answer.is_none() && !queue.declined && !crate::ch01_loop::interrupted() {
             queue = match self.shared.1.wait_timeout(queue, Duration::from_millis(50)) {
                 Ok((guard, _)) => guard,
                 Err(poisoned) => poisoned.into_inner().0,
             };
         }
         queue.asking = false;
+        if queue.declined {
+            eprintln!();
+        }
         queue.answer.take()
     }
 
@@ -452,8 +472,8 @@ fn prepare_history_file(path: &Path) -> Result<(), Error> {
 pub struct Screen {
     out: Arc<Mutex<Box<dyn Write + Send>>>,
     err: Arc<Mutex<Box<dyn Write + Send>>>,
-    /// ANSI styles for Markdown on stdout.
-    pub color: bool,
+    /// How answers on stdout look: raw for a pipe, laid out on a terminal, styled with colour.
+    pub look: Look,
     /// stderr is a terminal: draw the spinner, rewrite status lines in place.
     pub live: bool,
     /// Show tool arguments and results.
@@ -461,17 +481,28 @@ pub struct Screen {
 }
 
 impl Screen {
+    /// `color` styles answers; without it they are printed as the model wrote them.
     pub fn new(out: Box<dyn Write + Send>, err: Box<dyn Write + Send>, color: bool, live: bool) -> Screen {
-        Screen { out: Arc::new(Mutex::new(out)), err: Arc::new(Mutex::new(err)), color, live, verbose: false }
+        let look = if color { Look::Color } else { Look::Raw };
+        Screen { out: Arc::new(Mutex::new(out)), err: Arc::new(Mutex::new(err)), look, live, verbose: false }
     }
 
-    /// The real stdout and stderr; colour only on a terminal without `NO_COLOR`.
+    /// The real stdout and stderr; colour only on a terminal without `NO_COLOR`, and what the
+    /// model wrote unchanged only when stdout is not a terminal.
     pub fn stdio(verbose: bool) -> Screen {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
         let dumb = std::env::var_os("TERM").is_some_and(|term| term == "dumb");
-        let color = std::io::stdout().is_terminal() && !no_color && !dumb;
+        let terminal = std::io::stdout().is_terminal();
         let live = std::io::stderr().is_terminal();
-        let mut screen = Screen::new(Box::new(std::io::stdout()), Box::new(std::io::stderr()), color, live);
+        let mut screen = Screen::new(
+            Box::new(std::io::stdout()),
+            Box::new(std::io::stderr()),
+            terminal && !no_color && !dumb,
+            live,
+        );
+        if terminal && screen.look == Look::Raw {
+            screen.look = Look::Plain;
+        }
         screen.verbose = verbose;
         screen
     }
@@ -567,7 +598,7 @@ impl TerminalObserver {
 
     fn tool_line(&self, call: &ToolCall, output: Option<&ToolOutput>) -> String {
         // Short enough not to wrap, so a live line can be rewritten in place.
-        let summary = one_line(&tool_summary(call), 60);
+        let summary = one_line(&sanitize_command(&tool_summary(call)), 60);
         let Some(output) = output else { return format!("→ {}: {summary}", call.name) };
         let (mark, word) = match output.status {
             ToolStatus::Ok => ("✓", ""),
@@ -579,7 +610,7 @@ impl TerminalObserver {
         };
         let mut line = format!("{mark} {}: {summary}{word}", call.name);
         if output.status == ToolStatus::Error && !self.screen.verbose {
-            line.push_str(&format!(" — {}", one_line(&output.content, 100)));
+            line.push_str(&format!(" — {}", one_line(&sanitize(&output.content), 100)));
         }
         line
     }
@@ -596,7 +627,11 @@ impl Observer for TerminalObserver {
             }
             Event::TextDelta(text) => {
                 self.spinner = None;
-                self.screen.print(text);
+                if self.screen.look == Look::Raw {
+                    self.screen.print(text);
+                } else {
+                    self.screen.print(&sanitize(text));
+                }
                 self.streamed = text.chars().last().or(self.streamed);
             }
             Event::Reply(reply) => {
@@ -606,7 +641,7 @@ impl Observer for TerminalObserver {
                     (Some(last), _) if last != '\n' => self.screen.print("\n"),
                     (Some(_), _) | (None, None) => {}
                     (None, Some(text)) if text.trim().is_empty() => {}
-                    (None, Some(text)) => self.screen.print(&render_markdown(text, self.screen.color)),
+                    (None, Some(text)) => self.screen.print(&render_markdown(text, self.screen.look)),
                 }
             }
             Event::Message(_) => {}
@@ -620,14 +655,17 @@ impl Observer for TerminalObserver {
                 let clear = if self.screen.live { "\r\x1b[2K" } else { "" };
                 self.screen.status(&format!("{clear}{}\n", self.tool_line(call, Some(output))));
                 if self.screen.verbose {
-                    self.screen.status(&indented(&format!("arguments: {}", call.arguments), 40));
-                    self.screen.status(&indented(&output.content, 40));
+                    self.screen.status(&indented(&sanitize(&format!("arguments: {}", call.arguments)), 40));
+                    self.screen.status(&indented(&sanitize(&output.content), 40));
                 }
             }
             Event::Retry { attempt, wait_ms, reason } => {
                 self.spinner = None;
                 let seconds = wait_ms as f64 / 1000.0;
-                self.screen.status(&format!("retry {attempt} in {seconds:.1}s: {}\n", one_line(reason, 120)));
+                self.screen.status(&format!(
+                    "retry {attempt} in {seconds:.1}s: {}\n",
+                    one_line(&sanitize(reason), 120)
+                ));
                 if self.waiting_for_model {
                     self.spin("retrying…");
                 }
@@ -644,7 +682,7 @@ impl Observer for TerminalObserver {
             }
             Event::Notice { kind, text } => {
                 self.spinner = None;
-                self.screen.status(&format!("{kind}: {text}\n"));
+                self.screen.status(&format!("{kind}: {}\n", sanitize(text)));
                 if self.waiting_for_model {
                     self.spin("thinking…");
                 }
@@ -656,7 +694,8 @@ impl Observer for TerminalObserver {
     fn queued_input(&mut self) -> Vec<String> {
         let lines = self.type_ahead.as_ref().map(TypeAhead::take_messages).unwrap_or_default();
         for line in &lines {
-            self.screen.status(&format!("↳ sending with the next request: {}\n", one_line(line, 100)));
+            self.screen
+                .status(&format!("↳ sending with the next request: {}\n", one_line(&sanitize(line), 100)));
         }
         lines
     }
@@ -727,8 +766,8 @@ pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Scree
             Some(Ok(Command::Help)) => screen.status(&format!("{HELP}\n")),
             Some(Ok(Command::Host(command))) => match host.command(command) {
                 Ok(text) if text.is_empty() => {}
-                Ok(text) => screen.print(&format!("{}\n", text.trim_end())),
-                Err(error) => screen.status(&format!("error: {error}\n")),
+                Ok(text) => screen.print(&format!("{}\n", sanitize(text.trim_end()))),
+                Err(error) => screen.status(&format!("error: {}\n", sanitize(&error.to_string()))),
             },
             Some(Err(hint)) => screen.status(&format!("{hint}\n")),
             None => {
@@ -753,7 +792,7 @@ pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Scree
                         carried_text = typed_meanwhile.join(" ");
                     }
                     Outcome::Failed(error) => {
-                        screen.status(&format!("error: {error}\n"));
+                        screen.status(&format!("error: {}\n", sanitize(&error.to_string())));
                         next_inputs.extend(typed_meanwhile);
                     }
                 }
@@ -763,218 +802,6 @@ pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Scree
     }
 }
 // ANCHOR_END: repl
-
-// ANCHOR: markdown
-/// Markdown for the terminal: styles with ANSI codes when `color`, the text unchanged
-/// otherwise (so pipes and `NO_COLOR` get exactly what the model wrote).
-pub fn render_markdown(text: &str, color: bool) -> String {
-    if !color {
-        let mut raw = text.trim_end().to_string();
-        raw.push('\n');
-        return raw;
-    }
-    use pulldown_cmark::{Event as Md, Options, Parser, Tag, TagEnd};
-    let mut out = Renderer::default();
-    let options = Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
-    for event in Parser::new_ext(text, options) {
-        match event {
-            Md::Start(Tag::Paragraph) => out.block(),
-            Md::Start(Tag::Heading { .. }) => {
-                out.block();
-                out.push_style(BOLD);
-            }
-            Md::Start(Tag::BlockQuote(_)) => {
-                out.block();
-                out.quote += 1;
-            }
-            Md::Start(Tag::CodeBlock(_)) => {
-                out.block();
-                out.indents.push(2);
-                out.push_style(CODE);
-            }
-            Md::Start(Tag::List(start)) => {
-                if out.lists.is_empty() {
-                    out.block();
-                }
-                out.lists.push(start);
-            }
-            Md::Start(Tag::Item) => out.item(),
-            Md::Start(Tag::Emphasis) => out.push_style(ITALIC),
-            Md::Start(Tag::Strong) => out.push_style(BOLD),
-            Md::Start(Tag::Strikethrough) => out.push_style(STRIKE),
-            Md::Start(Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. }) => {
-                out.links.push((dest_url.to_string(), out.text.len()));
-                out.push_style(LINK);
-            }
-            Md::Start(_) => {}
-            // ANCHOR_END: markdown
-            Md::End(TagEnd::Paragraph | TagEnd::HtmlBlock) => out.end_line(),
-            Md::End(TagEnd::Heading(_)) => {
-                out.pop_style();
-                out.end_line();
-            }
-            Md::End(TagEnd::BlockQuote(_)) => out.quote = out.quote.saturating_sub(1),
-            Md::End(TagEnd::CodeBlock) => {
-                out.pop_style();
-                out.indents.pop();
-                out.end_line();
-            }
-            Md::End(TagEnd::List(_)) => {
-                out.lists.pop();
-            }
-            Md::End(TagEnd::Item) => {
-                out.indents.pop();
-                out.end_line();
-            }
-            Md::End(TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough) => out.pop_style(),
-            Md::End(TagEnd::Link | TagEnd::Image) => {
-                out.pop_style();
-                if let Some((url, start)) = out.links.pop()
-                    && !out.text[start..].contains(url.as_str())
-                {
-                    out.write(&format!(" ({url})"));
-                }
-            }
-            Md::End(_) => {}
-            Md::Text(text) | Md::Html(text) | Md::InlineHtml(text) => out.write(&text),
-            Md::Code(code) => {
-                out.push_style(CODE);
-                out.write(&code);
-                out.pop_style();
-            }
-            Md::SoftBreak | Md::HardBreak => out.newline(),
-            Md::Rule => {
-                out.block();
-                out.write("────────────────────────");
-                out.end_line();
-            }
-            Md::TaskListMarker(done) => out.write(if done { "[x] " } else { "[ ] " }),
-            Md::InlineMath(text) | Md::DisplayMath(text) | Md::FootnoteReference(text) => out.write(&text),
-        }
-    }
-    let mut rendered = out.text.trim_end().to_string();
-    if !out.applied.is_empty() {
-        rendered.push_str(RESET);
-    }
-    rendered.push('\n');
-    rendered
-}
-
-const RESET: &str = "\x1b[0m";
-const BOLD: &str = "\x1b[1m";
-const ITALIC: &str = "\x1b[3m";
-const STRIKE: &str = "\x1b[9m";
-const CODE: &str = "\x1b[36m";
-const LINK: &str = "\x1b[4;34m";
-
-// ANCHOR: styles
-/// Keeps the state Markdown needs across events: open styles (ANSI has no "undo one
-/// style", so closing one resets and re-applies the rest), list nesting and the line prefix.
-#[derive(Default)]
-struct Renderer {
-    text: String,
-    styles: Vec<&'static str>,
-    lists: Vec<Option<u64>>,
-    indents: Vec<usize>,
-    quote: usize,
-    links: Vec<(String, usize)>,
-    marker: Option<String>,
-    mid_line: bool,
-    applied: String,
-}
-
-impl Renderer {
-    fn push_style(&mut self, style: &'static str) {
-        self.styles.push(style);
-    }
-
-    fn pop_style(&mut self) {
-        self.styles.pop();
-    }
-
-    /// Styles are applied lazily, just before text (and closed before each newline), so no
-    /// escape code sits between two newlines and blank lines stay recognisable.
-    fn apply_styles(&mut self) {
-        let wanted = self.styles.concat();
-        if wanted == self.applied {
-            return;
-        }
-        match wanted.strip_prefix(self.applied.as_str()) {
-            Some(added) => self.text.push_str(added),
-            None => {
-                self.text.push_str(RESET);
-                self.text.push_str(&wanted);
-            }
-        }
-        self.applied = wanted;
-    }
-
-    // ANCHOR_END: styles
-    /// A new block starts after a blank line, except as the first thing in a list item.
-    fn block(&mut self) {
-        if self.marker.is_some() || self.text.is_empty() {
-            return;
-        }
-        self.end_line();
-        if !self.text.ends_with("\n\n") {
-            self.text.push('\n');
-        }
-    }
-
-    fn item(&mut self) {
-        self.end_line();
-        let depth = self.lists.len().saturating_sub(1);
-        let marker = match self.lists.last_mut() {
-            Some(Some(number)) => {
-                *number += 1;
-                format!("{}. ", *number - 1)
-            }
-            _ => "• ".to_string(),
-        };
-        self.marker = Some(format!("{}{marker}", "  ".repeat(depth)));
-        self.indents.push(marker.chars().count());
-    }
-
-    fn end_line(&mut self) {
-        if self.mid_line {
-            self.newline();
-        }
-    }
-
-    fn newline(&mut self) {
-        // Styles end with the line, so prefixes and blank lines are never styled.
-        if !self.applied.is_empty() {
-            self.text.push_str(RESET);
-            self.applied.clear();
-        }
-        self.text.push('\n');
-        self.mid_line = false;
-    }
-
-    fn write(&mut self, text: &str) {
-        for (index, piece) in text.split('\n').enumerate() {
-            if index > 0 {
-                self.newline();
-            }
-            if piece.is_empty() {
-                continue;
-            }
-            if !self.mid_line {
-                self.text.push_str(&"│ ".repeat(self.quote));
-                match self.marker.take() {
-                    Some(marker) => self.text.push_str(&marker),
-                    None => {
-                        let depth = self.lists.len().saturating_sub(1) * 2;
-                        self.text.push_str(&" ".repeat(self.indents.iter().sum::<usize>() + depth));
-                    }
-                }
-                self.mid_line = true;
-            }
-            self.apply_styles();
-            self.text.push_str(piece);
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -998,46 +825,6 @@ mod tests {
         assert_eq!(parse_command("/foo bar"), Some(Err("unknown command /foo; type /help".into())));
         assert_eq!(parse_command("fix the /help page"), None);
         assert_eq!(parse_command("/usr/bin/env is missing"), None);
-    }
-
-    fn plain(markdown: &str) -> String {
-        let styled = render_markdown(markdown, true);
-        let mut out = String::new();
-        let mut chars = styled.chars();
-        while let Some(c) = chars.next() {
-            if c == '\x1b' {
-                chars.by_ref().find(|&c| c == 'm');
-            } else {
-                out.push(c);
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn markdown_is_laid_out_for_the_terminal() {
-        let text = "# Title\n\nSome *emphasis* and `code`.\n\n- one\n- two\n  1. inner\n  2. next\n\n\
-                    ```rust\nfn main() {}\n```\n\n> quoted\n\nSee [the docs](https://example.org).\n";
-        assert_eq!(
-            plain(text),
-            "Title\n\nSome emphasis and code.\n\n• one\n• two\n  1. inner\n  2. next\n\n  fn main() {}\n\n\
-             │ quoted\n\nSee the docs (https://example.org).\n"
-        );
-    }
-
-    #[test]
-    fn markdown_styles_use_ansi_and_are_closed() {
-        let styled = render_markdown("**bold** then `code` and _it_", true);
-        assert_eq!(styled, "\x1b[1mbold\x1b[0m then \x1b[36mcode\x1b[0m and \x1b[3mit\x1b[0m\n");
-        // A style ends with its line: the blank line and the list marker stay plain.
-        assert_eq!(render_markdown("# T\n\n- `a`", true), "\x1b[1mT\x1b[0m\n\n• \x1b[36ma\x1b[0m\n");
-        let link = render_markdown("<https://example.org>", true);
-        assert!(!link.contains("(https"), "an autolink shows its URL once: {link:?}");
-    }
-
-    #[test]
-    fn without_color_the_text_is_unchanged() {
-        assert_eq!(render_markdown("# Title\n\n*x*  \n", false), "# Title\n\n*x*\n");
     }
 
     /// Waits for another thread; a generous bound turns a hang into a failure.

@@ -12,7 +12,7 @@
 //! through its own terminal handling and tests can answer from a script.
 
 use crate::ch01_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
-use crate::ch02_model::shorten;
+use crate::ch04_sanitize::sanitize_command;
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -220,43 +220,89 @@ impl Prompter for TerminalPrompter {
 }
 
 /// The question and its rules, whatever the line source: `ask` shows a question and
-/// returns the next line typed, or `None` when nobody can answer.
+/// returns the next line typed, or `None` when nobody can answer (Ctrl+D, no terminal),
+/// which is a denial. `n` may carry the reason on the same line (`n use cargo check`). A
+/// command too long to show whole is shown as head and tail, and `y`/`a` are refused until
+/// `v` has shown all of it: nothing is approved unseen.
 pub fn ask_with(call: &ToolCall, needed: Permission, mut ask: impl FnMut(&str) -> Option<String>) -> Answer {
-    let allow = format!("allow? [y] once  [a] all {} this session  [n] no: ", needed.scope());
-    let mut question = format!("{}\n{allow}", describe(call));
+    let shown = describe(call);
+    let mut viewed = shown.hidden == 0;
+    let view = if viewed { "" } else { "  [v] view all" };
+    let allow = format!("allow? [y] once  [a] all {} this session  [n] no{view}: ", needed.scope());
+    let mut question = format!("{}\n{allow}", shown.text);
     loop {
         let Some(answer) = ask(&question) else {
             return Answer::Deny("no answer from the terminal".into());
         };
-        match answer.trim().to_lowercase().as_str() {
-            "y" | "yes" => return Answer::Once,
-            "a" | "always" => return Answer::Always,
-            "n" | "no" => {
+        let answer = answer.trim();
+        let (word, reason) = answer.split_once(char::is_whitespace).unwrap_or((answer, ""));
+        match (word.to_lowercase().as_str(), reason.trim()) {
+            ("y" | "yes" | "a" | "always", "") if !viewed => {
+                question = format!(
+                    "{} characters of this call are hidden: answer v to see all of it first\n{allow}",
+                    shown.hidden
+                );
+            }
+            ("y" | "yes", "") => return Answer::Once,
+            ("a" | "always", "") => return Answer::Always,
+            ("n" | "no", "") => {
                 return Answer::Deny(
                     ask("reason for the model (optional, Enter to skip): ").unwrap_or_default(),
                 );
             }
-            _ => question = format!("please answer y, a or n\n{allow}"),
+            ("n" | "no", reason) => return Answer::Deny(reason.to_string()),
+            ("v" | "view", "") => {
+                viewed = true;
+                question = format!("{}\n{allow}", shown.whole);
+            }
+            _ => question = format!("please answer y, a or n (n may be followed by a reason)\n{allow}"),
         }
     }
 }
 // ANCHOR_END: ask
 
-/// What the user is asked about: the command, or the file and the size of the change.
-fn describe(call: &ToolCall) -> String {
+// ANCHOR: describe
+/// Longer than this, a call is shown as head and tail, with the count of what is hidden.
+const SHOW_WHOLE_UP_TO: usize = 2_000;
+const HEAD_CHARS: usize = 1_200;
+const TAIL_CHARS: usize = 600;
+
+/// What the question shows: `text` (whole, or head and tail), `whole` for `v`, and how many
+/// characters `text` hides.
+struct Described {
+    text: String,
+    whole: String,
+    hidden: usize,
+}
+
+/// What the user is asked about: the command, or the file and the size of the change. Every
+/// piece the model wrote goes through chapter 4's sanitiser, so a `\r` or an escape sequence
+/// cannot redraw the question, and a run of blanks cannot push the end of a command away.
+fn describe(call: &ToolCall) -> Described {
     let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-    let text = |key: &str| arguments[key].as_str().unwrap_or("?").to_string();
-    let cut = |text: String| shorten(&text, 300);
-    match call.name.as_str() {
-        "bash" => format!("bash wants to run: {}", cut(text("command"))),
+    let text = |key: &str| sanitize_command(arguments[key].as_str().unwrap_or("?"));
+    let whole = match call.name.as_str() {
+        "bash" => format!("bash wants to run: {}", text("command")),
         "write_file" => {
             let bytes = arguments["content"].as_str().map_or(0, str::len);
-            format!("write_file wants to write {bytes} bytes to {}", cut(text("path")))
+            format!("write_file wants to write {bytes} bytes to {}", text("path"))
         }
-        "edit_file" => format!("edit_file wants to change {}", cut(text("path"))),
-        other => format!("{other} wants to run with {}", cut(call.arguments.clone())),
+        "edit_file" => format!("edit_file wants to change {}", text("path")),
+        other => {
+            format!("{} wants to run with {}", sanitize_command(other), sanitize_command(&call.arguments))
+        }
+    };
+    let count = whole.chars().count();
+    if count <= SHOW_WHOLE_UP_TO {
+        return Described { text: whole.clone(), whole, hidden: 0 };
     }
+    let hidden = count - HEAD_CHARS - TAIL_CHARS;
+    let head: String = whole.chars().take(HEAD_CHARS).collect();
+    let tail: String = whole.chars().skip(HEAD_CHARS + hidden).collect();
+    let text = format!("{head}\n[… {hidden} characters hidden; answer v to see them …]\n{tail}");
+    Described { text, whole, hidden }
 }
+// ANCHOR_END: describe
 
 #[cfg(test)]
 mod tests {
@@ -419,6 +465,8 @@ mod tests {
         let shown = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
         assert!(shown.contains("bash wants to run: rm -rf build"));
         assert!(shown.contains("please answer y, a or n"));
+        let (mut prompter, _) = terminal("n keep the build dir\n");
+        assert_eq!(prompter.ask(&bash, Permission::Shell), Answer::Deny("keep the build dir".into()));
         let (mut prompter, _) = terminal("A\n");
         assert_eq!(prompter.ask(&bash, Permission::Shell), Answer::Always);
         let (mut prompter, _) = terminal("n\nkeep the build dir\n");
@@ -433,5 +481,26 @@ mod tests {
         prompter.ask(&write, Permission::Write);
         let shown = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
         assert!(shown.contains("write_file wants to write 5 bytes to a.txt"));
+    }
+
+    #[test]
+    fn nothing_is_approved_unseen() {
+        let hidden = format!("echo {}; touch X; {}", "a".repeat(2_000), "b".repeat(2_000));
+        let long = call("bash", &serde_json::json!({ "command": hidden }).to_string());
+        let (mut prompter, screen) = terminal("y\na\nv\ny\n");
+        assert_eq!(prompter.ask(&long, Permission::Shell), Answer::Once);
+        let shown = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
+        let (before, after) = shown.split_once("[v] view all").unwrap();
+        assert!(!before.contains("touch X") && before.contains("characters hidden; answer v"), "{before}");
+        assert_eq!(after.matches("characters of this call are hidden").count(), 2, "{after}");
+        assert!(after.contains(&hidden), "v shows the whole command");
+        let rewritten = call("bash", r#"{"command":"rm -rf ~\r\u001b[2Kls"}"#);
+        let (mut prompter, screen) = terminal("");
+        assert_eq!(
+            prompter.ask(&rewritten, Permission::Shell),
+            Answer::Deny("no answer from the terminal".into())
+        );
+        let shown = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
+        assert!(shown.contains("bash wants to run: rm -rf ~\\r\\x1b[2Kls"), "{shown:?}");
     }
 }

@@ -184,7 +184,7 @@ fn one_shot(mut agent: Agent, task: String, options: &Options) -> Result<u8, Err
             }
             None if streams_to_stdout => Ok(0),
             // Styled on a terminal; exactly what the model wrote when piped or with NO_COLOR.
-            None => print_stdout(&render_markdown(&answer, terminal.color)),
+            None => print_stdout(&render_markdown(&answer, terminal.look)),
         },
         Outcome::TurnLimit => {
             say(&format!(
@@ -222,7 +222,7 @@ fn repl(
         agent.session_id(),
         agent.model_id()
     ));
-    if resumed && let Some(last) = agent.last_exchange(false) {
+    if resumed && let Some(last) = agent.last_exchange(screen.look) {
         screen.status(&last);
     }
     run_repl(&mut agent, &mut reader, &screen)?;
