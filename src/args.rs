@@ -328,6 +328,8 @@ ENVIRONMENT
   OPENAI_BASE_URL            default for --base-url
   MODEL_ID                   default for --model
   MINI_AGENT_REQUEST_MAX_RETRIES  retries of a failed model request (default 2; 0 disables)
+  MINI_AGENT_IDLE_TIMEOUT_SECS  the longest wait for the next byte of a reply (default 300);
+                             a slow reply that keeps coming is never cut
   MINI_AGENT_CONTEXT_TOKENS  the model's context window (default 128000); older messages
                              are summarised when a request would pass 80% of it
   NO_COLOR                   disable colors

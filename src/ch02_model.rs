@@ -22,8 +22,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How long to wait for a TCP (and TLS) connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long to wait for the response headers: a large model may think for a while.
-pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long the server may stay silent before we give up: the bound on the wait for the next
+/// byte of any response, headers or body, streamed or not. There is deliberately no bound on
+/// the *total*: a slow model that keeps sending may take as long as it needs.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// The environment variable that changes [`DEFAULT_IDLE_TIMEOUT`] (whole seconds).
+pub const IDLE_TIMEOUT_VARIABLE: &str = "MINI_AGENT_IDLE_TIMEOUT_SECS";
 /// How often a waiting caller looks at the Ctrl+C flag.
 pub const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 
@@ -45,6 +49,8 @@ pub struct ChatClient {
     pub url: String,
     api_key: Option<String>,
     pub model: String,
+    /// The longest wait for the next byte of a response (see [`DEFAULT_IDLE_TIMEOUT`]).
+    pub idle_timeout: Duration,
 }
 // ANCHOR_END: config
 
@@ -90,7 +96,15 @@ impl ChatClient {
             url: format!("{base}/chat/completions"),
             api_key,
             model: config.model,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
         })
+    }
+
+    /// Changes how long the server may stay silent (`MINI_AGENT_IDLE_TIMEOUT_SECS`; tests use
+    /// a short one).
+    pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> Self {
+        self.idle_timeout = idle_timeout;
+        self
     }
 
     // ANCHOR: request_body
@@ -111,7 +125,9 @@ impl ChatClient {
     // ANCHOR: send
     /// POSTs `body`. A 2xx response is returned for the caller to read; anything else becomes
     /// `Error::Http` with the server's own message; a transport failure becomes
-    /// `Error::Network`. `per_read_timeout` bounds each wait for data (streaming uses it).
+    /// `Error::Network`. Every read from the socket, headers and body, waits at most
+    /// `per_read_timeout` (default: the idle timeout): ureq restarts that clock on each read,
+    /// so it bounds silence, not the length of a reply.
     pub fn send(
         &self,
         body: &[u8],
@@ -123,10 +139,9 @@ impl ChatClient {
         if let Some(key) = &self.api_key {
             post = post.header("authorization", format!("Bearer {key}"));
         }
-        if let Some(timeout) = per_read_timeout {
-            post = post.config().timeout_per_read(Some(timeout)).build();
-        }
-        let response = post.send(body).map_err(|error| network_error(&self.url, error))?;
+        let per_read = per_read_timeout.unwrap_or(self.idle_timeout);
+        post = post.config().timeout_per_read(Some(per_read)).build();
+        let response = post.send(body).map_err(|error| network_error(&self.url, error, per_read))?;
         if response.status().is_success() { Ok(response) } else { Err(error_from_response(response)) }
     }
     // ANCHOR_END: send
@@ -138,7 +153,6 @@ pub fn new_agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_connect(Some(CONNECT_TIMEOUT))
-        .timeout_recv_response(Some(RESPONSE_TIMEOUT))
         .user_agent(concat!("mini-agent/", env!("CARGO_PKG_VERSION")))
         .build()
         .new_agent()
@@ -151,7 +165,7 @@ impl Model for ChatClient {
         let client = self.clone();
         let text = run_interruptibly(move || {
             let response = client.send(&body, "application/json", None)?;
-            read_body(&client.url, response)
+            read_body(&client.url, response, client.idle_timeout)
         })??;
         parse_reply(&text)
     }
@@ -185,9 +199,10 @@ pub fn run_interruptibly<T: Send + 'static>(work: impl FnOnce() -> T + Send + 's
 }
 // ANCHOR_END: interruptible
 
-fn read_body(url: &str, response: ureq::http::Response<ureq::Body>) -> Result<String, Error> {
-    let bytes = response.into_body().read_to_vec().map_err(|error| {
-        Error::Network(format!("reading the reply from {url}: {error} (the server may have acted)"))
+fn read_body(url: &str, response: ureq::http::Response<ureq::Body>, idle: Duration) -> Result<String, Error> {
+    let bytes = response.into_body().read_to_vec().map_err(|error| match error {
+        ureq::Error::Timeout(_) => idle_error(idle),
+        error => Error::Network(format!("reading the reply from {url}: {error} (the server may have acted)")),
     })?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
@@ -409,7 +424,7 @@ fn parse_http_date(value: &str) -> Option<u64> {
 
 // ANCHOR: network_error
 /// A transport failure, said in a way that tells the user where to look.
-pub fn network_error(url: &str, error: ureq::Error) -> Error {
+pub fn network_error(url: &str, error: ureq::Error, idle: Duration) -> Error {
     use ureq::Timeout;
     let text = match &error {
         ureq::Error::ConnectionFailed => {
@@ -432,15 +447,42 @@ pub fn network_error(url: &str, error: ureq::Error) -> Error {
                 CONNECT_TIMEOUT.as_secs()
             )
         }
-        ureq::Error::Timeout(Timeout::RecvResponse) => {
-            format!(
-                "no answer from {url} within {} s (the server may have acted)",
-                RESPONSE_TIMEOUT.as_secs()
-            )
-        }
+        // The only other timeout we set is the per-read one: the server fell silent.
+        ureq::Error::Timeout(_) => return idle_error(idle),
         other => format!("{url}: {other} (the server may have acted)"),
     };
     Error::Network(text)
+}
+
+/// The server sent nothing for `idle`: one line that names the variable that sets the bound.
+pub fn idle_error(idle: Duration) -> Error {
+    Error::Network(format!("{}; the server may have acted", idle_message(idle)))
+}
+
+/// "no byte from the server for 300 s (MINI_AGENT_IDLE_TIMEOUT_SECS)".
+pub fn idle_message(idle: Duration) -> String {
+    format!("no byte from the server for {} s ({IDLE_TIMEOUT_VARIABLE})", seconds(idle))
+}
+
+/// `300` for whole seconds, `0.2` for the short bounds tests use.
+pub fn seconds(duration: Duration) -> String {
+    let secs = duration.as_secs_f64();
+    if secs.fract() == 0.0 { format!("{secs:.0}") } else { format!("{secs}") }
+}
+
+/// The idle timeout from `MINI_AGENT_IDLE_TIMEOUT_SECS`'s value: unset or empty is the
+/// default; anything but a whole number of seconds, at least 1, is a clear error.
+pub fn parse_idle_timeout(value: Option<&str>) -> Result<Duration, Error> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(DEFAULT_IDLE_TIMEOUT),
+        Some(text) => match text.parse::<u64>() {
+            Ok(secs) if secs >= 1 => Ok(Duration::from_secs(secs)),
+            _ => Err(Error::Config(format!(
+                "{IDLE_TIMEOUT_VARIABLE} must be a whole number of seconds, at least 1 (default {}), got {text:?}",
+                DEFAULT_IDLE_TIMEOUT.as_secs()
+            ))),
+        },
+    }
 }
 // ANCHOR_END: network_error
 
@@ -691,6 +733,58 @@ mod tests {
             let pressed_at = pressed.lock().expect("lock").expect("Ctrl+C was pressed");
             println!("figure: request abandoned {:?} after Ctrl+C", pressed_at.elapsed());
         });
+    }
+
+    fn ask_within(idle: Duration, steps: Vec<Step>) -> (Result<Reply, Error>, Duration) {
+        let server = ScriptedServer::scripted(steps).expect("server starts");
+        let messages = [Message::User { content: "hi".into() }];
+        let started = std::time::Instant::now();
+        let result = client(&server)
+            .with_idle_timeout(idle)
+            .complete(&Request { messages: &messages, tools: &[] }, &mut Quiet);
+        (result, started.elapsed())
+    }
+
+    #[test]
+    fn silence_before_the_headers_or_inside_the_body_hits_the_idle_timeout() {
+        let idle = Duration::from_millis(300);
+        for (what, step) in [
+            ("no headers", Step::delayed(60_000, Step::text("late"))),
+            ("stalled body", Step::drip(60_000, Step::text("never whole"))),
+        ] {
+            let (result, took) = ask_within(idle, vec![step]);
+            let error = result.expect_err(what).to_string();
+            assert_eq!(
+                error,
+                "model request failed: no byte from the server for 0.3 s (MINI_AGENT_IDLE_TIMEOUT_SECS); the server may have acted",
+                "{what}"
+            );
+            assert!(took < Duration::from_secs(5), "{what}: {took:?}");
+            println!("figure: {what}: idle timeout of 300 ms fired after {took:?}");
+        }
+    }
+
+    #[test]
+    fn a_slow_reply_that_keeps_coming_is_never_cut() {
+        // Silent for 200 ms, then a byte every 10 ms: the whole reply takes several times the
+        // idle timeout, and each wait is well under it (issue 11: no hidden total limit).
+        let idle = Duration::from_millis(400);
+        let (result, took) =
+            ask_within(idle, vec![Step::delayed(200, Step::drip(10, Step::text("slow but sure")))]);
+        assert_eq!(result.expect("a reply that keeps coming").content.as_deref(), Some("slow but sure"));
+        assert!(took > idle * 3, "{took:?}");
+        println!("figure: a dripped reply took {took:?} under an idle timeout of {idle:?}");
+    }
+
+    #[test]
+    fn the_idle_timeout_variable_takes_whole_seconds() {
+        assert_eq!(parse_idle_timeout(None).expect("default"), DEFAULT_IDLE_TIMEOUT);
+        assert_eq!(parse_idle_timeout(Some(" ")).expect("default"), Duration::from_secs(300));
+        assert_eq!(parse_idle_timeout(Some("3")).expect("3"), Duration::from_secs(3));
+        for bad in ["0", "-1", "1.5", "soon"] {
+            let error = parse_idle_timeout(Some(bad)).expect_err(bad).to_string();
+            assert!(error.contains("MINI_AGENT_IDLE_TIMEOUT_SECS must be a whole number"), "{error}");
+        }
     }
 
     #[test]

@@ -17,7 +17,8 @@
 
 use crate::ch01_loop::{Error, Event, Model, Observer, Reply, Request, ToolCall, interrupted};
 use crate::ch02_model::{
-    ChatClient, ClientConfig, INTERRUPT_POLL, parse_reply, parse_usage, quote, server_message,
+    ChatClient, ClientConfig, DEFAULT_IDLE_TIMEOUT, INTERRUPT_POLL, idle_message, parse_reply, parse_usage,
+    quote, server_message,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -25,9 +26,6 @@ use std::io::Read;
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
-
-/// How long the server may stay silent, once the request is sent, before we give up.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 // ANCHOR: sse
 /// One Server-Sent Event: its `event:` name (empty when none) and its data lines joined by `\n`.
@@ -248,12 +246,14 @@ pub struct StreamingClient {
 
 impl StreamingClient {
     pub fn new(config: ClientConfig) -> Result<Self, Error> {
-        Ok(StreamingClient { client: ChatClient::new(config)?, idle_timeout: IDLE_TIMEOUT })
+        Ok(StreamingClient { client: ChatClient::new(config)?, idle_timeout: DEFAULT_IDLE_TIMEOUT })
     }
 
-    /// Changes how long the server may stay silent (tests use a short one).
+    /// Changes how long the server may stay silent (chapter 2's `MINI_AGENT_IDLE_TIMEOUT_SECS`;
+    /// tests use a short one).
     pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> Self {
         self.idle_timeout = idle_timeout;
+        self.client.idle_timeout = idle_timeout;
         self
     }
 }
@@ -290,11 +290,8 @@ impl Model for StreamingClient {
                 Ok(piece) => piece,
                 Err(mpsc::RecvTimeoutError::Timeout) if last_data.elapsed() < self.idle_timeout => continue,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    let silence = format!(
-                        "the server sent nothing for {} s; stream cut off ({})",
-                        self.idle_timeout.as_secs_f64(),
-                        reply.progress()
-                    );
+                    let silence =
+                        format!("{}; stream cut off ({})", idle_message(self.idle_timeout), reply.progress());
                     return Err(cut_off(&reply, Error::Network(silence), observer));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
@@ -474,7 +471,7 @@ mod tests {
     #[test]
     fn text_is_shown_as_it_arrives_and_usage_comes_last() {
         let step = chunks(&[text("Hel"), text("lo"), finish("stop"), usage()], true);
-        let (result, seen, requests) = stream(vec![step], IDLE_TIMEOUT);
+        let (result, seen, requests) = stream(vec![step], DEFAULT_IDLE_TIMEOUT);
         assert_eq!(
             result.expect("ok"),
             Reply {
@@ -502,7 +499,7 @@ mod tests {
             ],
             true,
         );
-        let (result, seen, _) = stream(vec![step], IDLE_TIMEOUT);
+        let (result, seen, _) = stream(vec![step], DEFAULT_IDLE_TIMEOUT);
         let reply = result.expect("ok");
         assert_eq!(reply.content, None);
         assert_eq!(
@@ -525,14 +522,14 @@ mod tests {
 
     #[test]
     fn a_finish_reason_then_the_end_of_the_body_is_complete() {
-        let (result, _, _) = stream(vec![chunks(&[text("ok"), finish("stop")], false)], IDLE_TIMEOUT);
+        let (result, _, _) = stream(vec![chunks(&[text("ok"), finish("stop")], false)], DEFAULT_IDLE_TIMEOUT);
         assert_eq!(result.expect("complete").content.as_deref(), Some("ok"));
     }
 
     #[test]
     fn a_stream_cut_in_the_text_is_an_error_with_the_partial_text_recorded() {
         let (result, seen, _) =
-            stream(vec![chunks(&[text("Half an ans"), text("wer")], false)], IDLE_TIMEOUT);
+            stream(vec![chunks(&[text("Half an ans"), text("wer")], false)], DEFAULT_IDLE_TIMEOUT);
         let error = result.expect_err("cut");
         assert!(matches!(error, Error::Network(ref m) if m.starts_with("stream cut off")), "{error:?}");
         assert_eq!(seen.notices, [("partial".to_owned(), "Half an answer".to_owned())]);
@@ -544,7 +541,7 @@ mod tests {
             &[text("Let me look."), call_fragment(0, Some("c"), Some("bash"), "{\"command\":\"rm")],
             false,
         );
-        let (result, seen, _) = stream(vec![step], IDLE_TIMEOUT);
+        let (result, seen, _) = stream(vec![step], DEFAULT_IDLE_TIMEOUT);
         let error = result.expect_err("cut").to_string();
         assert!(error.contains("while receiving tool call \"bash\""), "{error}");
         assert_eq!(seen.notices, [("partial".to_owned(), "Let me look.".to_owned())]);
@@ -596,7 +593,7 @@ mod tests {
         let started = Instant::now();
         let (result, _, _) = stream(vec![Step::Hang], Duration::from_millis(200));
         assert!(
-            matches!(result, Err(Error::Network(ref m)) if m.contains("sent nothing for 0.2 s")),
+            matches!(result, Err(Error::Network(ref m)) if m.contains("no byte from the server for 0.2 s (MINI_AGENT_IDLE_TIMEOUT_SECS)")),
             "{result:?}"
         );
         println!("figure: idle timeout of 200 ms fired after {:?}", started.elapsed());
@@ -611,7 +608,10 @@ mod tests {
             finish: true,
         };
         let (result, _, _) = stream(vec![step], Duration::from_millis(300));
-        assert!(matches!(result, Err(Error::Network(ref m)) if m.contains("sent nothing")), "{result:?}");
+        assert!(
+            matches!(result, Err(Error::Network(ref m)) if m.contains("no byte from the server")),
+            "{result:?}"
+        );
     }
 
     #[test]
@@ -623,7 +623,7 @@ mod tests {
                 crate::ch01_loop::set_interrupted(true);
             });
             let started = Instant::now();
-            let (result, _, _) = stream(vec![step], IDLE_TIMEOUT);
+            let (result, _, _) = stream(vec![step], DEFAULT_IDLE_TIMEOUT);
             assert!(matches!(result, Err(Error::Interrupted)), "{result:?}");
             println!("figure: stream abandoned {:?} after it started, Ctrl+C at 200 ms", started.elapsed());
         });
@@ -631,7 +631,7 @@ mod tests {
 
     #[test]
     fn an_error_status_is_reported_like_chapter_2() {
-        let (result, seen, _) = stream(vec![Step::error(401, "Invalid API Key")], IDLE_TIMEOUT);
+        let (result, seen, _) = stream(vec![Step::error(401, "Invalid API Key")], DEFAULT_IDLE_TIMEOUT);
         assert_eq!(
             result.expect_err("401").to_string(),
             "model request failed: 401 Invalid API Key — check OPENAI_API_KEY"
@@ -641,7 +641,7 @@ mod tests {
 
     #[test]
     fn a_server_that_ignores_stream_true_still_works() {
-        let (result, seen, _) = stream(vec![Step::text("whole")], IDLE_TIMEOUT);
+        let (result, seen, _) = stream(vec![Step::text("whole")], DEFAULT_IDLE_TIMEOUT);
         assert_eq!(result.expect("ok").content.as_deref(), Some("whole"));
         assert_eq!(seen.deltas, ["whole"]);
     }
@@ -649,7 +649,7 @@ mod tests {
     #[test]
     fn an_error_chunk_stops_the_stream() {
         let error = json!({"error": {"message": "overloaded"}});
-        let (result, seen, _) = stream(vec![chunks(&[text("so"), error], true)], IDLE_TIMEOUT);
+        let (result, seen, _) = stream(vec![chunks(&[text("so"), error], true)], DEFAULT_IDLE_TIMEOUT);
         assert_eq!(
             result.expect_err("error").to_string(),
             "unusable model reply: the server reported an error in the stream: overloaded"
@@ -660,8 +660,10 @@ mod tests {
     #[test]
     fn a_200_that_is_not_a_stream_is_quoted() {
         let page = "<html><body>Welcome to nginx</body></html>";
-        let (result, _, _) =
-            stream(vec![Step::Reply { status: 200, headers: vec![], body: page.into() }], IDLE_TIMEOUT);
+        let (result, _, _) = stream(
+            vec![Step::Reply { status: 200, headers: vec![], body: page.into() }],
+            DEFAULT_IDLE_TIMEOUT,
+        );
         let error = result.expect_err("not sse").to_string();
         assert!(
             error.starts_with("unusable model reply: the server's stream held no events: \"<html>"),

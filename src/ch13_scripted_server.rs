@@ -29,6 +29,13 @@ pub enum Step {
     Stream { chunks: Vec<String>, delay_ms: u64, finish: bool },
     /// Accept the request and never answer (until the server is dropped).
     Hang,
+    /// Wait `delay_ms` before answering at all (not even headers), then answer with `then`:
+    /// a model that thinks for a long time before its first byte.
+    Delayed { delay_ms: u64, then: Box<Step> },
+    /// The headers of `then` (a `Reply` or a `Stream`) at once, then its body one byte every
+    /// `every_ms`: a server that drips. A large `every_ms` is a server that stalls after the
+    /// headers.
+    Drip { every_ms: u64, then: Box<Step> },
     /// Close the connection without a response.
     Close,
 }
@@ -61,6 +68,16 @@ impl Step {
             })
             .collect();
         Step::message(serde_json::json!({"role": "assistant", "content": null, "tool_calls": calls}))
+    }
+
+    /// `then`, its body dripped one byte every `every_ms`.
+    pub fn drip(every_ms: u64, then: Step) -> Step {
+        Step::Drip { every_ms, then: Box::new(then) }
+    }
+
+    /// `then`, after `delay_ms` of silence.
+    pub fn delayed(delay_ms: u64, then: Step) -> Step {
+        Step::Delayed { delay_ms, then: Box::new(then) }
     }
 
     /// An error status with a JSON body in the OpenAI shape.
@@ -153,46 +170,100 @@ fn serve_connection(
             Ok(mut handler) => handler(&value),
             Err(_) => return,
         };
-        match step {
-            Step::Reply { status, headers, body } => {
-                let mut head = format!(
-                    "HTTP/1.1 {status} {}\r\ncontent-type: {}\r\ncontent-length: {}\r\n",
-                    reason(status),
-                    if body.trim_start().starts_with('<') { "text/html" } else { "application/json" },
-                    body.len()
-                );
-                for (name, value) in headers {
-                    head.push_str(&format!("{name}: {value}\r\n"));
-                }
-                head.push_str("\r\n");
-                if writer.write_all(head.as_bytes()).and_then(|()| writer.write_all(body.as_bytes())).is_err()
-                {
-                    return;
-                }
-            }
-            Step::Stream { chunks, delay_ms, finish } => {
-                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
-                let _ = writer.write_all(head.as_bytes());
-                for chunk in chunks {
-                    thread::sleep(Duration::from_millis(delay_ms));
-                    if writer.write_all(format!("data: {chunk}\n\n").as_bytes()).is_err() {
-                        return;
-                    }
-                    let _ = writer.flush();
-                }
-                if finish {
-                    let _ = writer.write_all(b"data: [DONE]\n\n");
-                }
-                return;
-            }
-            Step::Hang => {
-                while !stopped.load(std::sync::atomic::Ordering::SeqCst) {
-                    thread::sleep(Duration::from_millis(50));
-                }
-                return;
-            }
-            Step::Close => return,
+        if !answer(step, &mut writer, stopped) {
+            return;
         }
+    }
+}
+
+/// Writes the answer to one request; `false` when the connection is done with (closed by the
+/// peer, or a step that ends it).
+fn answer(step: Step, writer: &mut TcpStream, stopped: &std::sync::atomic::AtomicBool) -> bool {
+    match step {
+        Step::Reply { .. } => {
+            let Some((head, body)) = wire_bytes(&step) else { return false };
+            writer.write_all(head.as_bytes()).and_then(|()| writer.write_all(&body)).is_ok()
+        }
+        Step::Stream { chunks, delay_ms, finish } => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+            let _ = writer.write_all(head.as_bytes());
+            for chunk in chunks {
+                if !nap(delay_ms, stopped)
+                    || writer.write_all(format!("data: {chunk}\n\n").as_bytes()).is_err()
+                {
+                    return false;
+                }
+                let _ = writer.flush();
+            }
+            if finish {
+                let _ = writer.write_all(b"data: [DONE]\n\n");
+            }
+            false
+        }
+        Step::Hang => {
+            nap(u64::MAX, stopped);
+            false
+        }
+        Step::Close => false,
+        Step::Delayed { delay_ms, then } => nap(delay_ms, stopped) && answer(*then, writer, stopped),
+        Step::Drip { every_ms, then } => {
+            let keep_alive = matches!(*then, Step::Reply { .. });
+            let Some((head, body)) = wire_bytes(&then) else { return false };
+            if writer.write_all(head.as_bytes()).is_err() {
+                return false;
+            }
+            for byte in body {
+                if !nap(every_ms, stopped) || writer.write_all(&[byte]).is_err() {
+                    return false;
+                }
+            }
+            keep_alive
+        }
+    }
+}
+
+/// The head and body a `Reply` or a `Stream` (without its delays) puts on the wire.
+fn wire_bytes(step: &Step) -> Option<(String, Vec<u8>)> {
+    match step {
+        Step::Reply { status, headers, body } => {
+            let mut head = format!(
+                "HTTP/1.1 {status} {}\r\ncontent-type: {}\r\ncontent-length: {}\r\n",
+                reason(*status),
+                if body.trim_start().starts_with('<') { "text/html" } else { "application/json" },
+                body.len()
+            );
+            for (name, value) in headers {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+            head.push_str("\r\n");
+            Some((head, body.as_bytes().to_vec()))
+        }
+        Step::Stream { chunks, finish, .. } => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+            let mut body: String = chunks.iter().map(|chunk| format!("data: {chunk}\n\n")).collect();
+            if *finish {
+                body.push_str("data: [DONE]\n\n");
+            }
+            Some((head.to_string(), body.into_bytes()))
+        }
+        _ => None,
+    }
+}
+
+/// Sleeps `ms` in short slices; `false` when the server was dropped meanwhile.
+fn nap(ms: u64, stopped: &std::sync::atomic::AtomicBool) -> bool {
+    let until = std::time::Instant::now().checked_add(Duration::from_millis(ms));
+    loop {
+        if stopped.load(std::sync::atomic::Ordering::SeqCst) {
+            return false;
+        }
+        let left = until.map_or(Duration::from_millis(50), |until| {
+            until.saturating_duration_since(std::time::Instant::now())
+        });
+        if left.is_zero() {
+            return true;
+        }
+        thread::sleep(left.min(Duration::from_millis(50)));
     }
 }
 

@@ -17,7 +17,7 @@ use app::{Agent, Asker, Config, Opened, open_session};
 use args::{Command, Options, Prompt};
 use json_events::JsonEvents;
 use mini_agent::ch01_loop::{Error, Model, Observer, Outcome};
-use mini_agent::ch02_model::{ChatClient, ClientConfig};
+use mini_agent::ch02_model::{ChatClient, ClientConfig, IDLE_TIMEOUT_VARIABLE, parse_idle_timeout};
 use mini_agent::ch04_terminal::{
     LineReader, Screen, TerminalObserver, install_interrupt_handler, render_markdown, run_repl,
 };
@@ -139,10 +139,12 @@ fn agent(options: &Options) -> Result<u8, Error> {
 /// (its text has been shown). The compacting layer is added by the agent.
 fn build_model(endpoint: &ClientConfig, stream: bool) -> Result<Box<dyn Model>, Error> {
     let retries = parse_max_retries(std::env::var("MINI_AGENT_REQUEST_MAX_RETRIES").ok().as_deref())?;
+    let idle = parse_idle_timeout(std::env::var(IDLE_TIMEOUT_VARIABLE).ok().as_deref())?;
     Ok(if stream {
-        Box::new(Retrying::new(StreamingClient::new(endpoint.clone())?, retries).streaming(true))
+        let client = StreamingClient::new(endpoint.clone())?.with_idle_timeout(idle);
+        Box::new(Retrying::new(client, retries).streaming(true))
     } else {
-        Box::new(Retrying::new(ChatClient::new(endpoint.clone())?, retries))
+        Box::new(Retrying::new(ChatClient::new(endpoint.clone())?.with_idle_timeout(idle), retries))
     })
 }
 // ANCHOR_END: models
