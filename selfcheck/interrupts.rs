@@ -230,7 +230,7 @@ fn comparable(root: &Path) -> Vec<Value> {
         .into_iter()
         .map(|mut record| {
             if let Some(object) = record.as_object_mut() {
-                for varying in ["ts", "id", "root", "created"] {
+                for varying in ["ts", "id", "root", "created", "endpoint"] {
                     if record_field_varies(object, varying) {
                         object.remove(varying);
                     }

@@ -11,6 +11,7 @@ mod pty;
 
 mod command_line;
 mod crash;
+mod daily_cli;
 mod events;
 mod interrupts;
 mod model_replies;

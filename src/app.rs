@@ -18,7 +18,7 @@ use mini_agent::ch01_loop::{Error, Event, Limits, Message, Model, Observer, Outc
 use mini_agent::ch03_tools::Workspace;
 use mini_agent::ch04_sanitize::sanitize;
 use mini_agent::ch04_terminal::{HostCommand, Look, ReplHost, TypeAhead, render_markdown};
-use mini_agent::ch05_sessions::{Recorder, SessionStore};
+use mini_agent::ch05_sessions::{Origin, Recorder, SessionStore};
 use mini_agent::ch06_skills::{WithSkills, build_system_prompt};
 use mini_agent::ch07_context::{
     Compacting, CompactionRecord, CompactionState, SharedCompaction, SharedStats, Stats,
@@ -39,7 +39,8 @@ pub struct Opened {
     compaction: Option<CompactionRecord>,
     /// The root the session was started in: a resumed session works there.
     pub root: PathBuf,
-    pub model: String,
+    /// The model and endpoint it talked to: the defaults for continuing it.
+    pub origin: Origin,
     /// A torn last line that was cut off, to show the user.
     pub warning: Option<String>,
 }
@@ -55,7 +56,7 @@ pub fn open_session(path: &Path, acknowledge_unknown: bool) -> Result<Opened, Er
         tokens_after: 0,
         usage: None,
     });
-    Ok(Opened { journal, history: plan.history, compaction, root: plan.root, model: plan.model, warning })
+    Ok(Opened { journal, history: plan.history, compaction, root: plan.root, origin: plan.origin, warning })
 }
 // ANCHOR_END: opened
 
@@ -72,7 +73,8 @@ pub enum Asker {
 
 /// What stays the same for the whole run, whichever session is current.
 pub struct Config {
-    pub model_id: String,
+    /// The model and endpoint this run talks to, recorded in each session it starts.
+    pub origin: Origin,
     pub permissions: Permissions,
     pub asker: Asker,
     pub max_turns: usize,
@@ -114,7 +116,7 @@ impl Agent {
                 restore_view(&compaction, opened.compaction);
                 (Recorder::new(opened.journal), opened.history)
             }
-            None => new_session(&store, &config.model_id, &system_prompt)?,
+            None => new_session(&store, &config.origin, &system_prompt)?,
         };
         let agent = Agent {
             config,
@@ -143,7 +145,7 @@ impl Agent {
     }
 
     pub fn model_id(&self) -> &str {
-        &self.config.model_id
+        &self.config.origin.model
     }
 
     // ANCHOR: turn
@@ -254,6 +256,21 @@ impl Agent {
         Ok(lines.join("\n"))
     }
 
+    /// The REPL keeps its one model client: a session recorded elsewhere is told so.
+    fn moved_note(&self, recorded: &Origin) -> Option<String> {
+        let current = &self.config.origin;
+        let same_place = recorded.endpoint.is_none() || recorded.endpoint == current.endpoint;
+        if same_place && recorded.model == current.model {
+            return None;
+        }
+        let endpoint = recorded.endpoint.as_deref().unwrap_or("its endpoint");
+        Some(format!(
+            "this session talked to {} at {endpoint}; here it continues with {} (quit and run \
+             mini-agent -r <id> to go back there)",
+            recorded.model, current.model
+        ))
+    }
+
     fn compact(&mut self) -> Result<String, Error> {
         let mut stats = self.stats.clone();
         let mut observer = Fanout { recorder: &mut self.recorder, others: vec![&mut stats] };
@@ -287,8 +304,7 @@ impl ReplHost for Agent {
     fn command(&mut self, command: HostCommand) -> Result<String, Error> {
         match command {
             HostCommand::New => {
-                let (recorder, history) =
-                    new_session(&self.store, &self.config.model_id, &self.system_prompt)?;
+                let (recorder, history) = new_session(&self.store, &self.config.origin, &self.system_prompt)?;
                 self.switch_to(recorder, history, None)?;
                 Ok(format!("new session {}", self.session_id()))
             }
@@ -301,6 +317,9 @@ impl ReplHost for Agent {
                 let opened = open_session(&path, false)?;
                 if let Some(warning) = &opened.warning {
                     eprintln!("mini-agent: warning: {warning}");
+                }
+                if let Some(note) = self.moved_note(&opened.origin) {
+                    eprintln!("mini-agent: note: {note}");
                 }
                 self.switch_to(Recorder::new(opened.journal), opened.history, opened.compaction)?;
                 let last = self.last_exchange(Look::Plain).unwrap_or_default();
@@ -317,10 +336,10 @@ impl ReplHost for Agent {
 /// A new journal for `store`'s root, with the system prompt as its first message.
 fn new_session(
     store: &SessionStore,
-    model_id: &str,
+    origin: &Origin,
     system_prompt: &str,
 ) -> Result<(Recorder<Journal>, Vec<Message>), Error> {
-    let mut recorder = Recorder::new(Journal::create(store, model_id)?);
+    let mut recorder = Recorder::new(Journal::create(store, origin.clone())?);
     let system = Message::System { content: system_prompt.to_string() };
     recorder.message(&system)?;
     Ok((recorder, vec![system]))

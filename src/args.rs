@@ -315,9 +315,10 @@ OPTIONS
       --stream               show the reply as it is generated
       --json                 with -p: print events as JSON Lines on stdout
       --demo                 use the built-in offline demo model (no key, no network)
-      --model ID             model id (default: $MODEL_ID, else gpt-4o-mini)
-      --base-url URL         API base URL (default: $OPENAI_BASE_URL, else
-                             https://api.openai.com/v1)
+      --model ID             model id (default: a resumed session's own model, else
+                             $MODEL_ID, else gpt-4o-mini)
+      --base-url URL         API base URL (default: a resumed session's own endpoint, else
+                             $OPENAI_BASE_URL, else https://api.openai.com/v1)
   -h, --help                 show this help
   -V, --version              show the version
   Values can follow the flag (--model gpt-4o) or be attached (--model=gpt-4o).
@@ -336,6 +337,8 @@ ENVIRONMENT
 
 SESSIONS
   Every run is a session, journaled in .mini_agent/sessions/ under the workspace root.
+  A session records its model and endpoint (never a key or a URL password): -c and -r
+  talk to them again unless --model, --base-url or --demo say otherwise.
   mini-agent -c                         continue the latest session in the REPL
   mini-agent -c -p \"now run the tests\"  continue it with one more task
   mini-agent -r 20261129-09 --status    where a session stopped (no key, nothing sent)

@@ -25,7 +25,7 @@
 //!
 //! | `type` | fields | meaning |
 //! |---|---|---|
-//! | `session` | `version`, `id`, `root`, `model`, `created` | always the first record |
+//! | `session` | `version`, `id`, `root`, `model`, `api`, `endpoint`, `created` | always the first record; `api` and `endpoint` say where the model lives (see [`Origin`]) |
 //! | `system` | `content` | the system prompt as it was sent |
 //! | `user` | `content` | a user message |
 //! | `assistant` | `content` (string or null), `tool_calls` (`[{id, name, arguments}]`), `usage`? (`{prompt_tokens, completion_tokens}`) | a model reply, as sent by the model |
@@ -41,7 +41,7 @@
 //! A short session, as written (`ts` shortened):
 //!
 //! ```text
-//! {"seq":1,"ts":"2026-11-29T09:15:00.123Z","type":"session","version":1,"id":"20261129-091500-7f3a","root":"/home/ada/project","model":"gpt-4o-mini","created":"2026-11-29T09:15:00.123Z"}
+//! {"seq":1,"ts":"2026-11-29T09:15:00.123Z","type":"session","version":1,"id":"20261129-091500-7f3a","root":"/home/ada/project","model":"gpt-4o-mini","api":"openai","endpoint":"https://api.openai.com/v1","created":"2026-11-29T09:15:00.123Z"}
 //! {"seq":2,"ts":"…","type":"system","content":"You are mini-agent, a coding agent…"}
 //! {"seq":3,"ts":"…","type":"user","content":"run the tests"}
 //! {"seq":4,"ts":"…","type":"assistant","content":null,"tool_calls":[{"id":"call_1","name":"bash","arguments":"{\"command\":\"cargo test\"}"}],"usage":{"prompt_tokens":812,"completion_tokens":19}}
@@ -89,6 +89,12 @@ pub enum Body {
         id: String,
         root: String,
         model: String,
+        /// Absent in journals written before it was recorded: those spoke `openai`.
+        #[serde(default = "default_api")]
+        api: String,
+        /// Absent in older journals: then a resumed session uses the current defaults.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        endpoint: Option<String>,
         created: String,
     },
     System {
@@ -135,6 +141,75 @@ pub enum Body {
     },
 }
 // ANCHOR_END: record
+
+// ANCHOR: origin
+/// Where a session talks: its model, the wire format (`api`) and the endpoint, as the
+/// `session` record keeps them so that `-c` and `--resume` go back to the same place.
+/// The endpoint is recorded without credentials: no `user:password@`, no `key=` in the
+/// query; the key itself lives in the environment and is never written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    pub model: String,
+    pub api: String,
+    /// The base URL, or [`DEMO_ENDPOINT`]; `None` when an older journal did not say.
+    pub endpoint: Option<String>,
+}
+
+/// The endpoint recorded for the built-in demo model, whose port changes every run.
+pub const DEMO_ENDPOINT: &str = "demo";
+/// The only wire format so far: OpenAI's Chat Completions.
+pub const OPENAI_API: &str = "openai";
+
+impl Origin {
+    /// The origin of a session about to start against `base_url` (credentials removed).
+    pub fn new(model: &str, api: &str, base_url: &str) -> Origin {
+        Origin { model: model.into(), api: api.into(), endpoint: Some(without_credentials(base_url)) }
+    }
+}
+
+/// A model id alone: the origin of test and benchmark sessions.
+impl From<&str> for Origin {
+    fn from(model: &str) -> Origin {
+        Origin { model: model.into(), api: OPENAI_API.into(), endpoint: None }
+    }
+}
+
+fn default_api() -> String {
+    OPENAI_API.into()
+}
+
+/// `https://user:pw@host/v1?api-version=1&key=sk` → `https://host/v1?api-version=1`: the
+/// userinfo and any query parameter named like a credential are dropped.
+pub fn without_credentials(url: &str) -> String {
+    // A fragment is never sent to a server: nothing of it is worth keeping.
+    let before_fragment = url.split_once('#').map_or(url, |(kept, _)| kept);
+    let (base, query) =
+        before_fragment.split_once('?').map_or((before_fragment, None), |(a, b)| (a, Some(b)));
+    let mut clean = match base.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(authority_end);
+            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{path}")
+        }
+        None => base.to_string(),
+    };
+    let secret = |name: &str| {
+        let name = name.to_ascii_lowercase();
+        ["key", "token", "secret", "pass", "sig", "auth"].iter().any(|word| name.contains(word))
+    };
+    let kept: Vec<&str> = query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .filter(|pair| !pair.is_empty() && !secret(pair.split('=').next().unwrap_or_default()))
+        .collect();
+    if !kept.is_empty() {
+        clean.push('?');
+        clean.push_str(&kept.join("&"));
+    }
+    clean
+}
+// ANCHOR_END: origin
 
 /// Anything records can be appended to: an in-memory list here, a durable journal in
 /// chapter 9. Returns the `seq` the record was given.
@@ -690,6 +765,8 @@ pub(crate) mod tests {
             id: id.into(),
             root,
             model: "m".into(),
+            api: OPENAI_API.into(),
+            endpoint: None,
             created,
         })
         .unwrap();
@@ -741,6 +818,23 @@ pub(crate) mod tests {
                 user_turns: 3,
             }]
         );
+    }
+
+    #[test]
+    fn an_endpoint_is_recorded_without_credentials() {
+        let clean = without_credentials;
+        assert_eq!(clean("https://api.openai.com/v1"), "https://api.openai.com/v1");
+        assert_eq!(clean("http://ada:pw@127.0.0.1:8080/v1"), "http://127.0.0.1:8080/v1");
+        assert_eq!(
+            clean("http://a:b@c@host/v1?api-version=2&api_key=sk&Token=t#k=1"),
+            "http://host/v1?api-version=2"
+        );
+        assert_eq!(Origin::new("m", OPENAI_API, DEMO_ENDPOINT).endpoint.as_deref(), Some("demo"));
+        let old = r#"{"seq":1,"ts":"t","type":"session","version":1,"id":"x","root":"/r","model":"m","created":"c"}"#;
+        let Ok(Record { body: Body::Session { api, endpoint, .. }, .. }) = serde_json::from_str(old) else {
+            panic!("an old header must still parse")
+        };
+        assert_eq!((api.as_str(), endpoint), (OPENAI_API, None));
     }
 
     #[test]

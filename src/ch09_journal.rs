@@ -20,7 +20,7 @@
 //! The reader is strict in the same way for everyone: `--status` and `--resume` use it.
 
 use crate::ch01_loop::{Error, ToolCall, ToolStatus, Usage};
-use crate::ch05_sessions::{Append, Body, FORMAT_VERSION, Record, SessionStore, now_rfc3339};
+use crate::ch05_sessions::{Append, Body, FORMAT_VERSION, Origin, Record, SessionStore, now_rfc3339};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -45,8 +45,10 @@ pub struct Journal {
 
 impl Journal {
     /// Starts a new session of `store`'s root: creates the file, locks it, writes the
-    /// `session` record and makes the new file's name durable.
-    pub fn create(store: &SessionStore, model: &str) -> Result<Journal, Error> {
+    /// `session` record (with where the model lives, `origin`) and makes the new file's
+    /// name durable.
+    pub fn create(store: &SessionStore, origin: impl Into<Origin>) -> Result<Journal, Error> {
+        let Origin { model, api, endpoint } = origin.into();
         // `sessions/` and `.mini_agent/` may be created now; their names need a sync too.
         let new_dirs: Vec<PathBuf> =
             store.dir().ancestors().take(2).filter(|dir| !dir.exists()).map(Path::to_path_buf).collect();
@@ -56,13 +58,7 @@ impl Journal {
             Journal { file, path, id: id.clone(), next_seq: 1, secrets: secrets_from_env(), broken: false };
         let root = store.root().display().to_string();
         let created = now_rfc3339();
-        journal.append(Body::Session {
-            version: FORMAT_VERSION,
-            id,
-            root,
-            model: model.to_string(),
-            created,
-        })?;
+        journal.append(Body::Session { version: FORMAT_VERSION, id, root, model, api, endpoint, created })?;
         // The new file's name must survive a crash too, and so must the name of a directory
         // made for it; directories that were already there need no sync.
         sync_directory(store.dir())?;
@@ -327,6 +323,8 @@ pub fn write_synthetic_journal(path: &Path, records: usize) -> Result<(), Error>
         id,
         root,
         model: "synthetic".into(),
+        api: "openai".into(),
+        endpoint: None,
         created: now_rfc3339(),
     })?;
     write(Body::System { content: "You are mini-agent, a coding agent. ".repeat(20) })?;

@@ -17,7 +17,7 @@
 
 use crate::ch01_loop::{Error, Message, ToolCall, ToolStatus};
 use crate::ch02_model::shorten;
-use crate::ch05_sessions::{Append, Body, Record, replay};
+use crate::ch05_sessions::{Append, Body, Origin, Record, replay};
 use crate::ch09_journal::{Journal, lock_holder_of, read_journal};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -126,7 +126,8 @@ fn state_of(records: &[Record]) -> SessionState {
 pub struct SessionStatus {
     pub id: String,
     pub root: String,
-    pub model: String,
+    /// The model and where it lives, as recorded.
+    pub origin: Origin,
     pub created: String,
     pub updated: String,
     pub records: usize,
@@ -151,7 +152,7 @@ pub fn status(records: &[Record]) -> Result<SessionStatus, Error> {
     Ok(SessionStatus {
         id: header.id.to_string(),
         root: header.root.to_string(),
-        model: header.model.to_string(),
+        origin: header.origin(),
         created: header.created.to_string(),
         updated: records.last().map_or_else(String::new, |r| r.ts.clone()),
         records: records.len(),
@@ -178,7 +179,11 @@ impl fmt::Display for SessionStatus {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         writeln!(f, "session  {}", self.id)?;
         writeln!(f, "root     {}", self.root)?;
-        writeln!(f, "model    {}", self.model)?;
+        writeln!(f, "model    {}", self.origin.model)?;
+        match &self.origin.endpoint {
+            Some(endpoint) => writeln!(f, "endpoint {endpoint} ({})", self.origin.api)?,
+            None => writeln!(f, "endpoint not recorded (an older session): the current default is used")?,
+        }
         writeln!(f, "created  {}", self.created)?;
         writeln!(f, "updated  {}", self.updated)?;
         writeln!(f, "turns    {} ({} records)", self.turns, self.records)?;
@@ -225,7 +230,8 @@ pub struct ResumePlan {
     pub id: String,
     /// The saved workspace root: a resumed session works where it started.
     pub root: PathBuf,
-    pub model: String,
+    /// The model and where it lives: what `-c`/`-r` use unless a flag says otherwise.
+    pub origin: Origin,
     /// Synthetic `tool_finished` records (unknown / not run), in call order.
     pub append: Vec<Body>,
     /// The history to continue with, the appended results included.
@@ -270,7 +276,7 @@ pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<R
     Ok(ResumePlan {
         id: header.id.to_string(),
         root: PathBuf::from(header.root),
-        model: header.model.to_string(),
+        origin: header.origin(),
         append,
         history,
         compaction,
@@ -300,12 +306,26 @@ struct Header<'a> {
     id: &'a str,
     root: &'a str,
     model: &'a str,
+    api: &'a str,
+    endpoint: Option<&'a str>,
     created: &'a str,
+}
+
+impl Header<'_> {
+    fn origin(&self) -> Origin {
+        Origin {
+            model: self.model.to_string(),
+            api: self.api.to_string(),
+            endpoint: self.endpoint.map(str::to_string),
+        }
+    }
 }
 
 fn header(records: &[Record]) -> Result<Header<'_>, Error> {
     match records.first().map(|r| &r.body) {
-        Some(Body::Session { id, root, model, created, .. }) => Ok(Header { id, root, model, created }),
+        Some(Body::Session { id, root, model, api, endpoint, created, .. }) => {
+            Ok(Header { id, root, model, api, endpoint: endpoint.as_deref(), created })
+        }
         _ => Err(Error::Session(
             "the session has no session record (it stopped before its first write); start a new one".into(),
         )),
@@ -355,6 +375,8 @@ mod tests {
             id: "20261129-091500-7f3a".into(),
             root: "/work/project".into(),
             model: "m".into(),
+            api: "openai".into(),
+            endpoint: Some("http://127.0.0.1:8080/v1".into()),
             created: "2026-11-29T09:15:00.000Z".into(),
         };
         for body in std::iter::once(header).chain(bodies) {
@@ -421,7 +443,8 @@ mod tests {
         assert_eq!(
             shown,
             format!(
-                "session  20261129-091500-7f3a\nroot     /work/project\nmodel    m\ncreated  2026-11-29T09:15:00.000Z\n\
+                "session  20261129-091500-7f3a\nroot     /work/project\nmodel    m\n\
+                 endpoint http://127.0.0.1:8080/v1 (openai)\ncreated  2026-11-29T09:15:00.000Z\n\
                  updated  {updated}\nturns    2 (5 records)\nlast     \"fix the tests\"\n\
                  state    unknown outcome: 1 tool call started and never finished:\n\
                  \x20          bash: \"cargo test\"\n\

@@ -21,7 +21,7 @@ use mini_agent::ch02_model::{ChatClient, ClientConfig, IDLE_TIMEOUT_VARIABLE, pa
 use mini_agent::ch04_terminal::{
     LineReader, Screen, TerminalObserver, install_interrupt_handler, render_markdown, run_repl,
 };
-use mini_agent::ch05_sessions::SessionStore;
+use mini_agent::ch05_sessions::{DEMO_ENDPOINT, OPENAI_API, Origin, SessionStore, without_credentials};
 use mini_agent::ch07_context::parse_context_tokens;
 use mini_agent::ch08_retry::{Retrying, parse_max_retries};
 use mini_agent::ch10_recovery::status_of;
@@ -104,18 +104,21 @@ fn agent(options: &Options) -> Result<u8, Error> {
         say(&format!("mini-agent: warning: {warning}"));
     }
     let root = opened.as_ref().map_or(here, |opened| opened.root.clone());
+    let chosen = choose_endpoint(options, opened.as_ref().map(|opened| &opened.origin))?;
     // The demo model is a server in this process; it stops when `demo` is dropped.
-    let demo = options
+    let demo = chosen
         .demo
         .then(start_demo_server)
         .transpose()
         .map_err(|e| Error::io("starting the demo model", e))?;
-    let endpoint = client_config(options, demo.as_ref().map(|server| server.url.as_str()), opened.as_ref());
+    let endpoint = client_config(&chosen, demo.as_ref().map(|server| server.url.as_str()));
     let model = build_model(&endpoint, options.stream)?;
+    let recorded_url = if chosen.demo { DEMO_ENDPOINT } else { endpoint.base_url.as_str() };
+    let origin = Origin::new(&endpoint.model, OPENAI_API, recorded_url);
     let permissions = Permissions { allow_write: options.allow_write, allow_shell: options.allow_shell };
     let context_tokens = parse_context_tokens(std::env::var("MINI_AGENT_CONTEXT_TOKENS").ok().as_deref())?;
     let config = |asker| Config {
-        model_id: endpoint.model.clone(),
+        origin: origin.clone(),
         permissions,
         asker,
         max_turns: options.max_turns,
@@ -302,30 +305,57 @@ fn one_line(text: &str) -> String {
 // ANCHOR_END: output
 
 // ANCHOR: endpoint
-/// Where the model lives: flags win over the environment, which wins over the defaults.
-/// The key comes from the environment only; the client refuses to go without one unless
-/// the server is on this machine.
-/// A resumed session keeps its model unless `--model` or `MODEL_ID` names another.
-/// The demo model is called `demo` and is never sent a key.
-fn client_config(options: &Options, demo_url: Option<&str>, opened: Option<&Opened>) -> ClientConfig {
+/// Where the model of this run lives, before the demo server (if any) has started.
+struct Chosen {
+    demo: bool,
+    base_url: String,
+    model: String,
+}
+
+/// Flags win. Then a resumed session's own record (chapter 5's `Origin`): `-c` goes back to
+/// the server and model it talked to, the demo included. Then the environment, then the
+/// defaults. The recorded model goes with the recorded endpoint: a `--base-url` or `--demo`
+/// that moves a session elsewhere takes its model from `--model`, `MODEL_ID` or the default.
+/// The key comes from the environment only; the demo model is never sent one.
+fn choose_endpoint(options: &Options, recorded: Option<&Origin>) -> Result<Chosen, Error> {
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
-    if let Some(url) = demo_url {
-        let model = options.model.clone().unwrap_or_else(|| "demo".into());
-        return ClientConfig { base_url: url.to_string(), api_key: None, model };
+    if let Some(origin) = recorded.filter(|origin| origin.api != OPENAI_API) {
+        return Err(Error::Config(format!(
+            "this session was recorded with the '{}' API, which this mini-agent does not speak",
+            origin.api
+        )));
     }
-    ClientConfig {
-        base_url: options
-            .base_url
-            .clone()
-            .or_else(|| env("OPENAI_BASE_URL"))
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
-        api_key: env("OPENAI_API_KEY"),
-        model: options
-            .model
-            .clone()
-            .or_else(|| env("MODEL_ID"))
-            .or_else(|| opened.map(|opened| opened.model.clone()))
-            .unwrap_or_else(|| DEFAULT_MODEL.into()),
+    let moved = options.demo || options.base_url.is_some();
+    let kept = recorded.filter(|_| !moved);
+    let kept_endpoint = kept.and_then(|origin| origin.endpoint.as_deref());
+    let demo = options.demo || kept_endpoint == Some(DEMO_ENDPOINT);
+    let base_url = match (&options.base_url, kept_endpoint) {
+        (Some(flag), _) => flag.clone(),
+        // The record has no password; the environment's URL may hold it for the same server.
+        (None, Some(endpoint)) => env("OPENAI_BASE_URL")
+            .filter(|url| without_credentials(url) == endpoint)
+            .unwrap_or_else(|| endpoint.to_string()),
+        (None, None) => env("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
+    };
+    let model = options
+        .model
+        .clone()
+        .or_else(|| kept.map(|origin| origin.model.clone()))
+        .or_else(|| demo.then(|| "demo".to_string()))
+        .or_else(|| env("MODEL_ID"))
+        .unwrap_or_else(|| DEFAULT_MODEL.into());
+    Ok(Chosen { demo, base_url, model })
+}
+
+/// The client's settings, once the demo server (when chosen) listens at `demo_url`.
+fn client_config(chosen: &Chosen, demo_url: Option<&str>) -> ClientConfig {
+    match demo_url {
+        Some(url) => ClientConfig { base_url: url.to_string(), api_key: None, model: chosen.model.clone() },
+        None => ClientConfig {
+            base_url: chosen.base_url.clone(),
+            api_key: std::env::var("OPENAI_API_KEY").ok().filter(|key| !key.trim().is_empty()),
+            model: chosen.model.clone(),
+        },
     }
 }
 // ANCHOR_END: endpoint

@@ -1,0 +1,103 @@
+//! The daily driver at the command line (issue 11): what a person meets when sessions are
+//! continued, when `--json` is scripted, when sessions pile up, and in the small print.
+//! Each test drives the real binary, through a pipe or a pseudo-terminal.
+
+use crate::harness::{Test, records, session_files, text};
+use mini_agent::ch13_scripted_server::ScriptedServer;
+
+// --- 1. A session remembers where it talks -------------------------------------------------
+
+#[test]
+fn continue_goes_back_to_the_demo_model_without_a_key() {
+    let first = Test::new().args(["--demo", "-p", "list the files"]).file("a.txt", "x").run();
+    first.expect_code(0);
+    let header = &first.only_journal()[0];
+    assert_eq!(header["endpoint"], "demo");
+    assert_eq!(header["api"], "openai");
+    // No key, no --demo: the session's own record says where it talks.
+    let second = Test::new().args(["-c", "-p", "list the files again"]).run_in(first.workspace);
+    second.expect_code(0);
+    assert!(!second.stderr.contains("OPENAI_API_KEY"), "{}", second.stderr);
+    assert_eq!(second.journal_types().iter().filter(|t| *t == "user").count(), 2);
+}
+
+#[test]
+fn continue_goes_back_to_the_recorded_base_url_and_model() {
+    let server = ScriptedServer::scripted(vec![text("first"), text("second")]).expect("a server");
+    let first = Test::new().args(["--model", "local-coder", "-p", "one"]).base_url(&server.url).run();
+    first.expect_code(0);
+    // Neither --base-url nor --model: both come from the session, not the OpenAI default.
+    let second =
+        Test::new().args(["-c", "-p", "two"]).env("MODEL_ID", "from-the-environment").run_in(first.workspace);
+    second.expect_code(0);
+    assert_eq!(second.stdout, "second\n");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "the second run talked to the recorded server");
+    assert_eq!(requests[1]["model"], "local-coder");
+}
+
+#[test]
+fn a_flag_overrides_the_recorded_endpoint() {
+    let first = Test::new().args(["--demo", "-p", "list the files"]).run();
+    first.expect_code(0);
+    let server = ScriptedServer::scripted(vec![text("elsewhere")]).expect("a server");
+    let second = Test::new().args(["-c", "-p", "go on"]).base_url(&server.url).run_in(first.workspace);
+    second.expect_code(0);
+    assert_eq!(second.stdout, "elsewhere\n");
+    // The demo's model name stays with the demo: moved elsewhere, the default model is used.
+    assert_eq!(server.requests()[0]["model"], "gpt-4o-mini");
+}
+
+#[test]
+fn no_key_or_url_password_is_recorded_and_status_shows_the_endpoint() {
+    let server = ScriptedServer::scripted(vec![text("ok")]).expect("a server");
+    let port = server.url.rsplit(':').next().and_then(|p| p.split('/').next()).expect("a port");
+    let url = format!("http://ada:hunter2@127.0.0.1:{port}/v1?api-version=2&api_key=sk-secret-9");
+    let run = Test::new().args(["-p", "hi"]).base_url(&url).env("OPENAI_API_KEY", "sk-env-secret-7").run();
+    let journal = std::fs::read_to_string(&session_files(run.root())[0]).expect("the journal");
+    for secret in ["hunter2", "sk-secret-9", "sk-env-secret-7", "ada:"] {
+        assert!(!journal.contains(secret), "{secret} was recorded:\n{journal}");
+    }
+    let expected = format!("http://127.0.0.1:{port}/v1?api-version=2");
+    assert_eq!(run.only_journal()[0]["endpoint"], expected.as_str());
+    let status = Test::new().args(["-c", "--status"]).run_in(run.workspace);
+    status.expect_code(0);
+    assert!(status.stdout.contains(&format!("endpoint {expected} (openai)")), "{}", status.stdout);
+}
+
+#[test]
+fn a_journal_written_before_endpoints_were_recorded_still_loads() {
+    let first = Test::new().args(["--demo", "-p", "list the files"]).run();
+    let path = &session_files(first.root())[0];
+    // Rewrite the header as an older version wrote it: no `api`, no `endpoint`.
+    let mut lines: Vec<serde_json::Value> = records(path);
+    let header = lines[0].as_object_mut().expect("an object");
+    header.remove("api");
+    header.remove("endpoint");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(path, text).expect("rewrite the journal");
+    let status = Test::new().args(["-c", "--status"]).run_in(first.workspace);
+    status.expect_code(0);
+    assert!(status.stdout.contains("endpoint not recorded"), "{}", status.stdout);
+    let again = Test::new().args(["-c", "--demo", "-p", "list the files"]).run_in(status.workspace);
+    again.expect_code(0);
+}
+
+#[test]
+fn help_says_a_resumed_session_keeps_its_model_and_endpoint() {
+    let run = Test::new().args(["--help"]).run();
+    assert!(run.stdout.contains("a resumed session's own model"), "{}", run.stdout);
+    assert!(run.stdout.contains("a resumed session's own endpoint"), "{}", run.stdout);
+}
+
+#[test]
+fn resuming_in_the_repl_says_when_the_session_talked_elsewhere() {
+    let first = Test::new().args(["--demo", "-p", "list the files"]).run();
+    let id = session_files(first.root())[0].file_stem().and_then(|s| s.to_str()).map(String::from);
+    let id = id.expect("an id");
+    let server = ScriptedServer::scripted(vec![]).expect("a server");
+    let repl =
+        Test::new().base_url(&server.url).stdin(&format!("/resume {id}\n/exit\n")).run_in(first.workspace);
+    repl.expect_code(0);
+    repl.stderr_has("this session talked to demo at demo");
+}
