@@ -129,3 +129,112 @@ fn ctrl_c_ends_a_dripping_reply_at_once() {
     run.expect_code(130);
     assert!(took < Duration::from_secs(5), "{took:?}");
 }
+
+/// Milliseconds since midnight of a journal timestamp (`2026-11-29T09:15:00.123Z`).
+fn ms_of(ts: &serde_json::Value) -> u64 {
+    let time = ts.as_str().and_then(|ts| ts.split('T').nth(1)).unwrap_or_default().trim_end_matches('Z');
+    let mut parts = time.split(':');
+    let (h, m, s) = (parts.next(), parts.next(), parts.next());
+    let h: u64 = h.and_then(|h| h.parse().ok()).unwrap_or_default();
+    let m: u64 = m.and_then(|m| m.parse().ok()).unwrap_or_default();
+    let s: f64 = s.and_then(|s| s.parse().ok()).unwrap_or_default();
+    (h * 3600 + m * 60) * 1000 + (s * 1000.0) as u64
+}
+
+/// How long each tool ran, from its `tool_started` to its `tool_finished`, with its status.
+fn tool_runs(journal: &[serde_json::Value]) -> Vec<(String, u64, String)> {
+    let mut runs = Vec::new();
+    for (index, record) in journal.iter().enumerate() {
+        if record["type"] != "tool_started" {
+            continue;
+        }
+        let finished =
+            journal[index..].iter().find(|r| r["type"] == "tool_finished" && r["id"] == record["id"]);
+        if let Some(finished) = finished {
+            let took = ms_of(&finished["ts"]).saturating_sub(ms_of(&record["ts"]));
+            runs.push((
+                record["name"].as_str().unwrap_or_default().to_string(),
+                took,
+                finished["status"].as_str().unwrap_or_default().to_string(),
+            ));
+        }
+    }
+    runs
+}
+
+/// `*a*a*a*a*a*a*a*ab` against a name of 250 `a`s: a backtracking matcher tries C(250, 8)
+/// splits (about 10^14) and never returns. Linear matching answers at once, for the listing
+/// and for the search filter alike.
+#[test]
+fn backtracking_globs_answer_at_once() {
+    let long_name = "a".repeat(250);
+    let hostile = "*a*a*a*a*a*a*a*ab";
+    let started = Instant::now();
+    let run = Test::new()
+        .file(&format!("deep/{long_name}"), "aaa\n")
+        .file(&long_name, "aaa\n")
+        .file("aaaaaaaaab", "aaa\n")
+        .server(vec![
+            crate::harness::call("list_files", serde_json::json!({"pattern": hostile})),
+            crate::harness::call("search", serde_json::json!({"pattern": "aaa", "glob": hostile})),
+            crate::harness::call(
+                "list_files",
+                serde_json::json!({"pattern": "**/**a**a**a**a**a**a**a**ab"}),
+            ),
+            text("done"),
+        ])
+        .args(["-p", "go"])
+        .run();
+    let took = started.elapsed();
+    run.expect_code(0);
+    let results = run.tool_results();
+    assert_eq!(results[0], "aaaaaaaaab", "only the name ending in b matches");
+    assert!(results[1].starts_with("aaaaaaaaab:1:"), "{results:?}");
+    assert_eq!(results[2], "aaaaaaaaab");
+    for (name, ms, status) in tool_runs(&run.only_journal()) {
+        eprintln!("figure: {name} with a backtracking glob took {ms} ms");
+        assert!(ms < 1_000, "{name}: {ms} ms");
+        assert_eq!(status, "ok");
+    }
+    eprintln!("figure: the whole run with three backtracking globs: {took:.2?}");
+}
+
+/// A tree big enough that walking and reading it takes seconds: `dirs` directories of
+/// `files` files of about 2 KB each.
+fn big_tree(dirs: usize, files: usize) -> crate::harness::TempDir {
+    let workspace = crate::harness::TempDir::new();
+    let line = format!("{}\n", "x".repeat(2_000));
+    for d in 0..dirs {
+        let dir = workspace.path().join(format!("d{d:04}"));
+        std::fs::create_dir_all(&dir).expect("create a directory");
+        for f in 0..files {
+            std::fs::write(dir.join(format!("f{f:04}.txt")), &line).expect("write a file");
+        }
+    }
+    workspace
+}
+
+/// Ctrl+C during a search of a huge tree stops the walk itself, not only the turn after it:
+/// the tool is recorded as interrupted, and the agent exits 130 promptly.
+#[test]
+fn ctrl_c_stops_a_walk_of_a_huge_tree() {
+    let started = Instant::now();
+    let workspace = big_tree(200, 100);
+    eprintln!("figure: built a tree of 20,000 files in {:.2?}", started.elapsed());
+    let started = Instant::now();
+    let run = Test::new()
+        .server(vec![
+            crate::harness::call("search", serde_json::json!({"pattern": "never there"})),
+            text("unused"),
+        ])
+        .interrupt_after(1)
+        .args(["-p", "go"])
+        .run_in(workspace);
+    let took = started.elapsed();
+    run.expect_code(130);
+    let runs = tool_runs(&run.only_journal());
+    eprintln!("figure: Ctrl+C during a walk of 20,000 files: exit after {took:.2?}; tool runs {runs:?}");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0].2, "interrupted", "the walk itself stopped: {runs:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
