@@ -2,8 +2,9 @@
 //! continued, when `--json` is scripted, when sessions pile up, and in the small print.
 //! Each test drives the real binary, through a pipe or a pseudo-terminal.
 
-use crate::harness::{Test, records, session_files, text};
-use mini_agent::ch13_scripted_server::ScriptedServer;
+use crate::harness::{Run, Test, call, records, session_files, text};
+use mini_agent::ch13_scripted_server::{ScriptedServer, Step};
+use serde_json::{Value, json};
 
 // --- 1. A session remembers where it talks -------------------------------------------------
 
@@ -100,4 +101,88 @@ fn resuming_in_the_repl_says_when_the_session_talked_elsewhere() {
         Test::new().base_url(&server.url).stdin(&format!("/resume {id}\n/exit\n")).run_in(first.workspace);
     repl.expect_code(0);
     repl.stderr_has("this session talked to demo at demo");
+}
+
+// --- 2. `--json` keeps its promise -----------------------------------------------------------
+
+/// The stdout lines of a `--json` run, parsed; every line must be JSON.
+fn events(run: &Run) -> Vec<Value> {
+    run.stdout.lines().map(|line| serde_json::from_str(line).expect("each stdout line is JSON")).collect()
+}
+
+fn last_event_is_exit(run: &Run, code: i64, reason: &str) {
+    let events = events(run);
+    let last = events.last().unwrap_or_else(|| panic!("empty stdout; stderr: {}", run.stderr));
+    assert_eq!(last["type"], "exit", "{last}");
+    assert_eq!(last["code"], code, "{last}");
+    let error = last["error"].as_str().unwrap_or_else(|| panic!("exit {code} without an error: {last}"));
+    assert!(error.contains(reason), "{error:?} lacks {reason:?}");
+}
+
+#[test]
+fn json_argument_errors_still_end_with_an_exit_event() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--json", "-p", "x", "--max-turns", "abc"], "--max-turns expects"),
+        (&["--json", "--frobnicate", "-p", "x"], "unknown flag --frobnicate"),
+        (&["--json", "-p", "x", "--model"], "--model needs a value"),
+        (&["--json"], "add -p"),
+    ];
+    for (args, reason) in cases {
+        let mut test = Test::new();
+        for arg in args {
+            test = test.args([arg]);
+        }
+        let run = test.run();
+        run.expect_code(1);
+        last_event_is_exit(&run, 1, reason);
+    }
+}
+
+#[test]
+fn json_turn_limit_exit_says_why() {
+    let run = Test::new()
+        .args(["--json", "--max-turns", "1", "-p", "loop"])
+        .server(vec![call("list_files", json!({}))])
+        .run();
+    run.expect_code(2);
+    last_event_is_exit(&run, 2, "turn limit");
+}
+
+#[test]
+fn json_assistant_text_is_the_same_with_and_without_stream() {
+    let plain = Step::message(json!({"role": "assistant", "content": "",
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}]}));
+    let chunk = |delta: Value, finish: Value| {
+        json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).to_string()
+    };
+    let streamed = Step::Stream {
+        chunks: vec![
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                "function": {"name": "list_files", "arguments": "{}"}}]}),
+                Value::Null,
+            ),
+            chunk(json!({}), json!("tool_calls")),
+        ],
+        delay_ms: 0,
+        finish: true,
+    };
+    let answer = |stream: bool| {
+        let args: &[&str] = if stream { &["--stream"] } else { &[] };
+        let mut test = Test::new().args(["--json", "-p", "list"]);
+        for arg in args {
+            test = test.args([arg]);
+        }
+        let first = if stream { streamed.clone() } else { plain.clone() };
+        let run = test.server(vec![first, text("done")]).run();
+        run.expect_code(0);
+        events(&run)
+            .into_iter()
+            .filter(|e| e["type"] == "assistant")
+            .map(|e| e["text"].clone())
+            .collect::<Vec<_>>()
+    };
+    let (without, with) = (answer(false), answer(true));
+    assert_eq!(without, [Value::Null, json!("done")]);
+    assert_eq!(with, without);
 }

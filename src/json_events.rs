@@ -3,21 +3,23 @@
 //! A script that drives the agent wants facts it can parse, not a spinner: one JSON object
 //! per line, each with a `type`, written as the event happens and flushed at once. It is one
 //! more [`Observer`] in the fan-out, so it sees exactly what the journal and the screen see;
-//! human progress stays on stderr. The field names are a contract (documented in the README):
+//! human progress stays on stderr. The `exit` event is always the last line, also when the
+//! command line itself was wrong (exit 1) or the turn limit stopped the run (exit 2): its
+//! `error` then says why, as stderr does. The field names are a contract (documented in the README):
 //! add fields if needed, never rename one.
 //!
 //! | `type` | fields |
 //! |---|---|
 //! | `session` | `id`, `root`, `model`, `resumed` |
 //! | `request` | `messages` (how many are sent) |
-//! | `assistant` | `text` (string or null), `tool_calls` (`[{id, name, arguments}]`) |
+//! | `assistant` | `text` (the reply's text, or null when it has none), `tool_calls` (`[{id, name, arguments}]`) |
 //! | `tool_started` | `id`, `name`, `arguments` |
 //! | `tool_finished` | `id`, `name`, `status`, `content` |
 //! | `retry` | `attempt`, `wait_ms`, `reason` |
 //! | `compaction` | `replaced`, `tokens_before`, `tokens_after`, `summary` |
 //! | `notice` | `kind`, `text` |
 //! | `final` | `answer` |
-//! | `exit` | `code`, `error` (a one-line reason, or null) |
+//! | `exit` | `code`, `error` (a one-line reason, null only for exit 0) |
 
 use mini_agent::ch01_loop::{Error, Event, Observer};
 use serde_json::{Value, json};
@@ -50,9 +52,10 @@ impl Observer for JsonEvents {
     fn event(&mut self, event: Event) -> Result<(), Error> {
         let line = match event {
             Event::Request { messages } => json!({"type": "request", "messages": messages}),
+            // No text is `null`, whether the server sent `""`, `null` or (streaming) nothing.
             Event::Reply(reply) => json!({
                 "type": "assistant",
-                "text": reply.content,
+                "text": reply.content.as_deref().filter(|text| !text.is_empty()),
                 "tool_calls": reply.tool_calls,
             }),
             Event::ToolStarted(call) => json!({

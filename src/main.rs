@@ -57,14 +57,29 @@ fn exit_code(result: &Result<u8, Error>) -> u8 {
 }
 
 fn run(words: &[String]) -> Result<u8, Error> {
-    match args::parse(words).map_err(Error::Usage)? {
+    let command = match args::parse(words) {
+        Ok(command) => command,
+        Err(message) => {
+            // `--json` promises an `exit` event as the last line, also for a command line
+            // that did not parse (the flag may sit next to the mistake).
+            if words.iter().any(|word| word == "--json") {
+                JsonEvents.exit(1, Some(&one_line(&message)));
+            }
+            return Err(Error::Usage(message));
+        }
+    };
+    match command {
         Command::Help => print_stdout(&args::help()),
         Command::Version => print_stdout(&format!("mini-agent {}\n", env!("CARGO_PKG_VERSION"))),
         Command::Eval(eval) => evaluate(&eval),
         Command::Agent(options) if options.json => {
             // Every run ends with an `exit` event, also one that failed before it started.
             let result = agent(&options);
-            let error = result.as_ref().err().map(|error| one_line(&error.to_string()));
+            let error = match &result {
+                Err(error) => Some(one_line(&error.to_string())),
+                Ok(2) => Some(turn_limit_message(options.max_turns)),
+                Ok(_) => None,
+            };
             JsonEvents.exit(exit_code(&result), error.as_deref());
             result
         }
@@ -192,11 +207,7 @@ fn one_shot(mut agent: Agent, task: String, options: &Options) -> Result<u8, Err
             None => print_stdout(&render_markdown(&answer, terminal.look)),
         },
         Outcome::TurnLimit => {
-            say(&format!(
-                "mini-agent: stopped after {} model calls (the turn limit); the task may be \
-                 unfinished — continue with -c, or rerun with a higher --max-turns",
-                options.max_turns
-            ));
+            say(&format!("mini-agent: {}", turn_limit_message(options.max_turns)));
             Ok(2)
         }
         Outcome::Interrupted => Err(Error::Interrupted),
@@ -204,6 +215,14 @@ fn one_shot(mut agent: Agent, task: String, options: &Options) -> Result<u8, Err
     }
 }
 // ANCHOR_END: one_shot
+
+/// Why a run exits 2: on stderr, and as the `exit` event's `error` with `--json`.
+fn turn_limit_message(max_turns: usize) -> String {
+    format!(
+        "stopped after {max_turns} model calls (the turn limit); the task may be unfinished — \
+         continue with -c, or rerun with a higher --max-turns"
+    )
+}
 
 // ANCHOR: repl
 /// No `-p`: the REPL of chapter 4, with this session as its host.
