@@ -167,6 +167,10 @@ pub enum Outcome {
 }
 // ANCHOR_END: events
 
+/// Tool calls run from one reply; the rest are answered with a refusal (a reply of a thousand
+/// calls must not run a thousand commands).
+pub const MAX_CALLS_PER_REPLY: usize = 64;
+
 // ANCHOR: run_turn
 /// Runs one user turn to its end. `history` already holds the user's message.
 pub fn run_turn(
@@ -196,8 +200,18 @@ pub fn run_turn(
         if calls.is_empty() {
             return Ok(Some(Outcome::Completed(content.unwrap_or_default())));
         }
-        for call in &calls {
-            let output = if interrupted() {
+        for (index, call) in calls.iter().enumerate() {
+            let output = if index >= MAX_CALLS_PER_REPLY {
+                // Answered, not dropped: every call needs its result, and the model learns why.
+                ToolOutput {
+                    content: format!(
+                        "refused: this reply made {} tool calls; at most {MAX_CALLS_PER_REPLY} run per reply. \
+                         Call the rest in your next reply if they are still needed.",
+                        calls.len()
+                    ),
+                    status: ToolStatus::Error,
+                }
+            } else if interrupted() {
                 ToolOutput {
                     content: "interrupted by user before this tool ran".into(),
                     status: ToolStatus::Interrupted,

@@ -29,6 +29,9 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// The environment variable that changes [`DEFAULT_IDLE_TIMEOUT`] (whole seconds).
 pub const IDLE_TIMEOUT_VARIABLE: &str = "MINI_AGENT_IDLE_TIMEOUT_SECS";
 /// How often a waiting caller looks at the Ctrl+C flag.
+/// The largest reply read, streamed or not (chapter 11 applies the same cap): a server that
+/// sends more gets a clear error instead of the machine's memory.
+pub const MAX_REPLY_BYTES: usize = 10 << 20;
 pub const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 
 // ANCHOR: config
@@ -200,11 +203,32 @@ pub fn run_interruptibly<T: Send + 'static>(work: impl FnOnce() -> T + Send + 's
 // ANCHOR_END: interruptible
 
 fn read_body(url: &str, response: ureq::http::Response<ureq::Body>, idle: Duration) -> Result<String, Error> {
-    let bytes = response.into_body().read_to_vec().map_err(|error| match error {
-        ureq::Error::Timeout(_) => idle_error(idle),
-        error => Error::Network(format!("reading the reply from {url}: {error} (the server may have acted)")),
-    })?;
+    let bytes = read_capped(url, response, idle)?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The whole body, at most [`MAX_REPLY_BYTES`]; a larger one is a model error, not a network one.
+pub fn read_capped(
+    url: &str,
+    response: ureq::http::Response<ureq::Body>,
+    idle: Duration,
+) -> Result<Vec<u8>, Error> {
+    response.into_body().with_config().limit(MAX_REPLY_BYTES as u64).read_to_vec().map_err(
+        |error| match error {
+            ureq::Error::BodyExceedsLimit(_) => reply_too_large(),
+            ureq::Error::Timeout(_) => idle_error(idle),
+            error => {
+                Error::Network(format!("reading the reply from {url}: {error} (the server may have acted)"))
+            }
+        },
+    )
+}
+
+pub fn reply_too_large() -> Error {
+    Error::Model(format!(
+        "the reply is larger than {} MiB, the limit for one reply; it was not used",
+        MAX_REPLY_BYTES >> 20
+    ))
 }
 
 // ANCHOR: wire

@@ -15,6 +15,7 @@
 
 use crate::ch01_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools, interrupted};
 use crate::ch02_model::shorten;
+use crate::ch03_bounds::{FILE_MAX_BYTES, prune_outputs, read_line_capped, too_big};
 use crate::ch03_glob::Glob;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -40,6 +41,8 @@ const TAIL_BYTES: usize = OUTPUT_LIMIT / 2;
 const READ_MAX_LINES: u64 = 2_000;
 const READ_MAX_BYTES: usize = 50_000;
 const LINE_MAX_CHARS: usize = 2_000;
+/// Bytes of one line read into memory: enough for LINE_MAX_CHARS characters of any script.
+const LINE_MAX_BYTES: usize = LINE_MAX_CHARS * 4;
 /// Files larger than this are not loaded whole (edit) or searched.
 const WHOLE_FILE_MAX_BYTES: u64 = 10_000_000;
 const BINARY_SNIFF_BYTES: usize = 8_192;
@@ -486,18 +489,19 @@ impl Workspace {
         let (mut number, mut last_shown, mut line) = (0u64, 0u64, Vec::new());
         let mut byte_cap_hit = false;
         loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) => break,
-                Ok(_) => number += 1,
+            // Only the first LINE_MAX_BYTES of a line are kept: a 1 GB line costs 8 KB.
+            let length = match read_line_capped(&mut reader, LINE_MAX_BYTES, &mut line) {
+                Ok(None) => break,
+                Ok(Some(length)) => length,
                 Err(e) => return Err(format!("cannot read `{shown_path}`: {e}")),
-            }
+            };
+            number += 1;
             if number < first || number >= first.saturating_add(wanted) || byte_cap_hit {
                 continue; // keep counting, so the footer can say how many lines there are
             }
             let text = String::from_utf8_lossy(&line);
             let text = text.trim_end_matches(['\n', '\r']);
-            let text: String = if text.chars().count() > LINE_MAX_CHARS {
+            let text: String = if text.chars().count() > LINE_MAX_CHARS || length > line.len() as u64 {
                 format!("{}… [line cut]", text.chars().take(LINE_MAX_CHARS).collect::<String>())
             } else {
                 text.to_string()
@@ -530,6 +534,9 @@ impl Workspace {
 
     fn write_file(&self, args: WriteArgs) -> Result<String, String> {
         let real = self.resolve(&args.path)?;
+        if args.content.len() as u64 > FILE_MAX_BYTES {
+            return Err(too_big(&self.relative(&real), args.content.len() as u64));
+        }
         let existed = fs::symlink_metadata(&real).is_ok();
         self.write_confined(&real, args.content.as_bytes())?;
         let verb = if existed { "replaced" } else { "created" };
@@ -542,6 +549,16 @@ impl Workspace {
     /// swapped for a symlink cannot redirect the write, and the rename replaces a symlink
     /// rather than writing through it.
     fn write_confined(&self, real: &Path, content: &[u8]) -> Result<(), String> {
+        self.write_confined_with(real, &mut |file| file.write_all(content))
+    }
+
+    /// [`Workspace::write_confined`] for content produced piece by piece by `fill` (an edit
+    /// written as it is made, never held whole).
+    fn write_confined_with(
+        &self,
+        real: &Path,
+        fill: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<(), String> {
         let shown_path = self.relative(real);
         self.not_protected(real, &shown_path)?;
         let (Some(parent), Some(name)) = (real.parent(), real.file_name().filter(|_| real != self.root))
@@ -570,7 +587,10 @@ impl Workspace {
             if let Some(mode) = mode {
                 file.set_permissions(fs::Permissions::from_mode(mode))?;
             }
-            file.write_all(content)?;
+            let mut buffered = io::BufWriter::new(&mut file);
+            fill(&mut buffered)?;
+            buffered.flush()?;
+            drop(buffered);
             file.sync_all()?;
             fs::rename(&temp, &target)
         })();
@@ -642,9 +662,11 @@ impl Workspace {
         let bytes = read_text(self.open_confined(&real)?, &shown_path)?;
         let text = String::from_utf8(bytes)
             .map_err(|_| format!("`{shown_path}` is not valid UTF-8; rewrite it with write_file or bash"))?;
-        let starts: Vec<usize> = text.match_indices(&args.old_string).map(|(at, _)| at).collect();
+        // Counted, not collected: a one-byte old_string in a 10 MB file matches 10 million times.
+        let count = text.matches(&args.old_string).count();
+        let starts: Vec<usize> = text.match_indices(&args.old_string).map(|(at, _)| at).take(20).collect();
         let replace_all = args.replace_all.unwrap_or(false);
-        match starts.len() {
+        match count {
             0 => {
                 return Err(format!(
                     "old_string was not found in `{shown_path}` (it must match exactly, whitespace included).{}",
@@ -656,16 +678,30 @@ impl Workspace {
             count => {
                 let lines: Vec<String> =
                     starts.iter().map(|&at| line_number_at(&text, at).to_string()).collect();
+                let more = if count > starts.len() { ", …" } else { "" };
                 return Err(format!(
-                    "old_string matches {count} times in `{shown_path}` (lines {}); add surrounding lines to make it unique, or set replace_all",
+                    "old_string matches {count} times in `{shown_path}` (lines {}{more}); add surrounding lines to make it unique, or set replace_all",
                     lines.join(", ")
                 ));
             }
         }
-        let edited = text.replace(&args.old_string, &args.new_string);
-        self.write_confined(&real, edited.as_bytes())?;
+        // The size of the result is known before it is made: refuse it before writing a byte.
+        let size = (text.len() as u64 - (count * args.old_string.len()) as u64)
+            .saturating_add((count as u64).saturating_mul(args.new_string.len() as u64));
+        if size > FILE_MAX_BYTES {
+            return Err(too_big(&shown_path, size));
+        }
+        self.write_confined_with(&real, &mut |out| {
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find(&args.old_string) {
+                out.write_all(&rest.as_bytes()[..at])?;
+                out.write_all(args.new_string.as_bytes())?;
+                rest = &rest[at + args.old_string.len()..];
+            }
+            out.write_all(rest.as_bytes())
+        })?;
         let first_line = line_number_at(&text, starts[0]);
-        Ok(match starts.len() {
+        Ok(match count {
             1 => format!("edited `{shown_path}`: replaced 1 occurrence at line {first_line}"),
             count => format!("edited `{shown_path}`: replaced {count} occurrences"),
         })
@@ -939,6 +975,7 @@ impl OutputStore {
                 )));
             }
         }
+        prune_outputs(&directory, 0);
         let name = format!("{tool}-{}.txt", unique_suffix());
         let file = OpenOptions::new()
             .write(true)
@@ -991,11 +1028,40 @@ struct Capture {
     store: OutputStore,
     /// Set once the answer was taken: a process that escaped the kill must not fill the disk.
     abandoned: bool,
+    /// Bytes written to the spill file; it stops at FILE_MAX_BYTES and says it was cut.
+    saved: u64,
 }
+
+/// The last line of a spill file that reached FILE_MAX_BYTES.
+const SPILL_CUT_NOTE: &str = "\n[… the output went on; this file was cut at its size limit]\n";
 
 impl Capture {
     fn new(store: OutputStore) -> Capture {
-        Capture { head: Vec::new(), tail: VecDeque::new(), total: 0, spill: None, store, abandoned: false }
+        Capture {
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            total: 0,
+            spill: None,
+            store,
+            abandoned: false,
+            saved: 0,
+        }
+    }
+
+    /// Appends to the spill file, up to FILE_MAX_BYTES in all (the cut note included).
+    fn save(&mut self, bytes: &[u8]) {
+        let room = (FILE_MAX_BYTES - SPILL_CUT_NOTE.len() as u64).saturating_sub(self.saved);
+        let Some(Ok((file, _))) = &mut self.spill else { return };
+        if room == 0 {
+            return; // already cut
+        }
+        let take = bytes.len().min(room as usize);
+        let _ = file.write_all(&bytes[..take]);
+        self.saved += take as u64;
+        if take < bytes.len() {
+            let _ = file.write_all(SPILL_CUT_NOTE.as_bytes());
+            self.saved = FILE_MAX_BYTES;
+        }
     }
 
     /// Takes one chunk; false once nobody is listening any more.
@@ -1010,24 +1076,17 @@ impl Capture {
                 return true;
             }
             // Crossing the limit: everything so far is still in `head`; spill it, then split.
-            let mut spill = self.store.create("bash");
-            if let Ok((file, _)) = &mut spill {
-                let _ = file.write_all(&self.head);
-            }
-            self.spill = Some(spill);
+            self.spill = Some(self.store.create("bash"));
+            self.save(&self.head.clone());
             // The head is the first HEAD_BYTES of the stream, even when this first chunk is
             // larger than the whole limit; what follows it starts the tail.
             self.tail.extend(self.head.drain(HEAD_BYTES.min(self.head.len())..));
             let fill = (HEAD_BYTES - self.head.len()).min(chunk.len());
             self.head.extend_from_slice(&chunk[..fill]);
-            if let Some(Ok((file, _))) = &mut self.spill {
-                let _ = file.write_all(chunk);
-            }
+            self.save(chunk);
             self.tail.extend(&chunk[fill..]);
         } else {
-            if let Some(Ok((file, _))) = &mut self.spill {
-                let _ = file.write_all(chunk);
-            }
+            self.save(chunk);
             self.tail.extend(chunk);
         }
         let excess = self.tail.len().saturating_sub(TAIL_BYTES);
@@ -1042,6 +1101,9 @@ impl Capture {
             Some(spill) => {
                 let omitted = self.total - self.head.len() as u64 - self.tail.len() as u64;
                 let saved = match spill {
+                    Ok((_, name)) if self.saved >= FILE_MAX_BYTES => {
+                        Ok(format!("{name}, its first {} MiB", FILE_MAX_BYTES >> 20))
+                    }
                     Ok((_, name)) => Ok(name.clone()),
                     Err(error) => Err(io::Error::new(error.kind(), error.to_string())),
                 };

@@ -17,10 +17,11 @@
 
 use crate::ch01_loop::{Error, Event, Model, Observer, Reply, Request, ToolCall, interrupted};
 use crate::ch02_model::{
-    ChatClient, ClientConfig, DEFAULT_IDLE_TIMEOUT, INTERRUPT_POLL, idle_message, parse_reply, parse_usage,
-    quote, server_message,
+    ChatClient, ClientConfig, DEFAULT_IDLE_TIMEOUT, INTERRUPT_POLL, MAX_REPLY_BYTES, idle_message,
+    parse_reply, parse_usage, quote, read_capped, reply_too_large, server_message,
 };
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::mpsc;
@@ -119,6 +120,8 @@ pub struct StreamAssembler {
     finished: bool,
     /// `[DONE]` arrived: the stream is over.
     done: bool,
+    /// Bytes of text and arguments gathered: at most MAX_REPLY_BYTES, as without streaming.
+    received: usize,
 }
 
 #[derive(Default)]
@@ -155,6 +158,7 @@ impl StreamAssembler {
         };
         let delta = choice.get("delta").unwrap_or(&Value::Null);
         if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            self.count(text.len())?;
             self.text.push_str(text);
             observer.event(Event::TextDelta(text))?;
         }
@@ -193,12 +197,19 @@ impl StreamAssembler {
         {
             call.name = name.to_owned();
         }
-        match function.and_then(|f| f.get("arguments")) {
-            Some(Value::String(piece)) => call.arguments.push_str(piece),
-            Some(Value::Null) | None => {}
-            Some(whole) => call.arguments.push_str(&whole.to_string()),
-        }
-        Ok(())
+        let piece = match function.and_then(|f| f.get("arguments")) {
+            Some(Value::String(piece)) => Cow::Borrowed(piece.as_str()),
+            Some(Value::Null) | None => return Ok(()),
+            Some(whole) => Cow::Owned(whole.to_string()),
+        };
+        call.arguments.push_str(&piece);
+        self.count(piece.len())
+    }
+
+    /// Counts gathered bytes against [`MAX_REPLY_BYTES`], the cap of a non-streamed reply.
+    fn count(&mut self, bytes: usize) -> Result<(), Error> {
+        self.received += bytes;
+        if self.received > MAX_REPLY_BYTES { Err(reply_too_large()) } else { Ok(()) }
     }
 
     /// The stream reached its end (`[DONE]`, or a finish reason and then the end of the body).
@@ -382,9 +393,7 @@ fn start_worker(client: ChatClient, body: Vec<u8>, idle: Duration) -> Result<mps
             };
             let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok());
             if content_type.is_some_and(|t| t.starts_with("application/json")) {
-                let whole = response.into_body().read_to_vec().map_err(|error| {
-                    Error::Network(format!("reading the reply from {}: {error}", client.url))
-                });
+                let whole = read_capped(&client.url, response, idle);
                 let piece =
                     whole.map_or_else(Piece::Failed, |b| Piece::Whole(String::from_utf8_lossy(&b).into()));
                 let _ = send.send(piece);

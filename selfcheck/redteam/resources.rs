@@ -1,1 +1,389 @@
 //! Red-team cases: see `main.rs` for the rule this file holds.
+//!
+//! A hostile model asks for unbounded disk or memory: endless output, a file doubled a
+//! thousand times, a one-gigabyte line, a reply of a thousand calls, a streamed argument with
+//! no end. Each case runs the real binary, reads its peak resident memory from the kernel
+//! (`wait4`'s `ru_maxrss`, which also covers the commands it ran), prints it, and asserts the
+//! rule: peak RSS under 64 MB, no file the agent wrote over 64 MiB, the spill directory small.
+
+use crate::harness::{TempDir, agent_command, call, messages, records, session_files, text};
+use mini_agent::ch13_scripted_server::{ScriptedServer, Step};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// The bar of the issue: peak RSS in every resource case.
+const RSS_LIMIT_KB: i64 = 64 * 1000;
+const MIB: u64 = 1 << 20;
+
+struct Measured {
+    code: Option<i32>,
+    stderr: String,
+    peak_rss_kb: i64,
+    requests: Vec<Value>,
+    workspace: TempDir,
+}
+
+/// Runs the agent with `args` against `steps` in `workspace`, and measures it.
+///
+/// The agent is started by `sh` in the background and adopted by this process (a child
+/// subreaper) when `sh` exits. The detour is needed for an honest figure: a process started
+/// straight from this (large, multi-threaded) test process inherits its peak RSS at `exec`,
+/// while one forked from a small `sh` inherits only that of `sh`, a megabyte or two.
+fn measure(name: &str, workspace: TempDir, args: &[&str], steps: Vec<Step>) -> Measured {
+    let server = ScriptedServer::scripted(steps).expect("start the scripted server");
+    // SAFETY: prctl with an integer argument; it only changes who adopts orphans.
+    assert_eq!(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }, 0);
+    let template = agent_command(workspace.path());
+    let errors = workspace.path().join(".mini_agent-test-stderr");
+    let mut command = std::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(r#"agent="$1"; errors="$2"; shift 2; "$agent" "$@" </dev/null >/dev/null 2>"$errors" & echo $!"#)
+        .arg("sh")
+        .arg(template.get_program())
+        .arg(&errors)
+        .args(args)
+        .args(["--base-url", &server.url])
+        .current_dir(workspace.path())
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit());
+    for (key, value) in template.get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    let started = Instant::now();
+    let output = command.output().expect("start sh");
+    let pid: libc::pid_t =
+        String::from_utf8_lossy(&output.stdout).trim().parse().expect("sh printed the pid");
+    let (status, usage) = loop {
+        let mut status = 0;
+        // SAFETY: rusage is plain data; wait4 fills it for a child of ours (adopted).
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if reaped == pid {
+            break (status, usage);
+        }
+        if started.elapsed() > Duration::from_secs(90) {
+            // SAFETY: kill sends a signal to the agent we started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{name}: the agent hung and was killed");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    let stderr = std::fs::read_to_string(&errors).unwrap_or_default();
+    let _ = std::fs::remove_file(&errors);
+    let peak_rss_kb = usage.ru_maxrss; // kilobytes on Linux
+    eprintln!(
+        "[resources] {name}: peak RSS {:.1} MB, {:.2} s, exit {code:?}",
+        peak_rss_kb as f64 / 1000.0,
+        started.elapsed().as_secs_f64()
+    );
+    let measured = Measured { code, stderr, peak_rss_kb, requests: server.requests(), workspace };
+    assert!(
+        measured.peak_rss_kb < RSS_LIMIT_KB,
+        "{name}: peak RSS {} kB is over the bar\n{}",
+        measured.peak_rss_kb,
+        measured.stderr
+    );
+    measured
+}
+
+impl Measured {
+    fn root(&self) -> &Path {
+        self.workspace.path()
+    }
+
+    fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, Some(code), "exit code; stderr:\n{}", self.stderr);
+        self
+    }
+
+    /// The tool results the last request carried back to the model.
+    fn tool_results(&self) -> Vec<String> {
+        let last = self.requests.last().expect("a request was sent");
+        messages(last)
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// Bytes and files in `.mini_agent/outputs/`.
+    fn spill_dir(&self) -> (u64, Vec<(String, u64)>) {
+        let dir = self.root().join(".mini_agent/outputs");
+        let mut files: Vec<(String, u64)> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| (e.file_name().to_string_lossy().into_owned(), e.metadata().unwrap().len()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        (files.iter().map(|(_, size)| size).sum(), files)
+    }
+
+    /// The largest file in the workspace, `.mini_agent/` included.
+    fn largest_file(&self) -> u64 {
+        fn walk(dir: &Path, largest: &mut u64) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let meta = entry.metadata().unwrap();
+                if meta.is_dir() {
+                    walk(&entry.path(), largest);
+                } else {
+                    *largest = (*largest).max(meta.len());
+                }
+            }
+        }
+        let mut largest = 0;
+        walk(self.root(), &mut largest);
+        largest
+    }
+}
+
+fn shell(command: &str, timeout_secs: u64) -> Vec<Step> {
+    vec![call("bash", json!({"command": command, "timeout_secs": timeout_secs})), text("done")]
+}
+
+const RUN_ALL: [&str; 5] = ["-p", "go", "--allow-write", "--allow-shell", "--max-turns=5"];
+
+#[test]
+fn a_300_mb_output_leaves_a_spill_of_at_most_64_mib() {
+    let run = measure(
+        "300 MB output",
+        TempDir::new(),
+        &RUN_ALL,
+        shell("head -c 300000000 /dev/zero | tr '\\0' x", 60),
+    );
+    run.expect_code(0);
+    let (total, files) = run.spill_dir();
+    eprintln!(
+        "[resources] spill dir after a 300 MB output: {:.1} MB in {} file(s)",
+        total as f64 / 1e6,
+        files.len()
+    );
+    assert!(total < 70_000_000, "spill dir {total} bytes: {files:?}");
+    assert_eq!(files.len(), 1, "{files:?}");
+    let spill = std::fs::read(run.root().join(".mini_agent/outputs").join(&files[0].0)).unwrap();
+    assert!(spill.len() as u64 <= 64 * MIB);
+    assert!(String::from_utf8_lossy(&spill[spill.len() - 200..]).contains("cut at its size limit"));
+    let result = &run.tool_results()[0];
+    assert!(
+        result.contains("omitted") && result.contains("its first 64 MiB"),
+        "{}",
+        &result[result.len() - 400..]
+    );
+}
+
+#[test]
+fn endless_output_until_the_timeout_is_capped_too() {
+    // The issue's `cat /dev/zero` with a timeout: the disk filled at the pipe's speed.
+    let run =
+        measure("endless output, 3 s timeout", TempDir::new(), &RUN_ALL, shell("yes 0123456789abcdef", 3));
+    run.expect_code(0);
+    let (total, files) = run.spill_dir();
+    eprintln!("[resources] spill dir after an endless output: {:.1} MB", total as f64 / 1e6);
+    assert!(total <= 64 * MIB + 100, "{files:?}");
+    assert!(run.tool_results()[0].contains("timed out"));
+}
+
+#[test]
+fn old_spills_are_pruned_to_a_budget() {
+    let workspace = TempDir::new();
+    let outputs = workspace.path().join(".mini_agent/outputs");
+    std::fs::create_dir_all(&outputs).unwrap();
+    // 150 old spills, three of them 100 MB (sparse: the length counts, not the disk).
+    for n in 0..150 {
+        let file = std::fs::File::create(outputs.join(format!("bash-old-{n:03}.txt"))).unwrap();
+        file.set_len(if n < 3 { 100_000_000 } else { 10 }).unwrap();
+    }
+    let run = measure("spill pruning", workspace, &RUN_ALL, shell("seq 1 100000", 10));
+    run.expect_code(0);
+    let (total, files) = run.spill_dir();
+    eprintln!("[resources] spill dir after pruning: {:.1} MB in {} files", total as f64 / 1e6, files.len());
+    assert!(files.len() <= 100, "{} files", files.len());
+    assert!(total <= 256 * MIB, "{total}");
+    assert!(files.iter().any(|(name, _)| !name.starts_with("bash-old")), "the new spill is kept");
+}
+
+#[test]
+fn replace_all_cannot_grow_a_file_past_64_mib() {
+    // The issue: a 1 MB file of `a`, each `a` replaced by 2,000 bytes, is a 2 GB file.
+    let workspace = TempDir::new();
+    std::fs::write(workspace.path().join("big.txt"), "a".repeat(1_000_000)).unwrap();
+    let edit =
+        json!({"path": "big.txt", "old_string": "a", "new_string": "b".repeat(2000), "replace_all": true});
+    let run =
+        measure("replace_all to 2 GB", workspace, &RUN_ALL, vec![call("edit_file", edit), text("done")]);
+    run.expect_code(0);
+    let result = &run.tool_results()[0];
+    assert!(result.contains("refused") && result.contains("64 MiB"), "{result}");
+    assert_eq!(std::fs::metadata(run.root().join("big.txt")).unwrap().len(), 1_000_000, "unchanged");
+    assert!(run.largest_file() < 64 * MIB);
+}
+
+#[test]
+fn a_large_edit_under_the_cap_is_written_without_holding_it() {
+    // 1 MB → 50 MB: allowed, and written as it is made (peak RSS far below the result).
+    let workspace = TempDir::new();
+    std::fs::write(workspace.path().join("big.txt"), "a\n".repeat(500_000)).unwrap();
+    let edit =
+        json!({"path": "big.txt", "old_string": "a", "new_string": "c".repeat(100), "replace_all": true});
+    let run =
+        measure("replace_all to 50 MB", workspace, &RUN_ALL, vec![call("edit_file", edit), text("done")]);
+    run.expect_code(0);
+    assert!(run.tool_results()[0].contains("replaced 500000 occurrences"), "{:?}", run.tool_results());
+    assert_eq!(std::fs::metadata(run.root().join("big.txt")).unwrap().len(), 50_500_000);
+}
+
+#[test]
+#[ignore = "needs compaction of old tool-call arguments (lands next)"]
+fn a_write_of_megabytes_is_written_and_the_session_goes_on() {
+    // A write the reply cap lets through is written; the file bound is the same 64 MiB rule.
+    let content = "z".repeat(4_000_000);
+    let run = measure(
+        "write_file 4 MB",
+        TempDir::new(),
+        &RUN_ALL,
+        vec![call("write_file", json!({"path": "w.txt", "content": content})), text("done")],
+    );
+    run.expect_code(0);
+    assert_eq!(std::fs::metadata(run.root().join("w.txt")).unwrap().len(), 4_000_000);
+}
+
+/// A file that is one line of `bytes` bytes: non-NUL at the start (so it is text), then a hole.
+fn one_long_line(workspace: &TempDir, name: &str, bytes: u64) {
+    let path = workspace.path().join(name);
+    std::fs::write(&path, "q".repeat(16_384)).unwrap();
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(bytes).unwrap();
+}
+
+#[test]
+fn read_file_of_a_1_gb_line_holds_only_its_head() {
+    let workspace = TempDir::new();
+    one_long_line(&workspace, "line.txt", 1 << 30);
+    let run = measure(
+        "read_file of a 1 GB line",
+        workspace,
+        &RUN_ALL,
+        vec![call("read_file", json!({"path": "line.txt", "limit": 1})), text("done")],
+    );
+    run.expect_code(0);
+    let result = &run.tool_results()[0];
+    assert!(result.contains("[line cut]") && result.len() < 20_000, "{}", result.len());
+}
+
+#[test]
+fn search_and_list_over_a_1_gb_file_stay_small() {
+    let workspace = TempDir::new();
+    one_long_line(&workspace, "line.txt", 1 << 30);
+    std::fs::write(workspace.path().join("small.txt"), "needle here\n").unwrap();
+    let steps = vec![
+        Step::tool_calls(&[
+            ("search", &json!({"pattern": "needle"}).to_string()),
+            ("list_files", &json!({}).to_string()),
+        ]),
+        text("done"),
+    ];
+    let run = measure("search and list beside a 1 GB file", workspace, &RUN_ALL, steps);
+    run.expect_code(0);
+    let results = run.tool_results();
+    assert!(results[0].contains("small.txt:1: needle here"), "{results:?}");
+}
+
+/// A streamed reply whose one tool call carries `bytes` bytes of arguments.
+fn streamed_call(bytes: usize) -> Step {
+    let piece = "A".repeat(64 * 1024);
+    let mut chunks = vec![
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1",
+            "function": {"name": "write_file", "arguments": "{\"path\":\"s.txt\",\"content\":\""}}]}}]})
+        .to_string(),
+    ];
+    for _ in 0..bytes / piece.len() {
+        chunks.push(
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0,
+                "function": {"arguments": piece}}]}}]})
+            .to_string(),
+        );
+    }
+    chunks.push(
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0,
+            "function": {"arguments": "\"}"}}]}, "finish_reason": "tool_calls"}]})
+        .to_string(),
+    );
+    Step::Stream { chunks, delay_ms: 0, finish: true }
+}
+
+#[test]
+fn a_streamed_reply_has_the_same_cap_as_a_whole_one() {
+    // The issue sent a 300 MB argument; 40 MB shows the rule as well, four times past the cap.
+    let run = measure(
+        "streamed 40 MB argument",
+        TempDir::new(),
+        &["-p", "go", "--allow-write", "--stream"],
+        vec![streamed_call(40 << 20), text("done")],
+    );
+    run.expect_code(1);
+    assert!(run.stderr.contains("larger than 10 MiB"), "{}", run.stderr);
+    assert!(!run.root().join("s.txt").exists(), "the cut reply's call never ran");
+    let journal = &session_files(run.root())[0];
+    let size = std::fs::metadata(journal).unwrap().len();
+    eprintln!("[resources] journal after a 40 MB stream: {size} bytes");
+    assert!(size < 11 * MIB, "{size}");
+}
+
+#[test]
+#[ignore = "needs compaction of old tool-call arguments (lands next)"]
+fn a_streamed_reply_under_the_cap_still_works() {
+    let run = measure(
+        "streamed 2 MB argument",
+        TempDir::new(),
+        &["-p", "go", "--allow-write", "--stream"],
+        vec![streamed_call(2 << 20), text("done")],
+    );
+    run.expect_code(0);
+    assert_eq!(std::fs::metadata(run.root().join("s.txt")).unwrap().len(), 2 << 20);
+}
+
+#[test]
+fn a_whole_reply_over_the_cap_is_a_clear_error() {
+    let body = json!({"choices": [{"index": 0, "finish_reason": "stop",
+        "message": {"role": "assistant", "content": "x".repeat(11 << 20)}}]})
+    .to_string();
+    let run = measure(
+        "whole 11 MB reply",
+        TempDir::new(),
+        &["-p", "go"],
+        vec![Step::Reply { status: 200, headers: Vec::new(), body }],
+    );
+    run.expect_code(1);
+    assert!(run.stderr.contains("larger than 10 MiB"), "{}", run.stderr);
+}
+
+#[test]
+fn a_reply_of_a_thousand_calls_runs_at_most_64() {
+    let calls: Vec<(String, String)> = (0..1000)
+        .map(|n| ("bash".to_string(), json!({"command": format!("echo {n} >> ran.txt")}).to_string()))
+        .collect();
+    let calls: Vec<(&str, &str)> = calls.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let run = measure(
+        "1000 calls in one reply",
+        TempDir::new(),
+        &RUN_ALL,
+        vec![Step::tool_calls(&calls), text("done")],
+    );
+    run.expect_code(0);
+    let ran = std::fs::read_to_string(run.root().join("ran.txt")).unwrap();
+    assert_eq!(ran.lines().count(), 64);
+    let results = run.tool_results();
+    assert_eq!(results.len(), 1000, "every call is answered");
+    assert!(results[999].contains("refused") && results[999].contains("at most 64"), "{}", results[999]);
+    let finished =
+        records(&session_files(run.root())[0]).iter().filter(|r| r["type"] == "tool_finished").count();
+    assert_eq!(finished, 1000);
+}
