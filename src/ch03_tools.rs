@@ -1012,6 +1012,7 @@ impl Workspace {
 
 fn omission_note(omitted: u64, saved: io::Result<String>) -> String {
     match saved {
+        Ok(name) if name.starts_with('(') => format!("[… {omitted} bytes omitted; full output {name}]"),
         Ok(name) => format!("[… {omitted} bytes omitted; full output: {name}]"),
         Err(error) => format!("[… {omitted} bytes omitted; the full output could not be saved: {error}]"),
     }
@@ -1102,7 +1103,7 @@ impl Capture {
                 let omitted = self.total - self.head.len() as u64 - self.tail.len() as u64;
                 let saved = match spill {
                     Ok((_, name)) if self.saved >= FILE_MAX_BYTES => {
-                        Ok(format!("{name}, its first {} MiB", FILE_MAX_BYTES >> 20))
+                        Ok(format!("(its first {} MiB): {name}", FILE_MAX_BYTES >> 20))
                     }
                     Ok((_, name)) => Ok(name.clone()),
                     Err(error) => Err(io::Error::new(error.kind(), error.to_string())),

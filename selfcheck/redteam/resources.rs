@@ -174,7 +174,7 @@ fn a_300_mb_output_leaves_a_spill_of_at_most_64_mib() {
     assert!(String::from_utf8_lossy(&spill[spill.len() - 200..]).contains("cut at its size limit"));
     let result = &run.tool_results()[0];
     assert!(
-        result.contains("omitted") && result.contains("its first 64 MiB"),
+        result.contains("omitted") && result.contains("full output (its first 64 MiB): "),
         "{}",
         &result[result.len() - 400..]
     );
