@@ -300,7 +300,7 @@ impl Workspace {
     /// Resolves `path` as the kernel would — each symlink followed, `..` applied to the real
     /// directory — allowing a missing tail (a file about to be created). The result must lie
     /// inside the root.
-    fn resolve(&self, path: &str) -> Result<PathBuf, String> {
+    pub(crate) fn resolve(&self, path: &str) -> Result<PathBuf, String> {
         let hint = "use a path relative to the workspace root, e.g. `src/main.rs`";
         if path.contains('\0') {
             return Err(format!("refused: the path contains a NUL byte; {hint}"));
@@ -401,7 +401,7 @@ impl Workspace {
     /// Opens a resolved path for reading without following a final symlink (and without
     /// blocking on a FIFO), then checks where the opened file really is: a directory on the
     /// way swapped for a symlink after `resolve` is caught here.
-    fn open_confined(&self, real: &Path) -> Result<File, String> {
+    pub(crate) fn open_confined(&self, real: &Path) -> Result<File, String> {
         let shown_path = self.relative(real);
         let file = OpenOptions::new().read(true).custom_flags(O_NOFOLLOW | O_NONBLOCK).open(real).map_err(
             |error| match error.kind() {
@@ -432,7 +432,7 @@ fn opened_path(file: &File) -> Option<PathBuf> {
 
 /// A path that reaches *into* an open directory whatever happens to its name later
 /// (the `openat` of std-only code); the plain path where /proc is missing.
-fn through_fd(directory: &File, fallback: &Path) -> PathBuf {
+pub(crate) fn through_fd(directory: &File, fallback: &Path) -> PathBuf {
     let magic = PathBuf::from(format!("/proc/self/fd/{}", directory.as_raw_fd()));
     if magic.is_dir() { magic } else { fallback.to_path_buf() }
 }
@@ -452,7 +452,7 @@ fn read_text(file: File, shown_path: &str) -> Result<Vec<u8>, String> {
 }
 
 /// The file's metadata when it is a regular file; the refusal the model sees otherwise.
-fn regular_file(file: &File, shown_path: &str) -> Result<fs::Metadata, String> {
+pub(crate) fn regular_file(file: &File, shown_path: &str) -> Result<fs::Metadata, String> {
     let meta = file.metadata().map_err(|e| format!("cannot read `{shown_path}`: {e}"))?;
     if meta.is_dir() {
         return Err(format!("`{shown_path}` is a directory; use list_files"));

@@ -13,6 +13,7 @@
 //! permissions.
 
 use crate::ch01_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
+use crate::ch03_tools::Workspace;
 use serde_json::{Value, json};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,10 @@ pub const INLINE_SKILLS_BUDGET: usize = 8 * 1024;
 pub const AGENTS_MD_CAP: usize = 8 * 1024;
 /// A skill body returned by `load_skill` is cut here.
 const SKILL_BODY_CAP: usize = 32 * 1024;
+/// At most this much of one skill file is read.
+const SKILL_FILE_CAP: usize = 256 * 1024;
+/// Skills past this many are not loaded (a repository could plant thousands).
+const MAX_SKILLS: usize = 200;
 
 // ANCHOR: base_prompt
 /// Who the agent is. Short on purpose: it travels with every request.
@@ -78,27 +83,34 @@ fn build_with_budget(root: &Path, inline_budget: usize) -> (String, SkillSet) {
     let mut warnings = Vec::new();
     let mut prompt = base_prompt(root);
 
+    // Everything read here comes from the repository: it goes through chapter 3's resolver,
+    // like a path the model gives (see `read_workspace_file`).
+    let workspace = match Workspace::new(root) {
+        Ok(workspace) => Some(workspace),
+        Err(error) => {
+            warnings.push(format!("AGENTS.md and skills/ not loaded: {error}"));
+            None
+        }
+    };
     let mut agents_md = None;
-    let agents_path = root.join("AGENTS.md");
-    match std::fs::read_to_string(&agents_path) {
-        Ok(text) => {
-            let kept = cut_at_char_boundary(&text, AGENTS_MD_CAP);
+    match workspace.as_ref().map(|w| w.read_workspace_file("AGENTS.md", AGENTS_MD_CAP)) {
+        Some(Ok(Some(file))) => {
             prompt.push_str("\n\n# Project instructions (AGENTS.md)\n\n");
-            prompt.push_str(kept.trim_end());
-            if kept.len() < text.len() {
+            prompt.push_str(file.text.trim_end());
+            if file.cut {
                 prompt.push_str(&format!(
                     "\n\n[AGENTS.md was cut at {} of {} bytes; read the file for the rest.]",
-                    kept.len(),
-                    text.len()
+                    file.text.len(),
+                    file.size
                 ));
             }
-            agents_md = Some((kept.len(), text.len()));
+            agents_md = Some((file.text.len(), file.size as usize));
         }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-        Err(error) => warnings.push(format!("{}: {error}", agents_path.display())),
+        Some(Err(error)) => warnings.push(format!("AGENTS.md not loaded: {error}")),
+        Some(Ok(None)) | None => {}
     }
 
-    let skills = load_skills(&root.join("skills"), &mut warnings);
+    let skills = workspace.map(|w| load_skills(&w, &mut warnings)).unwrap_or_default();
     let total: usize = skills.iter().map(|skill| skill.body.len()).sum();
     let mode = if total <= inline_budget { SkillMode::Inline } else { SkillMode::OnDemand };
     if !skills.is_empty() {
@@ -125,33 +137,49 @@ fn build_with_budget(root: &Path, inline_budget: usize) -> (String, SkillSet) {
 }
 // ANCHOR_END: build
 
-/// Skills come from `dir/*.md` and `dir/*/SKILL.md`, sorted by name; the first of two
-/// skills with the same name wins.
-fn load_skills(dir: &Path, warnings: &mut Vec<String>) -> Vec<Skill> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter_map(|path| {
-            if path.is_dir() {
-                Some(path.join("SKILL.md")).filter(|file| file.is_file())
-            } else {
-                Some(path).filter(|file| file.extension().is_some_and(|ext| ext == "md"))
-            }
-        })
-        .collect();
-    paths.sort();
+/// Skills come from `skills/*.md` and `skills/*/SKILL.md`, sorted by name; the first of two
+/// skills with the same name wins. Each file is read like `AGENTS.md`: confined, regular,
+/// bounded; a refused one is a warning and the others still load.
+fn load_skills(workspace: &Workspace, warnings: &mut Vec<String>) -> Vec<Skill> {
+    let entries = match workspace.list_workspace_dir("skills") {
+        Ok(Some(entries)) => entries,
+        Ok(None) => return Vec::new(),
+        Err(error) => {
+            warnings.push(format!("skills/ not loaded: {error}"));
+            return Vec::new();
+        }
+    };
     let mut skills: Vec<Skill> = Vec::new();
-    for path in paths {
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
+    for (name, kind) in entries {
+        let name = name.to_string_lossy();
+        let relative = if name.ends_with(".md") && !kind.is_dir() {
+            format!("skills/{name}")
+        } else if kind.is_dir() || kind.is_symlink() {
+            format!("skills/{name}/SKILL.md")
+        } else {
+            continue;
+        };
+        if skills.len() == MAX_SKILLS {
+            warnings.push(format!("more than {MAX_SKILLS} skills; the rest of skills/ was not loaded"));
+            break;
+        }
+        let file = match workspace.read_workspace_file(&relative, SKILL_FILE_CAP) {
+            Ok(Some(file)) => file,
+            Ok(None) => continue,
             Err(error) => {
-                warnings.push(format!("{}: {error}", path.display()));
+                warnings.push(format!("{relative} not loaded: {error}"));
                 continue;
             }
         };
-        let skill = parse_skill(&path, &text);
+        if file.cut {
+            warnings.push(format!(
+                "{relative}: only the first {SKILL_FILE_CAP} of {} bytes were read",
+                file.size
+            ));
+        }
+        let skill = parse_skill(&workspace.root().join(&relative), &file.text);
         if skills.iter().any(|known| known.name == skill.name) {
-            warnings.push(format!("{}: a skill named {:?} was already loaded", path.display(), skill.name));
+            warnings.push(format!("{relative}: a skill named {:?} was already loaded", skill.name));
             continue;
         }
         skills.push(skill);

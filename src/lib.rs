@@ -5,6 +5,7 @@ pub mod ch01_loop;
 pub mod ch02_model;
 pub mod ch03_bounds;
 pub mod ch03_glob;
+pub mod ch03_reads;
 pub mod ch03_tools;
 pub mod ch04_markdown;
 pub mod ch04_sanitize;

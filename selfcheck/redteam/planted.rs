@@ -120,6 +120,150 @@ fn attempt(workspace: TempDir, test: Test) -> Run {
 }
 
 // ---------------------------------------------------------------------------------------
+// 1. What the agent reads at start-up is workspace input.
+
+/// A directory outside the workspace holding a secret the system prompt must never carry.
+fn outside_secret() -> (TempDir, String) {
+    let outside = TempDir::new();
+    let secret = format!("OUTSIDE-SECRET-{}", std::process::id());
+    std::fs::write(outside.path().join("secret.md"), format!("{secret}\n")).unwrap();
+    std::fs::create_dir_all(outside.path().join("skill")).unwrap();
+    std::fs::write(outside.path().join("skill/SKILL.md"), format!("---\nname: planted\n---\n{secret}\n"))
+        .unwrap();
+    (outside, secret)
+}
+
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo").arg(path).status().expect("run mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// Starts a session in `workspace` against a model that answers at once, and checks the rule
+/// of group 1: the session started and ended normally, no request carried `secret`, each
+/// refusal was one warning line naming the file as planted (never the outside path), and
+/// the start took well under the hang bound.
+fn start_up(workspace: TempDir, secret: &str, refused: &[&str]) -> Run {
+    let started = std::time::Instant::now();
+    let run = Test::new().args(["-p", "hi"]).server(vec![text("ok")]).run_in(workspace);
+    let elapsed = started.elapsed();
+    eprintln!("start-up with planted files: {elapsed:?}");
+    assert!(elapsed < std::time::Duration::from_secs(10), "start-up took {elapsed:?}");
+    run.expect_code(0);
+    assert_eq!(run.requests.len(), 1, "the session started and asked the model");
+    for request in &run.requests {
+        assert!(!request.to_string().contains(secret), "a file from outside the root reached the model");
+    }
+    let warnings: Vec<&str> = run.stderr.lines().filter(|line| line.contains("warning")).collect();
+    for name in refused {
+        let matching: Vec<&&str> = warnings.iter().filter(|line| line.contains(name)).collect();
+        assert_eq!(matching.len(), 1, "one warning line for {name}:\n{}", run.stderr);
+        assert!(matching[0].contains("not loaded"), "{}", matching[0]);
+    }
+    assert!(!run.stderr.contains(secret));
+    run
+}
+
+fn system_prompt(run: &Run) -> String {
+    run.requests[0]["messages"][0]["content"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn agents_md_linked_outside_the_root_is_refused_with_a_warning() {
+    let (outside, secret) = outside_secret();
+    let workspace = TempDir::new();
+    symlink(outside.path().join("secret.md"), workspace.path().join("AGENTS.md")).unwrap();
+    let run = start_up(workspace, &secret, &["AGENTS.md"]);
+    let outside_name = outside.path().file_name().unwrap().to_string_lossy().into_owned();
+    assert!(!run.stderr.contains(&outside_name), "the warning shows the target:\n{}", run.stderr);
+}
+
+#[test]
+fn agents_md_escaping_through_a_relative_chain_is_refused() {
+    let (outside, secret) = outside_secret();
+    let workspace = TempDir::new();
+    let root = workspace.path();
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    symlink(outside.path(), root.join("docs/shared")).unwrap();
+    symlink("docs/../docs/shared/secret.md", root.join("AGENTS.md")).unwrap();
+    start_up(workspace, &secret, &["AGENTS.md"]);
+}
+
+#[test]
+fn agents_md_as_a_fifo_does_not_hang_start_up() {
+    let workspace = TempDir::new();
+    mkfifo(&workspace.path().join("AGENTS.md"));
+    start_up(workspace, "never", &["AGENTS.md"]);
+}
+
+#[test]
+fn agents_md_as_dev_zero_is_refused_before_reading() {
+    let workspace = TempDir::new();
+    symlink("/dev/zero", workspace.path().join("AGENTS.md")).unwrap();
+    start_up(workspace, "never", &["AGENTS.md"]);
+}
+
+#[test]
+fn agents_md_as_a_directory_is_a_warning_not_a_failure() {
+    let workspace = TempDir::new();
+    std::fs::create_dir_all(workspace.path().join("AGENTS.md")).unwrap();
+    start_up(workspace, "never", &["AGENTS.md"]);
+}
+
+/// 64 MB of AGENTS.md: only the cap reaches the prompt, with the note saying it was cut.
+#[test]
+fn a_huge_agents_md_is_bounded_before_it_is_read() {
+    let workspace = TempDir::new();
+    let file = std::fs::File::create(workspace.path().join("AGENTS.md")).unwrap();
+    file.set_len(64 << 20).unwrap(); // sparse: costs no disk
+    let run = start_up(workspace, "never", &[]);
+    let prompt = system_prompt(&run);
+    assert!(prompt.len() < 16 * 1024, "the prompt is {} bytes", prompt.len());
+    assert!(prompt.contains(&format!("of {} bytes", 64 << 20)), "the cut is said: {prompt}");
+}
+
+#[test]
+fn a_skills_directory_linked_outside_is_refused() {
+    let (outside, secret) = outside_secret();
+    let workspace = TempDir::new();
+    std::fs::write(outside.path().join("evil.md"), format!("{secret}\n")).unwrap();
+    symlink(outside.path(), workspace.path().join("skills")).unwrap();
+    start_up(workspace, &secret, &["skills/"]);
+}
+
+#[test]
+fn skill_files_and_folders_linked_outside_are_refused_and_the_rest_load() {
+    let (outside, secret) = outside_secret();
+    let workspace = TempDir::new();
+    let skills = workspace.path().join("skills");
+    std::fs::create_dir_all(skills.join("fine")).unwrap();
+    std::fs::write(skills.join("fine/SKILL.md"), "---\nname: fine\n---\nRun the tests.\n").unwrap();
+    std::fs::write(skills.join("review.md"), "Review carefully.\n").unwrap();
+    symlink(outside.path().join("secret.md"), skills.join("leak.md")).unwrap();
+    symlink(outside.path().join("skill"), skills.join("planted")).unwrap();
+    mkfifo(&skills.join("pipe.md"));
+    symlink("/dev/zero", skills.join("zero.md")).unwrap();
+    let run = start_up(
+        workspace,
+        &secret,
+        &["skills/leak.md", "skills/planted/SKILL.md", "skills/pipe.md", "skills/zero.md"],
+    );
+    let prompt = system_prompt(&run);
+    assert!(prompt.contains("Run the tests.") && prompt.contains("Review carefully."), "{prompt}");
+}
+
+/// Confinement is not over-broad: a link that stays inside the root is followed.
+#[test]
+fn agents_md_linked_inside_the_root_still_loads() {
+    let workspace = TempDir::new();
+    std::fs::create_dir_all(workspace.path().join("docs")).unwrap();
+    std::fs::write(workspace.path().join("docs/agents.md"), "Use cargo nextest.\n").unwrap();
+    symlink("docs/agents.md", workspace.path().join("AGENTS.md")).unwrap();
+    let run = start_up(workspace, "never", &[]);
+    assert!(system_prompt(&run).contains("Use cargo nextest."));
+    assert!(!run.stderr.contains("warning"), "{}", run.stderr);
+}
+
+// ---------------------------------------------------------------------------------------
 // 2. The model can never write `.mini_agent/` or `.git/`, by any spelling.
 
 /// The attack of the issue: `missing/../link/sessions/<live id>.jsonl` with
