@@ -139,7 +139,9 @@ fn ctrl_c_during_a_model_reply_that_never_comes_brings_the_prompt_back() {
 
 #[test]
 fn ctrl_c_during_a_slow_stream_brings_the_prompt_back() {
-    let words = ["Once ", "upon ", "a ", "time ", "there ", "was ", "a ", "very ", "slow ", "server."];
+    // On a terminal a streamed reply is shown a complete line at a time (rendered Markdown).
+    let words =
+        ["Once upon a time,\n", "upon ", "a ", "time ", "there ", "was ", "a ", "very ", "slow ", "server."];
     let chunks = words
         .iter()
         .map(|word| json!({"choices": [{"index": 0, "delta": {"content": word}}]}).to_string())
@@ -153,7 +155,7 @@ fn ctrl_c_during_a_slow_stream_brings_the_prompt_back() {
     let mut terminal = Terminal::start(workspace.path(), &["--stream", "--base-url", &server.url]);
     terminal.wait_for("> ");
     terminal.type_keys("tell a story\r");
-    terminal.wait_for("Once ");
+    terminal.wait_for("Once upon");
 
     let pressed = Instant::now();
     terminal.type_keys("\x03");

@@ -12,6 +12,7 @@ mod pty;
 mod command_line;
 mod crash;
 mod daily_cli;
+mod daily_terminal;
 mod events;
 mod interrupts;
 mod model_replies;

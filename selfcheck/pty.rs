@@ -23,6 +23,8 @@ unsafe extern "C" {
     fn ioctl(fd: i32, request: std::ffi::c_ulong, ...) -> i32;
 }
 
+/// Linux's "set the window size" (a `struct winsize`).
+const TIOCSWINSZ: std::ffi::c_ulong = 0x5414;
 /// Linux's "make this terminal my controlling terminal".
 const TIOCSCTTY: std::ffi::c_ulong = 0x540E;
 /// How long a wait for the screen may take before the test fails (a hang, not a slow run).
@@ -128,6 +130,30 @@ impl Terminal {
 
     pub fn type_keys(&mut self, keys: &str) {
         self.keyboard.write_all(keys.as_bytes()).expect("type on the terminal");
+    }
+
+    /// Resizes the window, as a person dragging its corner: the agent reads the new width.
+    pub fn resize(&mut self, columns: u16, rows: u16) {
+        use std::os::fd::AsRawFd;
+        let size: [u16; 4] = [rows, columns, 0, 0];
+        // SAFETY: TIOCSWINSZ reads one struct winsize (four u16), which `size` is.
+        let done = unsafe { ioctl(self.keyboard.as_raw_fd(), TIOCSWINSZ, size.as_ptr()) };
+        assert_eq!(done, 0, "resize the terminal");
+    }
+
+    /// Waits for the agent to exit by itself; returns its exit code and the whole screen.
+    pub fn wait_exit(mut self) -> (Option<i32>, String) {
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait for mini-agent") {
+                break status;
+            }
+            assert!(started.elapsed() < SCREEN_TIMEOUT, "mini-agent did not exit:\n{}", self.screen());
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        // The reader thread may still be draining the last bytes.
+        std::thread::sleep(Duration::from_millis(50));
+        (status.code(), self.screen())
     }
 
     /// Types `/exit` at the prompt and expects a clean exit.

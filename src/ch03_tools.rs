@@ -1248,12 +1248,14 @@ impl Workspace {
 /// closed, which is when every process holding it has exited.
 fn start_reader(mut pipe: io::PipeReader, capture: Arc<Mutex<Capture>>) -> mpsc::Receiver<()> {
     let (closed_tx, closed_rx) = mpsc::channel();
+    crate::ch03_progress::clear();
     thread::spawn(move || {
         let mut buffer = vec![0u8; 64 * 1024];
         loop {
             match pipe.read(&mut buffer) {
                 Ok(0) => break,
                 Ok(n) => {
+                    crate::ch03_progress::note(&buffer[..n]);
                     if !capture.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(&buffer[..n]) {
                         break; // closing our end: a writer left behind gets EPIPE
                     }

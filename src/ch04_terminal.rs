@@ -28,7 +28,8 @@
 //!   type-ahead, so a piped run sends exactly what the same lines typed one by one would.
 
 use crate::ch01_loop::{Error, Event, Observer, Outcome, ToolCall, ToolOutput, ToolStatus, set_interrupted};
-pub use crate::ch04_markdown::{Look, render_markdown};
+use crate::ch04_line_state::{Editor, LineState};
+pub use crate::ch04_markdown::{Look, StreamRenderer, render_markdown};
 use crate::ch04_sanitize::{sanitize, sanitize_command};
 use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
@@ -170,6 +171,8 @@ struct Queue {
     reading: bool,
     asking: bool,
     answer: Option<String>,
+    /// Lines typed during the turn and sent with a request: they belong in the history.
+    handed_over: Vec<String>,
     /// Ctrl+D was pressed on an empty line while a question was asked: no answer, a denial.
     declined: bool,
 }
@@ -251,7 +254,13 @@ impl TypeAhead {
         let (messages, kept): (Vec<String>, Vec<String>) =
             queue.lines.drain(..).partition(|line| parse_command(line).is_none());
         queue.lines = kept.into();
+        queue.handed_over.extend(messages.iter().cloned());
         messages
+    }
+
+    /// The lines sent with a request since the last call, for the history.
+    pub fn take_handed_over(&self) -> Vec<String> {
+        std::mem::take(&mut self.lock().handed_over)
     }
 
     /// Everything still queued, in the order it was typed.
@@ -263,9 +272,21 @@ impl TypeAhead {
     /// during a turn). `None` when there is no terminal to ask, or Ctrl+C or Ctrl+D was pressed.
     pub fn ask(&self, question: &str) -> Option<String> {
         // On a terminal the tool line (`→ bash: …`) is still open: start a fresh line.
-        let fresh_line = if std::io::stderr().is_terminal() { "\n" } else { "" };
-        eprint!("{fresh_line}{question}");
-        let _ = std::io::stderr().flush();
+        // The tool line (`→ bash: …`) may still be open: end it, once. A follow-up question
+        // (the reason after `n`) comes after the typed answer's newline: no blank line.
+        let fresh_line = if TOOL_LINE_OPEN.swap(false, Ordering::SeqCst) { "\n" } else { "" };
+        {
+            let mut open = QUESTION_OPEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            *open = true;
+            eprint!("{fresh_line}{question}");
+            let _ = std::io::stderr().flush();
+        }
+        let answer = self.wait_for_answer();
+        question_open(false);
+        answer
+    }
+
+    fn wait_for_answer(&self) -> Option<String> {
         let mut queue = self.lock();
         if !queue.reading {
             drop(queue);
@@ -345,7 +366,7 @@ pub struct LineReader {
 }
 
 enum Source {
-    Editor { editor: Box<rustyline::DefaultEditor>, history: Option<PathBuf> },
+    Editor { editor: Box<Editor>, history: Option<PathBuf> },
     Plain(Box<dyn BufRead + Send>),
 }
 
@@ -362,8 +383,9 @@ impl LineReader {
             .and_then(|builder| builder.history_ignore_dups(true))
             .map_err(|error| Error::Config(format!("line editor: {error}")))?
             .build();
-        let mut editor = rustyline::DefaultEditor::with_config(config)
+        let mut editor = Editor::with_config(config)
             .map_err(|error| Error::Config(format!("cannot start the line editor: {error}")))?;
+        editor.set_helper(Some(LineState::default()));
         if let Some(path) = history {
             prepare_history_file(path)?;
             // A damaged history file is not worth refusing to start over.
@@ -394,12 +416,23 @@ impl LineReader {
     pub fn read_line(&mut self, prompt: &str, initial: &str) -> Result<Input, Error> {
         match &mut self.source {
             Source::Editor { editor, .. } => {
-                let read = if initial.is_empty() || editor_can_prefill() {
-                    editor.readline_with_initial(prompt, (initial, ""))
-                } else {
-                    // A terminal the editor cannot drive ignores pre-filled text: show it
-                    // with the prompt and keep it in front of what is typed, never lose it.
-                    editor.readline(&format!("{prompt}{initial}")).map(|typed| format!("{initial}{typed}"))
+                let mut initial = initial;
+                let read = loop {
+                    let read = if initial.is_empty() || editor_can_prefill() {
+                        editor.readline_with_initial(prompt, (initial, ""))
+                    } else {
+                        // A terminal the editor cannot drive ignores pre-filled text: show it
+                        // with the prompt and keep it in front of what is typed, never lose it.
+                        editor
+                            .readline(&format!("{prompt}{initial}"))
+                            .map(|typed| format!("{initial}{typed}"))
+                    };
+                    let typed = editor.helper().is_some_and(LineState::take_typed) || !initial.is_empty();
+                    match read {
+                        // Ctrl+C on a half-typed line clears it, as in a shell: a fresh prompt.
+                        Err(rustyline::error::ReadlineError::Interrupted) if typed => initial = "",
+                        read => break read,
+                    }
                 };
                 match read {
                     Ok(line) => {
@@ -433,6 +466,17 @@ fn editor_can_prefill() -> bool {
 }
 
 impl LineReader {
+    /// Said once per workspace, the first time someone leaves with Ctrl+C or Ctrl+D: how to
+    /// come back. A marker file next to the history remembers that it was said.
+    fn first_exit_hint(&self) -> Option<&'static str> {
+        let Source::Editor { history: Some(history), .. } = &self.source else { return None };
+        let marker = history.with_file_name("exit-hint-shown");
+        use std::os::unix::fs::OpenOptionsExt;
+        // create_new: only the first exit creates it; a refused or failed create says nothing.
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(marker).ok()?;
+        Some("to continue this session later: mini-agent -c (or -r <id>; /list shows them)")
+    }
+
     /// Adds a line to the history (and its file), so arrow-up finds lines typed during a
     /// turn as well as those typed at the prompt.
     pub fn remember(&mut self, line: &str) {
@@ -525,37 +569,65 @@ fn write_to(sink: &Mutex<Box<dyn Write + Send>>, text: &str) {
 }
 
 // ANCHOR: spinner
-/// `⠋ thinking… 1.2s` on stderr while the model works; cleared when it stops.
+/// `⠋ thinking…   1.2s` on stderr while the model works, `⠋ bash: cargo test   4.1s  Compiling
+/// foo` while a tool runs; cleared when it stops. A permission question pauses it.
 struct Spinner {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
+/// Set while a permission question is on the screen: the spinner must not draw over it. The
+/// lock is held while a frame or the question is written, so the two never interleave.
+static QUESTION_OPEN: Mutex<bool> = Mutex::new(false);
+
+/// A live tool line (`→ bash: …`) is on the screen without its newline.
+static TOOL_LINE_OPEN: AtomicBool = AtomicBool::new(false);
+
+/// Marks a question as shown (`true`, before writing it) or answered (`false`).
+pub fn question_open(open: bool) {
+    *QUESTION_OPEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = open;
+}
+
 impl Spinner {
-    fn start(screen: &Screen, label: &'static str) -> Spinner {
+    /// `detail` is read at each frame: for `bash`, the last line of output so far.
+    fn start(screen: &Screen, label: String, detail: Option<fn() -> String>) -> Spinner {
         let stop = Arc::new(AtomicBool::new(false));
         let (flag, screen) = (Arc::clone(&stop), screen.clone());
         let thread = std::thread::spawn(move || {
             const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
             let started = Instant::now();
-            let mut frame = 0;
+            let (mut frame, mut drawn) = (0, 0);
+            // Fixed width, so a later frame covers exactly the earlier one, and short enough
+            // not to wrap: the line is rewritten in place.
+            let width = crate::ch04_markdown::terminal_width().saturating_sub(1).clamp(20, 100);
+            let label: String = label.chars().take(width / 2).collect();
             // A quick reply should not flash a spinner.
             std::thread::park_timeout(Duration::from_millis(200));
             while !flag.load(Ordering::SeqCst) {
                 let seconds = started.elapsed().as_secs_f64();
-                // Fixed width, so a later frame covers exactly the earlier one. After the
-                // first frame the cursor is saved and restored (ESC 7 / ESC 8): what the user
-                // types meanwhile is echoed after the status and stays visible.
-                let status = format!("{} {label} {seconds:>5.1}s ", FRAMES[frame % FRAMES.len()]);
-                if frame == 0 {
-                    screen.status(&format!("\r\x1b[2K{status}"));
-                } else {
-                    screen.status(&format!("\x1b7\r{status}\x1b8"));
+                let mut status = format!("{} {label} {seconds:>5.1}s ", FRAMES[frame % FRAMES.len()]);
+                if let Some(detail) = detail {
+                    status.push_str(&sanitize(&detail()));
                 }
+                let status: String = status.chars().chain(std::iter::repeat(' ')).take(width).collect();
                 frame += 1;
+                let question = QUESTION_OPEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                if *question {
+                    // After the answer the cursor is on a fresh line: start drawing anew there.
+                    drawn = 0;
+                } else if drawn == 0 {
+                    screen.status(&format!("\r\x1b[2K{status}"));
+                    drawn += 1;
+                } else {
+                    // The cursor is saved and restored (ESC 7 / ESC 8): what the user types
+                    // meanwhile is echoed after the status and stays visible.
+                    screen.status(&format!("\x1b7\r{status}\x1b8"));
+                    drawn += 1;
+                }
+                drop(question);
                 std::thread::park_timeout(Duration::from_millis(100));
             }
-            if frame > 0 {
+            if drawn > 0 {
                 screen.status("\r\x1b[2K");
             }
         });
@@ -582,17 +654,26 @@ pub struct TerminalObserver {
     spinner: Option<Spinner>,
     waiting_for_model: bool,
     streamed: Option<char>,
+    /// The streamed reply on a terminal, rendered a line at a time.
+    stream: Option<StreamRenderer>,
 }
 
 impl TerminalObserver {
     /// `type_ahead` is the REPL's queue; `None` for `-p`.
     pub fn new(screen: Screen, type_ahead: Option<TypeAhead>) -> TerminalObserver {
-        TerminalObserver { screen, type_ahead, spinner: None, waiting_for_model: false, streamed: None }
+        TerminalObserver {
+            screen,
+            type_ahead,
+            spinner: None,
+            waiting_for_model: false,
+            streamed: None,
+            stream: None,
+        }
     }
 
-    fn spin(&mut self, label: &'static str) {
+    fn spin(&mut self, label: &str) {
         if self.screen.live {
-            self.spinner = Some(Spinner::start(&self.screen, label));
+            self.spinner = Some(Spinner::start(&self.screen, label.to_string(), None));
         }
     }
 
@@ -623,20 +704,31 @@ impl Observer for TerminalObserver {
             Event::Request { .. } => {
                 self.waiting_for_model = true;
                 self.streamed = None;
+                self.stream = None;
                 self.spin("thinking…");
             }
             Event::TextDelta(text) => {
-                self.spinner = None;
                 if self.screen.look == Look::Raw {
+                    self.spinner = None;
                     self.screen.print(text);
+                    self.streamed = text.chars().last().or(self.streamed);
                 } else {
-                    self.screen.print(&sanitize(text));
+                    // Rendered a complete line at a time; the spinner runs until the first.
+                    let look = self.screen.look;
+                    let lines = self.stream.get_or_insert_with(|| StreamRenderer::new(look)).push(text);
+                    if !lines.is_empty() {
+                        self.spinner = None;
+                        self.screen.print(&lines);
+                    }
+                    self.streamed = Some('\n');
                 }
-                self.streamed = text.chars().last().or(self.streamed);
             }
             Event::Reply(reply) => {
                 self.waiting_for_model = false;
                 self.spinner = None;
+                if let Some(mut stream) = self.stream.take() {
+                    self.screen.print(&stream.finish());
+                }
                 match (self.streamed, reply.content.as_deref()) {
                     (Some(last), _) if last != '\n' => self.screen.print("\n"),
                     (Some(_), _) | (None, None) => {}
@@ -648,10 +740,20 @@ impl Observer for TerminalObserver {
             Event::ToolStarted(call) => {
                 self.spinner = None;
                 if self.screen.live {
-                    self.screen.status(&self.tool_line(call, None));
+                    let line = self.tool_line(call, None);
+                    self.screen.status(&line);
+                    TOOL_LINE_OPEN.store(true, Ordering::SeqCst);
+                    // The same line, with the time it has run (and for bash the last line of
+                    // output), redrawn in place until the tool finishes.
+                    let detail =
+                        (call.name == "bash").then_some(crate::ch03_progress::last_line as fn() -> String);
+                    let label = line.trim_start_matches("→ ").to_string();
+                    self.spinner = Some(Spinner::start(&self.screen, label, detail));
                 }
             }
             Event::ToolFinished(call, output) => {
+                self.spinner = None;
+                TOOL_LINE_OPEN.store(false, Ordering::SeqCst);
                 let clear = if self.screen.live { "\r\x1b[2K" } else { "" };
                 self.screen.status(&format!("{clear}{}\n", self.tool_line(call, Some(output))));
                 if self.screen.verbose {
@@ -755,7 +857,12 @@ pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Scree
             }
             None => match reader.read_line("> ", &std::mem::take(&mut carried_text))? {
                 Input::Line(line) => line,
-                Input::Interrupted | Input::Eof => return Ok(()),
+                Input::Interrupted | Input::Eof => {
+                    if let Some(hint) = reader.first_exit_hint() {
+                        screen.status(&format!("{hint}\n"));
+                    }
+                    return Ok(());
+                }
             },
         };
         if line.trim().is_empty() {
@@ -778,6 +885,9 @@ pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Scree
                 let outcome = host.turn(line, &mut observer);
                 drop(observer);
                 let typed_meanwhile = typing.map(TypeAheadReader::finish).unwrap_or_default();
+                for sent in reader.type_ahead().take_handed_over() {
+                    reader.remember(&sent);
+                }
                 match outcome {
                     Outcome::Completed(_) => next_inputs.extend(typed_meanwhile),
                     Outcome::TurnLimit => {

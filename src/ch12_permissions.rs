@@ -13,6 +13,7 @@
 
 use crate::ch01_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
 use crate::ch04_sanitize::sanitize_command;
+use crate::ch04_terminal::question_open;
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -212,10 +213,13 @@ impl TerminalPrompter {
 impl Prompter for TerminalPrompter {
     fn ask(&mut self, call: &ToolCall, needed: Permission) -> Answer {
         self.say("\n");
-        ask_with(call, needed, |question| {
+        let answer = ask_with(call, needed, |question| {
+            question_open(true);
             self.say(question);
             self.read_line()
-        })
+        });
+        question_open(false);
+        answer
     }
 }
 
