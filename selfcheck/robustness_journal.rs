@@ -136,7 +136,7 @@ fn open_when_free(path: &Path) -> (Journal, Loaded) {
 fn every_truncated_prefix_of_a_journal_reads_as_its_complete_lines() {
     let temp = TempDir::new();
     let valid = valid_journal(temp.path());
-    let path = temp.path().join("prefix.jsonl");
+    let path = temp.path().join(".mini_agent/sessions/prefix.jsonl");
     let line_ends: Vec<usize> =
         valid.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1).collect();
     let mut problems = Vec::new();
@@ -182,7 +182,7 @@ fn every_truncated_prefix_of_a_journal_reads_as_its_complete_lines() {
 fn random_bytes_and_random_damage_never_panic_and_always_explain() {
     let temp = TempDir::new();
     let valid = valid_journal(temp.path());
-    let path = temp.path().join("random.jsonl");
+    let path = temp.path().join(".mini_agent/sessions/random.jsonl");
     let mut random = XorShift(0x9E37_79B9_7F4A_7C15);
     let mut problems = Vec::new();
     let mut inputs = 0;
@@ -246,7 +246,7 @@ fn random_bytes_and_random_damage_never_panic_and_always_explain() {
 fn huge_lines_deep_nesting_and_invalid_utf8_are_told_not_crashed() {
     let temp = TempDir::new();
     let valid = valid_journal(temp.path());
-    let path = temp.path().join("hostile.jsonl");
+    let path = temp.path().join(".mini_agent/sessions/hostile.jsonl");
     let header_end = valid.iter().position(|&b| b == b'\n').expect("a header line") + 1;
     let (header, rest) = valid.split_at(header_end);
     let name = path.display().to_string();

@@ -9,7 +9,7 @@
 //! regular files only (`/dev/zero`, a FIFO, a directory are refused), and reads at most
 //! `cap + 1` bytes, so a huge file costs no more than the part that is used.
 
-use crate::ch03_tools::{Workspace, regular_file, through_fd};
+use crate::ch03_tools::{Workspace, regular_file, temp_prefix, through_fd};
 use std::ffi::OsString;
 use std::fs::{self, FileType};
 use std::io::Read;
@@ -72,6 +72,23 @@ impl Workspace {
             .collect();
         names.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(Some(names))
+    }
+
+    /// Removes the temporary files (`.mini-agent-tmp.<name>.*`) that a write to `path`
+    /// left next to it when it was killed mid-write; returns how many.
+    pub fn remove_temp_files(&self, path: &str) -> usize {
+        let Ok(real) = self.resolve(path) else { return 0 };
+        let (Some(parent), Some(name)) = (real.parent(), real.file_name()) else { return 0 };
+        let Ok(directory) = self.open_confined(parent) else { return 0 };
+        let inside = through_fd(&directory, parent);
+        let prefix = temp_prefix(name);
+        let Ok(entries) = fs::read_dir(&inside) else { return 0 };
+        entries
+            .flatten()
+            .filter(|entry| entry.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)))
+            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
+            .filter(|entry| fs::remove_file(inside.join(entry.file_name())).is_ok())
+            .count()
     }
 }
 // ANCHOR_END: read_workspace_file

@@ -21,7 +21,8 @@
 
 use crate::ch01_loop::{Error, ToolCall, ToolStatus, Usage};
 use crate::ch05_sessions::{Append, Body, FORMAT_VERSION, Origin, Record, SessionStore, now_rfc3339};
-use std::fs::{File, OpenOptions, TryLockError};
+use crate::ch09_trust::{JOURNAL_MAX_BYTES, open_journal};
+use std::fs::{File, TryLockError};
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -49,6 +50,7 @@ impl Journal {
     /// name durable.
     pub fn create(store: &SessionStore, origin: impl Into<Origin>) -> Result<Journal, Error> {
         let Origin { model, api, endpoint } = origin.into();
+        store.check_dirs()?;
         // `sessions/` and `.mini_agent/` may be created now; their names need a sync too.
         let new_dirs: Vec<PathBuf> =
             store.dir().ancestors().take(2).filter(|dir| !dir.exists()).map(Path::to_path_buf).collect();
@@ -73,15 +75,14 @@ impl Journal {
     /// Opens an existing session to continue it: locks it, reads every record, and cuts a
     /// torn last line off the file (the returned `Loaded::warning` says so).
     pub fn open(path: &Path) -> Result<(Journal, Loaded), Error> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| Error::io(format!("cannot open session {}", path.display()), e))?;
+        let mut file = open_journal(path, true)?;
         let id = id_of(path);
         lock(&file, path, &id)?;
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+        (&mut file)
+            .take(JOURNAL_MAX_BYTES)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
         let loaded = parse_journal(path, &bytes, "it was cut off")?;
         if loaded.good_len < bytes.len() as u64 {
             file.set_len(loaded.good_len)
@@ -220,8 +221,11 @@ pub struct Loaded {
 /// Reads a session file without locking or changing it (for `--status`).
 /// A torn last line is ignored with a warning; it is cut when the session is resumed.
 pub fn read_journal(path: &Path) -> Result<Loaded, Error> {
-    let bytes =
-        std::fs::read(path).map_err(|e| Error::io(format!("cannot read session {}", path.display()), e))?;
+    let mut bytes = Vec::new();
+    open_journal(path, false)?
+        .take(JOURNAL_MAX_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(format!("cannot read session {}", path.display()), e))?;
     parse_journal(path, &bytes, "it is ignored, and will be cut off when the session is resumed")
 }
 

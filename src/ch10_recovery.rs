@@ -19,6 +19,7 @@ use crate::ch01_loop::{Error, Message, ToolCall, ToolStatus};
 use crate::ch02_model::shorten;
 use crate::ch05_sessions::{Append, Body, Origin, Record, replay};
 use crate::ch09_journal::{Journal, lock_holder_of, read_journal};
+use crate::ch09_trust::{check_recorded_root, journal_root, remove_leftover_temps};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -167,8 +168,10 @@ pub fn status(records: &[Record]) -> Result<SessionStatus, Error> {
 /// `--status`: reads the journal without locking or changing it, so it also works while
 /// another process runs the session.
 pub fn status_of(path: &Path) -> Result<SessionStatus, Error> {
+    journal_root(path)?;
     let loaded = read_journal(path)?;
     let mut status = status(&loaded.records).map_err(|e| in_file(path, e))?;
+    check_recorded_root(path, &status.root)?;
     status.warning = loaded.warning;
     status.in_use_by = lock_holder_of(path);
     Ok(status)
@@ -293,12 +296,16 @@ pub struct Resumed {
 
 /// Opens the journal at `path`, checks it can continue, and appends the synthetic results.
 pub fn resume(path: &Path, acknowledge_unknown: bool) -> Result<Resumed, Error> {
+    journal_root(path)?; // before anything is opened, locked or cut
     let (mut journal, loaded) = Journal::open(path)?;
     let plan = prepare_resume(&loaded.records, acknowledge_unknown).map_err(|e| in_file(path, e))?;
+    let plan = ResumePlan { root: check_recorded_root(path, &plan.root.to_string_lossy())?, ..plan };
     for body in &plan.append {
         journal.append(body.clone())?;
     }
-    Ok(Resumed { journal, plan, warning: loaded.warning })
+    let removed = remove_leftover_temps(&plan.root, &open_calls(&loaded.records).unknown);
+    let warning = [loaded.warning, removed].into_iter().flatten().reduce(|a, b| format!("{a}; {b}"));
+    Ok(Resumed { journal, plan, warning })
 }
 // ANCHOR_END: resume
 
@@ -585,14 +592,17 @@ mod tests {
     #[test]
     fn status_and_resume_figures() {
         let temp = TempDir::new("recovery-figures");
-        let big = temp.0.join("20261129-091500-aaaa.jsonl");
+        // A session's journal lives in its root's .mini_agent/sessions/ (chapter 9's trust rule).
+        let sessions = temp.0.join(".mini_agent/sessions");
+        std::fs::create_dir_all(&sessions).unwrap();
+        let big = sessions.join("20261129-091500-aaaa.jsonl");
         write_synthetic_journal(&big, 10_000).unwrap();
         let started = Instant::now();
         let shown = status_of(&big).unwrap();
         let status_ms = started.elapsed().as_secs_f64() * 1e3;
         assert_eq!((shown.records, shown.state), (10_000, SessionState::Completed));
 
-        let medium = temp.0.join("20261129-091500-bbbb.jsonl");
+        let medium = sessions.join("20261129-091500-bbbb.jsonl");
         write_synthetic_journal(&medium, 1_250).unwrap();
         let started = Instant::now();
         let resumed = resume(&medium, false).unwrap();

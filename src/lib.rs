@@ -17,6 +17,7 @@ pub mod ch06_skills;
 pub mod ch07_context;
 pub mod ch08_retry;
 pub mod ch09_journal;
+pub mod ch09_trust;
 pub mod ch10_recovery;
 pub mod ch11_streaming;
 pub mod ch12_permissions;

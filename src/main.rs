@@ -103,6 +103,7 @@ fn evaluate(eval: &args::EvalOptions) -> Result<u8, Error> {
 fn agent(options: &Options) -> Result<u8, Error> {
     let here = workspace_root(options.root.as_deref())?;
     let store = SessionStore::new(&here);
+    store.check_dirs()?; // a symlinked .mini_agent/ would move every record elsewhere
     let chosen = match (&options.resume, options.continue_latest) {
         (Some(wanted), _) => Some(store.resolve(wanted)?),
         (None, true) => Some(store.latest()?),
@@ -233,7 +234,16 @@ fn repl(
     config: impl Fn(Asker) -> Config,
     verbose: bool,
 ) -> Result<u8, Error> {
-    let mut reader = LineReader::stdin(Some(&root.join(".mini_agent").join("history")))?;
+    // A history file planted as a symlink would have typed lines appended to its target.
+    let history = root.join(".mini_agent").join("history");
+    let history = match std::fs::symlink_metadata(&history) {
+        Ok(meta) if !meta.is_file() => {
+            say(&format!("mini-agent: warning: {} is not a regular file; history is off", history.display()));
+            None
+        }
+        _ => Some(history),
+    };
+    let mut reader = LineReader::stdin(history.as_deref())?;
     // Permission questions need someone typing; a piped script is denied, naming the flag.
     let asker = if reader.is_terminal() { Asker::TypeAhead(reader.type_ahead()) } else { Asker::Nobody };
     let resumed = opened.is_some();

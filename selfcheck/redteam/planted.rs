@@ -7,7 +7,7 @@
 //! written by a file tool, no journal moved the root, and every refusal names the path as
 //! the model gave it.
 
-use crate::harness::{Run, TempDir, Test, records, session_files, text};
+use crate::harness::{Run, TempDir, Test, call, records, session_files, text};
 use mini_agent::ch13_scripted_server::Step;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -453,4 +453,211 @@ fn refusals_name_the_path_as_given_never_the_symlink_target_outside() {
     assert!(!run.stdout.contains(&outside_name), "stdout shows the target:\n{}", run.stdout);
     assert!(!run.stderr.contains(&outside_name), "stderr shows the target:\n{}", run.stderr);
     assert_eq!(tree(outside.path()), outside_before, "nothing outside changed");
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. A journal cannot move the root.
+
+/// A session header as a planted journal would write it, recording `root`.
+fn planted_journal(root: &str) -> String {
+    let header = json!({"seq": 1, "ts": "9999-12-31T00:00:00.000Z", "type": "session", "version": 1,
+        "id": "99991231-000000-ffff", "root": root, "model": "m", "created": "9999-12-31T00:00:00.000Z"});
+    let user = json!({"seq": 2, "ts": "9999-12-31T00:00:00.000Z", "type": "user", "content": "hi"});
+    format!("{header}\n{user}\n")
+}
+
+const PLANTED: &str = ".mini_agent/sessions/99991231-000000-ffff.jsonl";
+
+/// A continued session whose model tries to write and read outside; the rule: the run is
+/// refused before any request, with the reason, and `outside` is as it was.
+fn continue_refused(workspace: TempDir, args: &[&str], outside: &TempDir, reason: &str) -> Run {
+    let before = tree(outside.path());
+    let mut test = Test::new().args(["--allow-write"]).server(vec![
+        call(
+            "write_file",
+            json!({"path": format!("{}/pwned.txt", outside.path().display()), "content": "x"}),
+        ),
+        call("write_file", json!({"path": "pwned.txt", "content": "x"})),
+        text("done"),
+    ]);
+    for arg in args {
+        test = test.args([*arg]);
+    }
+    let run = test.run_in(workspace);
+    run.expect_code(1).stderr_has(reason);
+    assert!(run.requests.is_empty(), "a request was sent from a refused session");
+    assert_eq!(tree(outside.path()), before, "something outside the root changed");
+    assert!(!run.root().join("pwned.txt").exists());
+    run
+}
+
+#[test]
+fn a_planted_latest_journal_claiming_root_slash_is_refused_by_continue() {
+    let outside = TempDir::new();
+    let run = continue_refused(
+        repository_with(PLANTED, &planted_journal("/")),
+        &["-c", "-p", "go on"],
+        &outside,
+        "says its root is \"/\"",
+    );
+    assert_eq!(run.read(PLANTED).as_deref(), Some(planted_journal("/").as_str()), "the journal untouched");
+}
+
+#[test]
+fn a_planted_journal_claiming_another_existing_root_is_refused_by_resume() {
+    let outside = TempDir::new();
+    let journal = planted_journal(&outside.path().display().to_string());
+    continue_refused(
+        repository_with(PLANTED, &journal),
+        &["-r", "99991231", "-p", "go on"],
+        &outside,
+        "a session works only where its journal lives",
+    );
+}
+
+#[test]
+fn status_refuses_a_journal_whose_root_disagrees() {
+    let outside = TempDir::new();
+    continue_refused(
+        repository_with(PLANTED, &planted_journal("/")),
+        &["-c", "--status"],
+        &outside,
+        "says its root is \"/\"",
+    );
+}
+
+#[test]
+fn a_loose_journal_given_by_path_is_refused() {
+    let outside = TempDir::new();
+    let loose = outside.path().join("x.jsonl");
+    std::fs::write(&loose, planted_journal(&outside.path().display().to_string())).unwrap();
+    continue_refused(
+        repository(),
+        &["-r", loose.to_str().unwrap(), "-p", "go on"],
+        &outside,
+        "is not in a .mini_agent/sessions/ directory",
+    );
+}
+
+#[test]
+fn a_symlinked_record_directory_is_refused_and_nothing_lands_outside() {
+    for link in [".mini_agent", ".mini_agent/sessions"] {
+        let outside = TempDir::new();
+        let workspace = repository();
+        if link != ".mini_agent" {
+            std::fs::create_dir_all(workspace.path().join(".mini_agent")).unwrap();
+        }
+        symlink(outside.path(), workspace.path().join(link)).unwrap();
+        let run = continue_refused(workspace, &["-p", "go"], &outside, "is a symlink");
+        assert!(tree(outside.path()).is_empty(), "{link}: a record landed outside");
+        let refused = continue_refused(repository_at(run), &["-c", "-p", "go"], &outside, "is a symlink");
+        drop(refused);
+    }
+}
+
+#[test]
+fn a_journal_that_is_a_symlink_fifo_or_huge_is_refused_without_reading_it() {
+    let outside = TempDir::new();
+    let real = outside.path().join("real.jsonl");
+    std::fs::write(&real, planted_journal(&outside.path().display().to_string())).unwrap();
+    let linked = repository();
+    std::fs::create_dir_all(linked.path().join(".mini_agent/sessions")).unwrap();
+    symlink(&real, linked.path().join(PLANTED)).unwrap();
+    continue_refused(linked, &["-c", "-p", "go on"], &outside, "is a symlink");
+
+    let fifo = repository();
+    std::fs::create_dir_all(fifo.path().join(".mini_agent/sessions")).unwrap();
+    mkfifo(&fifo.path().join(PLANTED));
+    continue_refused(fifo, &["-c", "-p", "go on"], &outside, "is not a regular file");
+
+    let huge = repository();
+    std::fs::create_dir_all(huge.path().join(".mini_agent/sessions")).unwrap();
+    let file = std::fs::File::create(huge.path().join(PLANTED)).unwrap();
+    file.set_len(300 << 20).unwrap(); // sparse
+    let started = std::time::Instant::now();
+    continue_refused(huge, &["-c", "--status"], &outside, "more than a session may hold");
+    eprintln!("a 300 MB planted journal refused in {:?}", started.elapsed());
+}
+
+fn repository_with(path: &str, content: &str) -> TempDir {
+    let workspace = repository();
+    let full = workspace.path().join(path);
+    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+    std::fs::write(full, content).unwrap();
+    workspace
+}
+
+/// The workspace of a finished run, to run again in it.
+fn repository_at(run: Run) -> TempDir {
+    run.workspace
+}
+
+// ---------------------------------------------------------------------------------------
+// 8. Temporary files of an interrupted write_file are cleaned up.
+
+/// A session killed in the middle of `write_file` (its `tool_started` is on disk, the
+/// temporary file is next to the target): resuming it removes that temporary file, and
+/// only it.
+#[test]
+fn the_temporary_file_of_a_write_killed_mid_way_is_removed_on_resume() {
+    use mini_agent::ch01_loop::ToolCall;
+    use mini_agent::ch05_sessions::{Append, Body, SessionStore};
+    use mini_agent::ch09_journal::Journal;
+    let workspace = repository();
+    let root = workspace.path();
+    std::fs::create_dir_all(root.join("notes")).unwrap();
+    std::fs::write(root.join("notes/a.txt"), "old\n").unwrap();
+    let write = ToolCall {
+        id: "call_0".into(),
+        name: "write_file".into(),
+        arguments: json!({"path": "notes/a.txt", "content": "new\n"}).to_string(),
+    };
+    let mut journal = Journal::create(&SessionStore::new(root), "m").unwrap();
+    for body in [
+        Body::User { content: "rewrite a".into() },
+        Body::Assistant { content: None, tool_calls: vec![write.clone()], usage: None },
+        Body::ToolStarted {
+            id: write.id.clone(),
+            name: write.name.clone(),
+            arguments: write.arguments.clone(),
+        },
+    ] {
+        journal.append(body).unwrap();
+    }
+    drop(journal); // the kill: no tool_finished
+    std::fs::write(root.join("notes/.mini-agent-tmp.a.txt.1764000000000-4242-0"), "ne").unwrap();
+    std::fs::write(root.join("notes/.mini-agent-tmp.b.txt.1764000000000-4242-1"), "other").unwrap();
+    let run = Test::new()
+        .args(["-c", "--acknowledge-unknown", "-p", "go on"])
+        .server(vec![text("checked")])
+        .run_in(workspace);
+    run.expect_code(0).stderr_has("removed 1 temporary file(s) left by an interrupted write");
+    let left: Vec<String> = std::fs::read_dir(run.root().join("notes"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("a.txt"))
+        .collect();
+    assert_eq!(left, ["a.txt"], "the temporary file of a.txt is gone, the file itself kept");
+    assert_eq!(run.read("notes/a.txt").as_deref(), Some("old\n"));
+    assert!(run.root().join("notes/.mini-agent-tmp.b.txt.1764000000000-4242-1").exists(), "others kept");
+}
+
+/// Failed writes leave nothing behind: every error path removes the temporary file.
+#[test]
+fn failed_and_refused_writes_leave_no_temporary_file() {
+    let workspace = repository();
+    std::fs::create_dir_all(workspace.path().join("dir/sub")).unwrap();
+    let run = model_writes(&[
+        write("dir", "x"),
+        write(".git/config", "x"),
+        write("README.md/child", "x"),
+        write(&"n".repeat(300), "x"),
+        write("ok.txt", "fine"),
+    ])
+    .run_in(workspace);
+    run.expect_code(0);
+    let temps: Vec<PathBuf> =
+        tree(run.root()).into_keys().filter(|p| p.to_string_lossy().contains(".mini-agent-tmp.")).collect();
+    assert!(temps.is_empty(), "left behind: {temps:?}");
+    assert_eq!(run.read("ok.txt").as_deref(), Some("fine"));
 }
