@@ -316,7 +316,7 @@ impl ReplHost for Agent {
                 }
                 let opened = open_session(&path, false)?;
                 if let Some(warning) = &opened.warning {
-                    eprintln!("mini-agent: warning: {warning}");
+                    eprintln!("mini-agent: warning: {}", sanitize(warning));
                 }
                 if let Some(note) = self.moved_note(&opened.origin) {
                     eprintln!("mini-agent: note: {note}");
@@ -364,7 +364,7 @@ fn build_tools(root: &Path, config: &Config) -> Result<(AgentTools, String, Stri
     let gate = Gate::new(Workspace::new(root)?, config.permissions, prompter);
     let (system_prompt, skills) = build_system_prompt(root);
     for warning in &skills.warnings {
-        eprintln!("mini-agent: warning: {warning}");
+        eprintln!("mini-agent: warning: {}", sanitize(warning));
     }
     let report = skills.to_string();
     Ok((WithSkills::new(gate, skills), system_prompt, report))
