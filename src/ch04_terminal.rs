@@ -31,13 +31,15 @@ use crate::ch01_loop::{Error, Event, Observer, Outcome, ToolCall, ToolOutput, To
 use crate::ch04_line_state::{Editor, LineState};
 pub use crate::ch04_markdown::{Look, StreamRenderer, render_markdown};
 use crate::ch04_sanitize::{sanitize, sanitize_command};
+pub use crate::ch04_spinner::question_open;
+use crate::ch04_spinner::{QUESTION_OPEN, Spinner, TOOL_LINE_OPEN};
 use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 // ANCHOR: commands
 /// A slash command typed at the prompt.
@@ -568,84 +570,6 @@ fn write_to(sink: &Mutex<Box<dyn Write + Send>>, text: &str) {
     let _ = writer.flush();
 }
 
-// ANCHOR: spinner
-/// `⠋ thinking…   1.2s` on stderr while the model works, `⠋ bash: cargo test   4.1s  Compiling
-/// foo` while a tool runs; cleared when it stops. A permission question pauses it.
-struct Spinner {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-/// Set while a permission question is on the screen: the spinner must not draw over it. The
-/// lock is held while a frame or the question is written, so the two never interleave.
-static QUESTION_OPEN: Mutex<bool> = Mutex::new(false);
-
-/// A live tool line (`→ bash: …`) is on the screen without its newline.
-static TOOL_LINE_OPEN: AtomicBool = AtomicBool::new(false);
-
-/// Marks a question as shown (`true`, before writing it) or answered (`false`).
-pub fn question_open(open: bool) {
-    *QUESTION_OPEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = open;
-}
-
-impl Spinner {
-    /// `detail` is read at each frame: for `bash`, the last line of output so far.
-    fn start(screen: &Screen, label: String, detail: Option<fn() -> String>) -> Spinner {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (flag, screen) = (Arc::clone(&stop), screen.clone());
-        let thread = std::thread::spawn(move || {
-            const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-            let started = Instant::now();
-            let (mut frame, mut drawn) = (0, 0);
-            // Fixed width, so a later frame covers exactly the earlier one, and short enough
-            // not to wrap: the line is rewritten in place.
-            let width = crate::ch04_markdown::terminal_width().saturating_sub(1).clamp(20, 100);
-            let label: String = label.chars().take(width / 2).collect();
-            // A quick reply should not flash a spinner.
-            std::thread::park_timeout(Duration::from_millis(200));
-            while !flag.load(Ordering::SeqCst) {
-                let seconds = started.elapsed().as_secs_f64();
-                let mut status = format!("{} {label} {seconds:>5.1}s ", FRAMES[frame % FRAMES.len()]);
-                if let Some(detail) = detail {
-                    status.push_str(&sanitize(&detail()));
-                }
-                let status: String = status.chars().chain(std::iter::repeat(' ')).take(width).collect();
-                frame += 1;
-                let question = QUESTION_OPEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                if *question {
-                    // After the answer the cursor is on a fresh line: start drawing anew there.
-                    drawn = 0;
-                } else if drawn == 0 {
-                    screen.status(&format!("\r\x1b[2K{status}"));
-                    drawn += 1;
-                } else {
-                    // The cursor is saved and restored (ESC 7 / ESC 8): what the user types
-                    // meanwhile is echoed after the status and stays visible.
-                    screen.status(&format!("\x1b7\r{status}\x1b8"));
-                    drawn += 1;
-                }
-                drop(question);
-                std::thread::park_timeout(Duration::from_millis(100));
-            }
-            if drawn > 0 {
-                screen.status("\r\x1b[2K");
-            }
-        });
-        Spinner { stop, thread: Some(thread) }
-    }
-}
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
-            thread.thread().unpark();
-            let _ = thread.join();
-        }
-    }
-}
-// ANCHOR_END: spinner
-
 /// Draws a turn: spinner while waiting, streamed or rendered text on stdout, one line per
 /// tool call on stderr. It also hands the loop the lines typed meanwhile.
 pub struct TerminalObserver {
@@ -917,6 +841,7 @@ pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Scree
 mod tests {
     use super::*;
     use crate::ch01_loop::Reply;
+    use std::time::Instant;
 
     #[test]
     fn commands_parse_and_unknown_ones_get_a_hint() {

@@ -11,6 +11,7 @@ pub mod ch03_tools;
 pub mod ch04_line_state;
 pub mod ch04_markdown;
 pub mod ch04_sanitize;
+pub mod ch04_spinner;
 pub mod ch04_terminal;
 pub mod ch05_sessions;
 pub mod ch06_skills;
