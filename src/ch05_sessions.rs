@@ -536,7 +536,19 @@ impl SessionStore {
 /// remaining lines are counted by their `type` without parsing them. (A JSON string cannot
 /// contain an unescaped `"`, so this pattern only matches the record's own field.)
 fn summarize(path: &Path, id: String) -> Result<SessionSummary, Error> {
-    let file = File::open(path).map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+    // Not through a symlink, not blocking on a FIFO, regular files only: a repository can
+    // plant anything under a session's name (chapter 9 says more).
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(Error::Session(format!(
+            "{} is not a regular file, so it is not a session",
+            path.display()
+        )));
+    }
     let mut summary = SessionSummary {
         id,
         path: path.to_path_buf(),

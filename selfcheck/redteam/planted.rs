@@ -661,3 +661,42 @@ fn failed_and_refused_writes_leave_no_temporary_file() {
     assert!(temps.is_empty(), "left behind: {temps:?}");
     assert_eq!(run.read("ok.txt").as_deref(), Some("fine"));
 }
+
+/// `/list` opens every journal of the root: a FIFO named like a session must not hang it,
+/// and a symlinked one must not be followed.
+#[test]
+fn listing_sessions_does_not_hang_on_a_planted_fifo_or_follow_a_link() {
+    let outside = TempDir::new();
+    let workspace = repository();
+    let sessions = workspace.path().join(".mini_agent/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    mkfifo(&sessions.join("99991231-000000-fffe.jsonl"));
+    std::fs::write(outside.path().join("x.jsonl"), planted_journal("/")).unwrap();
+    symlink(outside.path().join("x.jsonl"), sessions.join("99991231-000000-ffff.jsonl")).unwrap();
+    let run = Test::new().stdin("/list\n/exit\n").server(vec![]).run_in(workspace);
+    run.expect_code(0);
+    assert!(run.stderr.contains("is not a regular file, so it is not a session"), "{}", run.stderr);
+    assert!(!run.stdout.contains("99991231-000000-ffff"), "a linked journal was listed:\n{}", run.stdout);
+}
+
+/// A planted `.mini_agent/history -> ~/.bashrc` would have every line typed at the terminal
+/// appended to the target: history is turned off instead, with a warning.
+#[test]
+fn a_history_file_linked_outside_is_not_written_through() {
+    use crate::pty::Terminal;
+    use mini_agent::ch13_scripted_server::ScriptedServer;
+    let outside = TempDir::new();
+    let target = outside.path().join("bashrc");
+    std::fs::write(&target, "# original\n").unwrap();
+    let workspace = repository();
+    std::fs::create_dir_all(workspace.path().join(".mini_agent")).unwrap();
+    symlink(&target, workspace.path().join(".mini_agent/history")).unwrap();
+    let server = ScriptedServer::scripted(vec![text("answered")]).expect("server");
+    let mut terminal = Terminal::start(workspace.path(), &["--base-url", &server.url]);
+    terminal.wait_for("> ");
+    terminal.type_keys("touch pwned\r");
+    terminal.wait_for("answered");
+    let shown = terminal.exit();
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "# original\n", "typed lines reached the target");
+    assert!(shown.contains("history is off"), "{shown}");
+}
