@@ -18,6 +18,7 @@ use args::{Command, Options, Prompt};
 use json_events::JsonEvents;
 use mini_agent::ch01_loop::{Error, Model, Observer, Outcome};
 use mini_agent::ch02_model::{ChatClient, ClientConfig, IDLE_TIMEOUT_VARIABLE, parse_idle_timeout};
+use mini_agent::ch04_sanitize::sanitize;
 use mini_agent::ch04_terminal::{
     LineReader, Screen, TerminalObserver, install_interrupt_handler, render_markdown, run_repl,
 };
@@ -112,7 +113,8 @@ fn agent(options: &Options) -> Result<u8, Error> {
     if options.status {
         // No key, no request, no lock: reading the journal is enough.
         let path = chosen.ok_or_else(|| Error::Usage("--status needs -c or -r ID".into()))?;
-        return print_stdout(&status_of(&path)?.to_string());
+        // The recorded error may quote a server's body: shown, never obeyed.
+        return print_stdout(&sanitize(&status_of(&path)?.to_string()));
     }
     let task = options.prompt.as_ref().map(read_prompt).transpose()?;
     let opened = chosen.map(|path| open_session(&path, options.acknowledge_unknown)).transpose()?;

@@ -295,6 +295,23 @@ fn the_resumed_last_exchange_is_sanitised() {
 }
 
 #[test]
+fn a_recorded_error_shown_by_status_is_sanitised() {
+    let server = ScriptedServer::scripted(vec![Step::error(400, &format!("refused{TITLE}{CLIPBOARD}"))])
+        .expect("server");
+    let workspace = TempDir::new();
+    let first = crate::harness::agent_command(workspace.path())
+        .args(["--base-url", &server.url, "-p", "anything"])
+        .output()
+        .expect("run -p");
+    assert_eq!(first.status.code(), Some(1), "{first:?}");
+    let terminal = Terminal::start(workspace.path(), &["-c", "--status"]);
+    let (code, screen) = terminal.wait_exit();
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(screen.contains(r"refused\x1b]0;sudo password:\x07"), "{screen:?}");
+    assert_no_foreign_controls(&screen);
+}
+
+#[test]
 fn the_screen_check_itself_sees_a_raw_sequence() {
     // The rule's own test: a raw OSC, a foreign CSI or a C1 control is caught; the agent's
     // styles are not.
