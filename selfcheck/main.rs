@@ -10,6 +10,7 @@ mod harness;
 mod pty;
 
 mod command_line;
+mod context;
 mod crash;
 mod daily_cli;
 mod daily_terminal;

@@ -48,7 +48,7 @@ fn valid_journal(dir: &Path) -> Vec<u8> {
         Body::Partial { content: "half an ans".into() },
         Body::Error { message: "model request failed: stream cut off".into() },
         Body::Interrupted {},
-        Body::Compaction { summary: "Σ: the user wanted a greeting.".into(), replaces: 4 },
+        Body::Compaction { summary: "Σ: the user wanted a greeting.".into(), replaces: 4, elided: 0 },
     ];
     for body in bodies {
         journal.append(body).expect("append");

@@ -49,9 +49,10 @@ pub struct Opened {
 /// synthetic results), and puts back the compaction that was in force.
 pub fn open_session(path: &Path, acknowledge_unknown: bool) -> Result<Opened, Error> {
     let Resumed { journal, plan, warning } = resume(path, acknowledge_unknown)?;
-    let compaction = plan.compaction.map(|(summary, replaced)| CompactionRecord {
+    let compaction = plan.compaction.map(|(summary, replaced, elided)| CompactionRecord {
         summary,
         replaced,
+        elided,
         tokens_before: 0,
         tokens_after: 0,
         usage: None,

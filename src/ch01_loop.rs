@@ -128,9 +128,13 @@ pub enum Event<'a> {
     /// Older messages are now sent as `summary` (chapter 7): it stands for the first
     /// `replaced` messages after the system prompt. The token counts are estimates of the
     /// request before and after; `usage` is what the summary request cost, when known.
+    /// `elided` messages after the system prompt are sent with their large tool results and
+    /// arguments cut short; `summarised` is false when only that changed (no model call).
     Compaction {
         summary: &'a str,
         replaced: usize,
+        elided: usize,
+        summarised: bool,
         tokens_before: u64,
         tokens_after: u64,
         usage: Option<Usage>,
@@ -205,9 +209,7 @@ pub fn run_turn(
                 // Answered, not dropped: every call needs its result, and the model learns why.
                 ToolOutput {
                     content: format!(
-                        "refused: this reply made {} tool calls; at most {MAX_CALLS_PER_REPLY} run per reply. \
-                         Call the rest in your next reply if they are still needed.",
-                        calls.len()
+                        "refused: at most {MAX_CALLS_PER_REPLY} calls of one reply run; call again"
                     ),
                     status: ToolStatus::Error,
                 }

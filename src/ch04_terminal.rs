@@ -696,11 +696,15 @@ impl Observer for TerminalObserver {
                     self.spin("retrying…");
                 }
             }
-            Event::Compaction { replaced, tokens_before, tokens_after, .. } => {
+            Event::Compaction { replaced, summarised, tokens_before, tokens_after, .. } => {
                 self.spinner = None;
+                let what = if summarised {
+                    format!("{replaced} earlier messages summarised")
+                } else {
+                    "large old tool output elided".to_string()
+                };
                 self.screen.status(&format!(
-                    "compaction: {replaced} earlier messages summarised to save context \
-                     (about {tokens_before} → {tokens_after} tokens)\n"
+                    "compaction: {what} to save context (about {tokens_before} → {tokens_after} tokens)\n"
                 ));
                 if self.waiting_for_model {
                     self.spin("thinking…");

@@ -32,7 +32,7 @@
 //! | `tool_started` | `id`, `name`, `arguments` | a tool is about to run (on disk before it runs) |
 //! | `tool_finished` | `id`, `status` (`ok` `error` `denied` `interrupted` `not_run` `unknown`), `content` | its result, as the model reads it |
 //! | `interrupted` | — | the user pressed Ctrl+C; the turn ended there |
-//! | `compaction` | `summary`, `replaces` | see below |
+//! | `compaction` | `summary`, `replaces`, `elided`? | see below |
 //! | `retry` | `attempt`, `wait_ms`, `reason` | a failed request will be retried |
 //! | `partial` | `content` | text of a stream that was cut off (never sent back to the model) |
 //! | `error` | `message` | the turn failed with this error |
@@ -54,7 +54,8 @@
 //! become their messages, `tool_finished` becomes the tool result message; the other types
 //! are facts for `--status` and `/stats` and add nothing to the history. A `compaction`
 //! record is such a fact too: the history stays whole, and the record says that, from then
-//! on, the first `replaces` messages after the system prompt are *sent* as one summary.
+//! on, the first `replaces` messages after the system prompt are *sent* as one summary (and
+//! the first `elided`, when present, with their large tool output cut short).
 //! Chapter 7 owns that rule (`apply_compaction`); a resumed session restores the latest
 //! compaction into it instead of replaying it here, so there is one rule, not two.
 
@@ -78,6 +79,10 @@ pub struct Record {
     pub ts: String,
     #[serde(flatten)]
     pub body: Body,
+}
+
+fn is_zero(value: &usize) -> bool {
+    *value == 0
 }
 
 /// What a record says. The `type` field of the line picks the variant.
@@ -123,6 +128,9 @@ pub enum Body {
     Compaction {
         summary: String,
         replaces: usize,
+        /// Messages after the system prompt sent with large tool output elided (chapter 7).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        elided: usize,
     },
     Retry {
         attempt: u32,
@@ -345,8 +353,9 @@ impl<A: Append> Observer for Recorder<A> {
             Event::Retry { attempt, wait_ms, reason } => {
                 Body::Retry { attempt, wait_ms, reason: reason.to_string() }
             }
-            Event::Compaction { summary, replaced, usage, .. } => {
-                self.log.append(Body::Compaction { summary: summary.to_string(), replaces: replaced })?;
+            Event::Compaction { summary, replaced, elided, usage, .. } => {
+                let summary = summary.to_string();
+                self.log.append(Body::Compaction { summary, replaces: replaced, elided })?;
                 // The summary was a model call of its own: its tokens count too.
                 match usage {
                     Some(Usage { prompt_tokens, completion_tokens }) => {
@@ -720,9 +729,9 @@ pub(crate) mod tests {
             user("one"),
             user("two"),
             user("three"),
-            Body::Compaction { summary: "summary of one and two".into(), replaces: 2 },
+            Body::Compaction { summary: "summary of one and two".into(), replaces: 2, elided: 0 },
             user("four"),
-            Body::Compaction { summary: "summary of all before four".into(), replaces: 2 },
+            Body::Compaction { summary: "summary of all before four".into(), replaces: 2, elided: 0 },
         ];
         let message = |c: &str| Message::User { content: c.into() };
         assert_eq!(

@@ -239,9 +239,9 @@ pub struct ResumePlan {
     pub append: Vec<Body>,
     /// The history to continue with, the appended results included.
     pub history: Vec<Message>,
-    /// The latest compaction, `(summary, replaces)`: what chapter 7 was sending in place of
+    /// The latest compaction, `(summary, replaces, elided)`: what chapter 7 was sending in place of
     /// the oldest messages. The history above stays whole.
-    pub compaction: Option<(String, usize)>,
+    pub compaction: Option<(String, usize, usize)>,
 }
 
 /// Decides how to continue. Unknown outcomes block unless `acknowledge_unknown`; no tool
@@ -273,7 +273,7 @@ pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<R
             .collect();
     let history = replay(records.iter().map(|r| &r.body).chain(&append));
     let compaction = records.iter().rev().find_map(|record| match &record.body {
-        Body::Compaction { summary, replaces } => Some((summary.clone(), *replaces)),
+        Body::Compaction { summary, replaces, elided } => Some((summary.clone(), *replaces, *elided)),
         _ => None,
     });
     Ok(ResumePlan {

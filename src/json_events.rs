@@ -68,8 +68,8 @@ impl Observer for JsonEvents {
             Event::Retry { attempt, wait_ms, reason } => {
                 json!({"type": "retry", "attempt": attempt, "wait_ms": wait_ms, "reason": reason})
             }
-            Event::Compaction { summary, replaced, tokens_before, tokens_after, .. } => json!({
-                "type": "compaction", "replaced": replaced, "tokens_before": tokens_before,
+            Event::Compaction { summary, replaced, elided, tokens_before, tokens_after, .. } => json!({
+                "type": "compaction", "replaced": replaced, "elided": elided, "tokens_before": tokens_before,
                 "tokens_after": tokens_after, "summary": summary,
             }),
             Event::Notice { kind, text } => json!({"type": "notice", "kind": kind, "text": text}),

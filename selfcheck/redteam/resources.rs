@@ -242,7 +242,6 @@ fn a_large_edit_under_the_cap_is_written_without_holding_it() {
 }
 
 #[test]
-#[ignore = "needs compaction of old tool-call arguments (lands next)"]
 fn a_write_of_megabytes_is_written_and_the_session_goes_on() {
     // A write the reply cap lets through is written; the file bound is the same 64 MiB rule.
     let content = "z".repeat(4_000_000);
@@ -338,7 +337,6 @@ fn a_streamed_reply_has_the_same_cap_as_a_whole_one() {
 }
 
 #[test]
-#[ignore = "needs compaction of old tool-call arguments (lands next)"]
 fn a_streamed_reply_under_the_cap_still_works() {
     let run = measure(
         "streamed 2 MB argument",

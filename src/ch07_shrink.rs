@@ -1,0 +1,211 @@
+//! Chapter 7 — shrinking what is large, and hearing the server say "too long".
+//!
+//! A summary replaces old *turns*, but the bulk of a coding session is rarely in the turns'
+//! words: it is in tool results (a file read, a test log) and in the arguments of tool calls
+//! (a whole file written). One reply that writes a 9 MB file, or calls a tool a thousand
+//! times, is larger than any window, and summarising the words around it does not help.
+//! So before asking for a summary, compaction **elides**: every tool result and every
+//! tool-call argument older than the last exchange, when over [`ELIDE_OVER`] bytes, is sent
+//! as its head and a note of how much was left out. It costs no model call, it is
+//! deterministic (a resumed session rebuilds the same view from one number in the journal),
+//! and the history itself stays whole.
+//!
+//! Two more pieces make the count honest. The estimate is **conservative** (digits and line
+//! breaks are about a token each, punctuation half of one: bytes / 4 undercounted digit-heavy
+//! output four times), and it is **calibrated**: when the server reports `usage`, the ratio of
+//! its count to our estimate (kept between [`MIN_RATIO`] and [`MAX_RATIO`]) scales the next
+//! estimates. And when the server still says the prompt is too long, in any of the usual
+//! wordings ([`is_context_overflow`]), the agent compacts and retries once.
+
+use crate::ch01_loop::{Error, Message, ToolCall};
+use std::borrow::Cow;
+
+/// A tool result or tool-call argument over this many bytes is elided once it is old.
+pub const ELIDE_OVER: usize = 512;
+/// Bytes of an elided text that are kept, so the model still sees what it was.
+pub const ELIDE_KEEP: usize = 200;
+
+/// The calibration ratio (server count / our estimate) is kept in this range: a server that
+/// counts strangely (or a cached prompt) must not make the estimate absurd.
+pub const MIN_RATIO: f64 = 0.5;
+pub const MAX_RATIO: f64 = 4.0;
+
+// ANCHOR: elide
+/// The message as sent once it is old: large tool results and tool-call arguments cut to their
+/// head and a note; everything else (user and assistant words) untouched.
+pub fn elided(message: &Message) -> Cow<'_, Message> {
+    match message {
+        Message::Tool { tool_call_id, content } if content.len() > ELIDE_OVER => Cow::Owned(Message::Tool {
+            tool_call_id: tool_call_id.clone(),
+            content: format!(
+                "{}\n[… {} more bytes of this old tool result elided to save context]",
+                head(content),
+                content.len() - head(content).len()
+            ),
+        }),
+        Message::Assistant { content, tool_calls }
+            if tool_calls.iter().any(|c| c.arguments.len() > ELIDE_OVER) =>
+        {
+            let tool_calls = tool_calls.iter().map(elided_call).collect();
+            Cow::Owned(Message::Assistant { content: content.clone(), tool_calls })
+        }
+        _ => Cow::Borrowed(message),
+    }
+}
+
+/// Arguments stay a JSON object (servers parse them): the head, and what was left out.
+fn elided_call(call: &ToolCall) -> ToolCall {
+    if call.arguments.len() <= ELIDE_OVER {
+        return call.clone();
+    }
+    let kept = head(&call.arguments);
+    let note = format!("{kept}… [{} more bytes elided to save context]", call.arguments.len() - kept.len());
+    ToolCall {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: serde_json::json!({ "elided": note }).to_string(),
+    }
+}
+// ANCHOR_END: elide
+
+/// Whether eliding `message` would make it smaller.
+pub fn elidable(message: &Message) -> bool {
+    matches!(elided(message), Cow::Owned(_))
+}
+
+fn head(text: &str) -> &str {
+    let mut end = ELIDE_KEEP.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+// ANCHOR: overflow
+/// Whether the server refused the request because the prompt is longer than its window:
+/// OpenAI's `context_length_exceeded`, llama.cpp's "exceeds the available context size",
+/// vLLM's and OpenAI's "maximum context length", and a few other common phrasings.
+pub fn is_context_overflow(error: &Error) -> bool {
+    let Error::Http { message, code, .. } = error else { return false };
+    if code
+        .as_deref()
+        .is_some_and(|code| code == "context_length_exceeded" || code == "exceed_context_size_error")
+    {
+        return true;
+    }
+    let message = message.to_ascii_lowercase();
+    [
+        "context_length_exceeded",
+        "exceeds the available context size",
+        "exceed_context_size",
+        "maximum context length",
+        "context length exceeded",
+        "prompt is too long",
+        "too many tokens",
+        "context window",
+    ]
+    .iter()
+    .any(|phrase| message.contains(phrase))
+}
+// ANCHOR_END: overflow
+
+/// The calibration ratio learnt from one request: the server's prompt count over our estimate.
+pub fn calibration(server_tokens: u64, estimated: u64) -> Option<f64> {
+    (estimated > 0 && server_tokens > 0)
+        .then(|| (server_tokens as f64 / estimated as f64).clamp(MIN_RATIO, MAX_RATIO))
+}
+
+/// `tokens` scaled by `ratio`, rounded up.
+pub fn scaled(tokens: u64, ratio: f64) -> u64 {
+    (tokens as f64 * ratio).ceil() as u64
+}
+
+/// A summary may not take more than this many tokens of a small window (the instructions ask
+/// for fewer words, but a model may not listen).
+pub fn summary_words(window: u64) -> u64 {
+    (window / 16).clamp(40, 300)
+}
+
+/// Keeps the transcript to summarise within `budget` tokens: whole pieces from the start
+/// while they fit, then a line saying how many were left out. Summarising less than everything
+/// beats refusing: a reply of a thousand calls must not make a session impossible to continue.
+pub fn fit_pieces(pieces: &[String], budget: u64, estimate: impl Fn(&str) -> u64) -> String {
+    let mut used = 0;
+    let mut out = String::new();
+    for (index, piece) in pieces.iter().enumerate() {
+        used += estimate(piece);
+        if used > budget {
+            out.push_str(&format!(
+                "[… {} more messages, too long to show here, were left out]\n",
+                pieces.len() - index
+            ));
+            break;
+        }
+        out.push_str(piece);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parses(text: &str) -> bool {
+        serde_json::from_str::<serde_json::Value>(text).is_ok()
+    }
+
+    #[test]
+    fn large_results_and_arguments_keep_a_head_and_a_note() {
+        let big = "x".repeat(10_000);
+        let tool = Message::Tool { tool_call_id: "c".into(), content: big.clone() };
+        let Message::Tool { content, .. } = elided(&tool).into_owned() else { panic!() };
+        assert!(
+            content.starts_with(&"x".repeat(ELIDE_KEEP)) && content.contains("9800 more bytes"),
+            "{content}"
+        );
+        let call = ToolCall {
+            id: "c".into(),
+            name: "write_file".into(),
+            arguments: format!("{{\"content\":\"{big}\"}}"),
+        };
+        let assistant = Message::Assistant { content: Some("writing".into()), tool_calls: vec![call] };
+        let Message::Assistant { content, tool_calls } = elided(&assistant).into_owned() else { panic!() };
+        assert_eq!(content.as_deref(), Some("writing"));
+        assert!(
+            parses(&tool_calls[0].arguments) && tool_calls[0].arguments.len() < 400,
+            "{}",
+            tool_calls[0].arguments
+        );
+        let small = Message::Tool { tool_call_id: "c".into(), content: "ok".into() };
+        assert!(!elidable(&small));
+    }
+
+    #[test]
+    fn overflow_errors_are_recognised_in_every_usual_wording() {
+        let http = |message: &str, code: Option<&str>| Error::Http {
+            status: 400,
+            message: message.into(),
+            retry_after_ms: None,
+            code: code.map(str::to_string),
+        };
+        assert!(is_context_overflow(&http("whatever", Some("context_length_exceeded"))));
+        assert!(is_context_overflow(&http(
+            "the request exceeds the available context size, try increasing it",
+            None
+        )));
+        assert!(is_context_overflow(&http(
+            "This model's maximum context length is 1024 tokens. However, you requested 1300 tokens",
+            None
+        )));
+        assert!(!is_context_overflow(&http("invalid model", None)));
+        assert!(!is_context_overflow(&Error::Network("maximum context length".into())));
+    }
+
+    #[test]
+    fn calibration_is_clamped() {
+        assert_eq!(calibration(1150, 300), Some(1150.0 / 300.0));
+        assert_eq!(calibration(10_000, 100), Some(MAX_RATIO));
+        assert_eq!(calibration(1, 100), Some(MIN_RATIO));
+        assert_eq!(calibration(10, 0), None);
+    }
+}
