@@ -186,3 +186,68 @@ fn json_assistant_text_is_the_same_with_and_without_stream() {
     assert_eq!(without, [Value::Null, json!("done")]);
     assert_eq!(with, without);
 }
+
+// --- 4. Failed starts don't bury the last good session ---------------------------------------
+
+/// A workspace with a good demo session and, after it, a start that failed to connect.
+fn good_then_failed() -> (Run, String) {
+    let good = Test::new().args(["--demo", "-p", "list the files"]).run();
+    good.expect_code(0);
+    let id = good.only_journal()[0]["id"].as_str().expect("an id").to_string();
+    let failed =
+        Test::new().args(["-p", "this start fails"]).base_url("http://127.0.0.1:1/v1").run_in(good.workspace);
+    failed.expect_code(1);
+    assert_eq!(session_files(failed.root()).len(), 2);
+    (failed, id)
+}
+
+#[test]
+fn continue_skips_a_start_that_never_got_a_reply() {
+    let (failed, good) = good_then_failed();
+    let status = Test::new().args(["-c", "--status"]).run_in(failed.workspace);
+    status.expect_code(0);
+    assert!(status.stdout.starts_with(&format!("session  {good}\n")), "{}", status.stdout);
+    let again = Test::new().args(["-c", "-p", "list them again"]).run_in(status.workspace);
+    again.expect_code(0);
+}
+
+#[test]
+fn sessions_lists_each_session_with_its_state_like_slash_list() {
+    let (failed, good) = good_then_failed();
+    let listed = Test::new().args(["sessions"]).run_in(failed.workspace);
+    listed.expect_code(0);
+    let lines: Vec<&str> = listed.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", listed.stdout);
+    assert!(lines[0].contains(&good) || lines[1].contains(&good), "{}", listed.stdout);
+    let good_line = lines.iter().find(|l| l.contains(&good)).expect("the good session");
+    let failed_line = lines.iter().find(|l| !l.contains(&good)).expect("the failed one");
+    assert!(good_line.contains(" completed ") && good_line.contains(" 1 turn "), "{good_line}");
+    assert!(failed_line.contains(" failed ") && failed_line.contains("this start fails"), "{failed_line}");
+    // The REPL's /list shows the same columns, with the current session marked.
+    let repl = Test::new().args(["--demo"]).stdin("/list\n/exit\n").run_in(listed.workspace);
+    repl.expect_code(0);
+    assert!(repl.stdout.contains(good_line.trim_start()), "{}", repl.stdout);
+    assert!(repl.stdout.lines().any(|l| l.starts_with("* ") && l.contains(" new ")), "{}", repl.stdout);
+}
+
+#[test]
+fn an_ambiguous_prefix_names_ten_candidates_and_counts_the_rest() {
+    let first = Test::new().args(["--demo", "-p", "list the files"]).run();
+    let journal = std::fs::read_to_string(&session_files(first.root())[0]).expect("the journal");
+    let dir = first.root().join(".mini_agent/sessions");
+    for n in 0..12 {
+        std::fs::write(dir.join(format!("20990101-0000{n:02}-abcd.jsonl")), &journal).expect("a copy");
+    }
+    let run = Test::new().args(["-r", "2099", "--status"]).run_in(first.workspace);
+    run.expect_code(1)
+        .stderr_has("'2099' matches 12 sessions: ")
+        .stderr_has(" and 2 more; give more of the id");
+    assert!(
+        !run.stderr.contains("20990101-000001-abcd"),
+        "the oldest two are counted, not named: {}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("20990101-000011-abcd"), "{}", run.stderr);
+    let missing = Test::new().args(["-r", "nosuch"]).run_in(run.workspace);
+    missing.expect_code(1).stderr_has("mini-agent sessions");
+}

@@ -14,6 +14,7 @@
 //! * **How a turn ended is a fact too.** Ctrl+C, an error, the turn limit: each is recorded,
 //!   so `--status` can tell where a session stopped.
 
+use crate::sessions_table::sessions_table;
 use mini_agent::ch01_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, run_turn};
 use mini_agent::ch03_tools::Workspace;
 use mini_agent::ch04_sanitize::sanitize;
@@ -238,25 +239,6 @@ impl Agent {
         *self.stats.0.lock().unwrap_or_else(PoisonError::into_inner) = stats;
     }
 
-    fn list(&self) -> Result<String, Error> {
-        let sessions = self.store.list()?;
-        if sessions.is_empty() {
-            return Ok("no sessions yet".into());
-        }
-        let current = self.session_id();
-        let lines: Vec<String> = sessions
-            .iter()
-            .map(|s| {
-                let mark = if s.id == current { '*' } else { ' ' };
-                let prompt = s.first_prompt.as_deref().unwrap_or("(no messages)");
-                let prompt: String = prompt.lines().next().unwrap_or_default().chars().take(60).collect();
-                let date = s.created.get(..16).unwrap_or(&s.created).replace('T', " ");
-                format!("{mark} {}  {date}  {:>3} turns  {prompt}", s.id, s.user_turns)
-            })
-            .collect();
-        Ok(lines.join("\n"))
-    }
-
     /// The REPL keeps its one model client: a session recorded elsewhere is told so.
     fn moved_note(&self, recorded: &Origin) -> Option<String> {
         let current = &self.config.origin;
@@ -309,7 +291,7 @@ impl ReplHost for Agent {
                 self.switch_to(recorder, history, None)?;
                 Ok(format!("new session {}", self.session_id()))
             }
-            HostCommand::List => self.list(),
+            HostCommand::List => sessions_table(&self.store, Some(self.session_id())),
             HostCommand::Resume(wanted) => {
                 let path = self.store.resolve(&wanted)?;
                 if path == self.recorder.log().path() {

@@ -52,6 +52,10 @@ pub struct EvalOptions {
 pub enum Command {
     Agent(Options),
     Eval(EvalOptions),
+    /// `mini-agent sessions [--root DIR]`: the sessions of a root, as `/list` shows them.
+    Sessions {
+        root: Option<PathBuf>,
+    },
     Help,
     Version,
 }
@@ -104,12 +108,15 @@ const AGENT_FLAGS: &[&str] = &[
     "--version",
 ];
 const EVAL_FLAGS: &[&str] = &["--repeats", "--verbose", "--help"];
+const SESSIONS_FLAGS: &[&str] = &["--root", "--help"];
 
 // ANCHOR: parse
 /// Parses the words after the program name.
 pub fn parse(words: &[String]) -> Result<Command, String> {
-    if words.first().map(String::as_str) == Some("eval") {
-        return parse_eval(&words[1..]);
+    match words.first().map(String::as_str) {
+        Some("eval") => return parse_eval(&words[1..]),
+        Some("sessions") => return parse_sessions(&words[1..]),
+        _ => {}
     }
     let mut options = Options::default();
     let mut words = Words::new(words);
@@ -160,6 +167,21 @@ fn parse_eval(words: &[String]) -> Result<Command, String> {
         }
     }
     Ok(Command::Eval(eval))
+}
+
+fn parse_sessions(words: &[String]) -> Result<Command, String> {
+    let mut root = None;
+    let mut words = Words::new(words);
+    while let Some(word) = words.next_word() {
+        let (flag, inline) = split_inline_value(&word);
+        match flag {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--root" => root = Some(PathBuf::from(words.value(flag, inline)?)),
+            _ if flag.starts_with('-') => return Err(unknown_flag(flag, SESSIONS_FLAGS)),
+            _ => return Err(format!("sessions takes no argument, got '{word}' (use --root DIR)")),
+        }
+    }
+    Ok(Command::Sessions { root })
 }
 
 /// Flags that are each fine alone but make no sense together.
@@ -291,6 +313,7 @@ USAGE
   mini-agent [OPTIONS]                  interactive session in the workspace root
   mini-agent [OPTIONS] -p PROMPT        one task, then exit (\"-p -\" reads the prompt from stdin)
   mini-agent eval [DIR] [--repeats N]   run the scripted evaluation scenarios (offline)
+  mini-agent sessions [--root DIR]      list this root's sessions: id, date, state, turns, prompt
 
 EXAMPLES
   mini-agent --demo --allow-write -p \"create hello.txt containing hello\"
@@ -342,6 +365,8 @@ SESSIONS
   mini-agent -c                         continue the latest session in the REPL
   mini-agent -c -p \"now run the tests\"  continue it with one more task
   mini-agent -r 20261129-09 --status    where a session stopped (no key, nothing sent)
+  mini-agent sessions                   every session of this root, with its state
+  -c skips sessions that never got a model reply (a failed start); -r ID opens any.
 
 EXIT CODES
   0  the agent finished (it stopped calling tools; check its work yourself)

@@ -495,15 +495,20 @@ impl SessionStore {
         Ok(ids)
     }
 
-    /// The newest session, for `-c`.
+    /// The session `-c` continues: the newest one that got a model reply. A start that
+    /// failed (no key, a refused connection) or a REPL left at once leaves a session with no
+    /// reply; skipping those keeps the last real conversation one `-c` away. When no session
+    /// has a reply, the newest is taken; `-r ID` opens any of them.
     pub fn latest(&self) -> Result<PathBuf, Error> {
-        match self.ids()?.pop() {
-            Some(id) => Ok(self.path_of(&id)),
-            None => Err(Error::Session(format!(
+        let ids = self.ids()?;
+        let Some(newest) = ids.last() else {
+            return Err(Error::Session(format!(
                 "no session to continue in {}; start one without -c",
                 self.root.display()
-            ))),
-        }
+            )));
+        };
+        let replied = ids.iter().rev().map(|id| self.path_of(id)).find(|path| got_a_reply(path));
+        Ok(replied.unwrap_or_else(|| self.path_of(newest)))
     }
 
     /// `--resume` argument → journal path: a path to a file, an id, or a unique id prefix.
@@ -523,14 +528,21 @@ impl SessionStore {
         match matching.as_slice() {
             [only] => Ok(self.path_of(only)),
             [] => Err(Error::Session(format!(
-                "no session matches '{wanted}' in {}; /list shows the sessions",
+                "no session matches '{wanted}' in {}; `mini-agent sessions` (or /list) shows them",
                 self.dir.display()
             ))),
-            several => Err(Error::Session(format!(
-                "'{wanted}' matches {} sessions: {}; give more of the id",
-                several.len(),
-                several.iter().map(|id| id.as_str()).collect::<Vec<_>>().join(", ")
-            ))),
+            several => {
+                // The newest ten are named; a prefix such as `2026` may match hundreds.
+                let newest = &several[several.len().saturating_sub(AMBIGUOUS_SHOWN)..];
+                let shown: Vec<&str> = newest.iter().map(|id| id.as_str()).collect();
+                let more = several.len() - shown.len();
+                let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+                Err(Error::Session(format!(
+                    "'{wanted}' matches {} sessions: {}{more}; give more of the id",
+                    several.len(),
+                    shown.join(", ")
+                )))
+            }
         }
     }
 
@@ -539,6 +551,18 @@ impl SessionStore {
     pub fn list(&self) -> Result<Vec<SessionSummary>, Error> {
         self.ids()?.into_iter().map(|id| summarize(&self.path_of(&id), id)).collect()
     }
+}
+
+/// How many candidates an ambiguous prefix names.
+const AMBIGUOUS_SHOWN: usize = 10;
+
+/// Whether a journal holds a model reply, by its `type` pattern alone (no parsing).
+fn got_a_reply(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else { return false };
+    BufReader::new(file)
+        .split(b'\n')
+        .map_while(Result::ok)
+        .any(|line| contains(&line, br#","type":"assistant","#))
 }
 
 /// Reads only what `/list` shows: records are parsed up to the first user message; the

@@ -12,6 +12,7 @@
 mod app;
 mod args;
 mod json_events;
+mod sessions_table;
 
 use app::{Agent, Asker, Config, Opened, open_session};
 use args::{Command, Options, Prompt};
@@ -30,6 +31,7 @@ use mini_agent::ch11_streaming::StreamingClient;
 use mini_agent::ch12_permissions::Permissions;
 use mini_agent::ch13_demo::start_demo_server;
 use mini_agent::ch13_evaluation::{DEFAULT_SCENARIO_DIR, run_eval};
+use sessions_table::sessions_table;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -73,6 +75,10 @@ fn run(words: &[String]) -> Result<u8, Error> {
         Command::Help => print_stdout(&args::help()),
         Command::Version => print_stdout(&format!("mini-agent {}\n", env!("CARGO_PKG_VERSION"))),
         Command::Eval(eval) => evaluate(&eval),
+        Command::Sessions { root } => {
+            let store = SessionStore::new(&workspace_root(root.as_deref())?);
+            print_stdout(&format!("{}\n", sessions_table(&store, None)?))
+        }
         Command::Agent(options) if options.json => {
             // Every run ends with an `exit` event, also one that failed before it started.
             let result = agent(&options);

@@ -1,0 +1,53 @@
+//! The sessions of a root as one table, for `/list` in the REPL and `mini-agent sessions`.
+//!
+//! A person looking for "the session where I fixed the parser" needs the date, the first
+//! thing they asked, and how it ended: a failed start (no key, a refused connection) looks
+//! like any other session until its state is shown. The state is chapter 10's `--status`
+//! verdict in one word, so the list and `--status` can never disagree; reading each journal
+//! for it is the cost of a command a person types, never of a turn.
+
+use mini_agent::ch01_loop::{Error, plural};
+use mini_agent::ch04_sanitize::sanitize;
+use mini_agent::ch05_sessions::SessionStore;
+use mini_agent::ch10_recovery::{SessionState, status_of};
+use std::path::Path;
+
+// ANCHOR: table
+/// One line per session, oldest first; `current` is marked `*`.
+pub fn sessions_table(store: &SessionStore, current: Option<&str>) -> Result<String, Error> {
+    let sessions = store.list()?;
+    if sessions.is_empty() {
+        return Ok(format!("no sessions yet in {}", store.root().display()));
+    }
+    let lines: Vec<String> = sessions
+        .iter()
+        .map(|s| {
+            let mark = if Some(s.id.as_str()) == current { '*' } else { ' ' };
+            let prompt = s.first_prompt.as_deref().unwrap_or("(no messages)");
+            let prompt: String = prompt.lines().next().unwrap_or_default().chars().take(60).collect();
+            let date = s.created.get(..16).unwrap_or(&s.created).replace('T', " ");
+            let turns = plural(s.user_turns, "turn");
+            format!("{mark} {}  {date}  {:<11}  {turns:>9}  {}", s.id, state_word(&s.path), sanitize(&prompt))
+        })
+        .collect();
+    Ok(lines.join("\n"))
+}
+
+/// Where a session stopped, in one word (chapter 10 has the whole story).
+fn state_word(path: &Path) -> &'static str {
+    let Ok(status) = status_of(path) else { return "unreadable" };
+    // Another mini-agent is running it; this process's own session shows its state.
+    if status.in_use_by.is_some_and(|pid| pid != std::process::id()) {
+        return "in use";
+    }
+    match status.state {
+        SessionState::New => "new",
+        SessionState::Completed => "completed",
+        SessionState::Interrupted => "interrupted",
+        SessionState::WaitingForModel => "waiting",
+        SessionState::Failed(_) => "failed",
+        SessionState::NotRun(_) => "not run",
+        SessionState::UnknownOutcomes(_) => "unknown",
+    }
+}
+// ANCHOR_END: table
