@@ -17,7 +17,7 @@ fn slash_commands_and_a_turn_through_a_pipe() {
         .stderr_has("new session");
     assert!(run.stdout.contains("requests     0"), "{}", run.stdout);
     assert!(run.stdout.contains("There is a.txt.\n"), "{}", run.stdout);
-    assert!(run.stdout.contains("completed        1 turn  list the files"), "{}", run.stdout);
+    assert!(run.stdout.contains("completed       1 turn  list the files"), "{}", run.stdout);
     assert!(run.stdout.contains("new session "), "{}", run.stdout);
     assert!(run.stdout.contains("AGENTS.md: none"), "{}", run.stdout);
     assert_eq!(run.requests.len(), 2, "the line after /exit is never read");
