@@ -251,3 +251,18 @@ fn an_ambiguous_prefix_names_ten_candidates_and_counts_the_rest() {
     let missing = Test::new().args(["-r", "nosuch"]).run_in(run.workspace);
     missing.expect_code(1).stderr_has("mini-agent sessions");
 }
+
+#[test]
+fn a_fifo_named_like_a_session_is_named_on_stderr_not_waited_on() {
+    let good = Test::new().args(["--demo", "-p", "list the files"]).run();
+    let fifo = good.root().join(".mini_agent/sessions/20990101-000000-ffff.jsonl");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(status.success());
+    let listed = Test::new().args(["sessions"]).run_in(good.workspace);
+    listed.expect_code(0);
+    listed.stderr_has("20990101-000000-ffff.jsonl is not a regular file");
+    assert_eq!(listed.stdout.lines().count(), 1, "the good session is still listed:\n{}", listed.stdout);
+    // -c passes over it to the session that got a reply.
+    let again = Test::new().args(["-c", "-p", "list them again"]).run_in(listed.workspace);
+    again.expect_code(0);
+}

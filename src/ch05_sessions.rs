@@ -549,16 +549,23 @@ impl SessionStore {
     // ANCHOR_END: resolve
     /// The sessions of this root, oldest first, for `/list`.
     pub fn list(&self) -> Result<Vec<SessionSummary>, Error> {
-        self.ids()?.into_iter().map(|id| summarize(&self.path_of(&id), id)).collect()
+        self.ids()?.into_iter().map(|id| self.summary(id)).collect()
+    }
+
+    /// What `/list` shows of one session; an error for a file that is not a session.
+    pub fn summary(&self, id: String) -> Result<SessionSummary, Error> {
+        summarize(&self.path_of(&id), id)
     }
 }
 
 /// How many candidates an ambiguous prefix names.
 const AMBIGUOUS_SHOWN: usize = 10;
 
-/// Whether a journal holds a model reply, by its `type` pattern alone (no parsing).
+/// Whether a journal holds a model reply, by its `type` pattern alone (no parsing). It is
+/// opened as chapter 9 opens any journal (no symlink, no FIFO, bounded); one that cannot be
+/// is not a candidate, and opening it for real reports why.
 fn got_a_reply(path: &Path) -> bool {
-    let Ok(file) = File::open(path) else { return false };
+    let Ok(file) = crate::ch09_trust::open_journal(path, false) else { return false };
     BufReader::new(file)
         .split(b'\n')
         .map_while(Result::ok)

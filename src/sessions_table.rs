@@ -15,7 +15,15 @@ use std::path::Path;
 // ANCHOR: table
 /// One line per session, oldest first; `current` is marked `*`.
 pub fn sessions_table(store: &SessionStore, current: Option<&str>) -> Result<String, Error> {
-    let sessions = store.list()?;
+    // A file that is not a session (a FIFO or a link planted under a session's name) is
+    // named on stderr and left out; the others are still listed.
+    let mut sessions = Vec::new();
+    for id in store.ids()? {
+        match store.summary(id) {
+            Ok(summary) => sessions.push(summary),
+            Err(error) => eprintln!("mini-agent: warning: {error}"),
+        }
+    }
     if sessions.is_empty() {
         return Ok(format!("no sessions yet in {}", store.root().display()));
     }
