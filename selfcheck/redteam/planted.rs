@@ -700,3 +700,47 @@ fn a_history_file_linked_outside_is_not_written_through() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "# original\n", "typed lines reached the target");
     assert!(shown.contains("history is off"), "{shown}");
 }
+
+/// The same, with a real kill: SIGKILL as soon as the temporary file of a 4 MB write exists.
+/// Whether the kill lands mid-write or just after it, the rule holds: after resuming, no
+/// temporary file is left and the target is either the old file or the new one, whole.
+#[test]
+fn a_write_killed_for_real_leaves_no_temporary_file_after_resume() {
+    let content = "0123456789abcdef".repeat(4 << 16); // 4 MiB
+    let mut caught = 0;
+    for attempt in 0..2 {
+        let workspace = repository();
+        std::fs::create_dir_all(workspace.path().join("notes")).unwrap();
+        std::fs::write(workspace.path().join("notes/a.txt"), "old\n").unwrap();
+        let has_temp = |root: &Path| {
+            std::fs::read_dir(root.join("notes"))
+                .map(|entries| {
+                    entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with(".mini-agent-tmp."))
+                })
+                .unwrap_or(false)
+        };
+        let killed = Test::new()
+            .args(["-p", "rewrite a", "--allow-write"])
+            .server(vec![
+                call("write_file", json!({"path": "notes/a.txt", "content": content})),
+                text("done"),
+            ])
+            .signal_when(has_temp, crate::harness::SIGKILL)
+            .run_in(workspace);
+        let mid_write = killed.code.is_none() && has_temp(killed.root());
+        caught += usize::from(mid_write);
+        let resumed = Test::new()
+            .args(["-c", "--acknowledge-unknown", "-p", "go on"])
+            // 4 MB of history: chapter 7 asks the model for a summary first.
+            .server(vec![text("a summary"), text("checked"), text("checked")])
+            .run_in(killed.workspace);
+        resumed.expect_code(0);
+        assert!(!has_temp(resumed.root()), "attempt {attempt}: a temporary file is left");
+        let target = resumed.read("notes/a.txt").unwrap();
+        assert!(target == "old\n" || target == content, "attempt {attempt}: the target is half written");
+        if mid_write {
+            resumed.stderr_has("removed 1 temporary file(s)");
+        }
+    }
+    eprintln!("real kills that landed mid-write: {caught} of 2");
+}
