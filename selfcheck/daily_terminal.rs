@@ -125,6 +125,33 @@ fn a_streamed_answer_is_rendered_as_markdown_a_line_at_a_time() {
 }
 
 #[test]
+fn a_long_streamed_line_shows_its_rows_as_they_fill() {
+    let words: Vec<String> = (1..=40).map(|n| format!("word{n} ")).chain(["THE-END\n".to_string()]).collect();
+    let pieces: Vec<&str> = words.iter().map(String::as_str).collect();
+    let mut slow = stream(&pieces);
+    if let Step::Stream { delay_ms, .. } = &mut slow {
+        *delay_ms = 60;
+    }
+    let server = ScriptedServer::scripted(vec![slow]).expect("server");
+    let workspace = TempDir::new();
+    let mut terminal = Terminal::start(workspace.path(), &["--stream", "--base-url", &server.url]);
+    terminal.resize(40, 24);
+    terminal.wait_for("> ");
+    terminal.type_keys("talk\r");
+    terminal.wait_for("word5 ");
+    assert!(!terminal.screen().contains("THE-END"), "a full row was shown before the line ended");
+    terminal.wait_for("THE-END");
+    terminal.wait_for("> ");
+    let screen = terminal.exit();
+    let rows: Vec<&str> = screen
+        .split("\r\n")
+        .filter_map(|row| row.rsplit("\x1b[2K").next())
+        .filter(|row| row.contains("word"))
+        .collect();
+    assert!(rows.len() >= 6 && rows.iter().all(|row| row.chars().count() <= 40), "{rows:#?}");
+}
+
+#[test]
 fn the_last_exchange_shown_on_resume_is_rendered() {
     let answer = "| a | b |\n|---|---|\n| 1 | 2 |\n\n> not the prompt";
     let server = ScriptedServer::scripted(vec![text(answer)]).expect("server");

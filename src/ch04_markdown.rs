@@ -402,6 +402,8 @@ struct Table {
 /// Markdown) and the rows of a table (laid out together when the table ends).
 pub struct StreamRenderer {
     look: Look,
+    /// Fixed for tests; else the terminal's, read at each line.
+    width: Option<usize>,
     partial: String,
     fence: Option<&'static str>,
     table: Vec<String>,
@@ -413,12 +415,22 @@ impl StreamRenderer {
     pub fn new(look: Look) -> StreamRenderer {
         StreamRenderer {
             look,
+            width: None,
             partial: String::new(),
             fence: None,
             table: Vec::new(),
             blank: false,
             started: false,
         }
+    }
+
+    /// At a fixed width instead of the terminal's.
+    pub fn with_width(look: Look, width: usize) -> StreamRenderer {
+        StreamRenderer { width: Some(width), ..StreamRenderer::new(look) }
+    }
+
+    fn width(&self) -> usize {
+        self.width.unwrap_or_else(terminal_width)
     }
 
     /// Takes a piece of the reply; returns what can be shown now.
@@ -429,6 +441,44 @@ impl StreamRenderer {
             let line: String = self.partial.drain(..=end).collect();
             out.push_str(&self.line(&line[..line.len() - 1]));
         }
+        out.push_str(&self.long_prose());
+        out
+    }
+
+    /// A paragraph written as one long line can take many seconds to arrive. Its rows are
+    /// shown as soon as they are full, when nothing in them can change any more: the text
+    /// up to the last space renders to more than one row, and has no open emphasis, code
+    /// span or link. The last row waits, since the next words may still join it.
+    fn long_prose(&mut self) -> String {
+        let width = self.width().max(MIN_WIDTH);
+        let starts_prose = self.partial.chars().next().is_some_and(char::is_alphabetic);
+        if self.fence.is_some() || !self.table.is_empty() || !starts_prose || self.partial.width() <= width {
+            return String::new();
+        }
+        let Some(cut) = self.partial.rfind(' ') else { return String::new() };
+        let rendered = render_markdown_at(&self.partial[..cut], self.look, width);
+        let rows: Vec<&str> = rendered.lines().collect();
+        if rows.len() < 2 {
+            return String::new();
+        }
+        let full = &rows[..rows.len() - 1];
+        // The rows show the source's words, one for one: skip as many in the source.
+        let shown: usize = full.iter().map(|row| without_styles(row).split_whitespace().count()).sum();
+        let Some(rest_word) = self.partial.split_whitespace().nth(shown) else { return String::new() };
+        let offset = rest_word.as_ptr() as usize - self.partial.as_ptr() as usize;
+        // What is shown must be final: every emphasis, code span and strike closed within it
+        // (delimiter runs, not characters, pair up), no link or escape whose rendering
+        // differs from its words.
+        let done = &self.partial[..offset];
+        let even = |marker: char| done.split(|c| c != marker).filter(|run| !run.is_empty()).count() % 2 == 0;
+        if !['*', '_', '`', '~'].into_iter().all(even) || done.contains(['[', '<', '\\', '|']) {
+            return String::new();
+        }
+        let mut out = full.join("\n");
+        out.push('\n');
+        self.partial.drain(..offset);
+        self.started = true;
+        self.blank = false;
         out
     }
 
@@ -474,7 +524,7 @@ impl StreamRenderer {
         // A nested list item keeps its indentation; four spaces would make it code.
         let indent = if line.len() - trimmed.len() < 4 { line.len() - trimmed.len() } else { 0 };
         let source = if indent > 0 { trimmed } else { line };
-        let rendered = render_markdown_at(source, self.look, terminal_width().saturating_sub(indent));
+        let rendered = render_markdown_at(source, self.look, self.width().saturating_sub(indent));
         for rendered_line in rendered.lines() {
             out.push_str(&format!("{}{rendered_line}\n", " ".repeat(indent)));
         }
@@ -488,8 +538,22 @@ impl StreamRenderer {
         let table = std::mem::take(&mut self.table).join("\n");
         self.started = true;
         self.blank = false;
-        render_markdown_at(&table, self.look, terminal_width())
+        render_markdown_at(&table, self.look, self.width())
     }
+}
+
+/// Rendered text without the renderer's own escape codes (model text has none left).
+fn without_styles(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            chars.by_ref().find(|&c| c == 'm');
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 // ANCHOR_END: stream
 
@@ -574,6 +638,29 @@ mod tests {
     fn a_quoted_line_does_not_look_like_the_prompt() {
         assert_eq!(render_markdown_at("> rm -rf ~", Look::Plain, 80), "│ rm -rf ~\n");
         assert_eq!(render_markdown_at("# Plan", Look::Plain, 80), "# Plan\n");
+    }
+
+    #[test]
+    fn a_long_streamed_paragraph_shows_its_full_rows_as_they_fill() {
+        for look in [Look::Plain, Look::Color] {
+            let mut stream = StreamRenderer::with_width(look, 24);
+            let mut shown = String::new();
+            let text = "Streaming a long paragraph shows **full rows** while the rest of it is \
+                        still on its way, and `code spans` stay whole.\n";
+            for piece in text.split_inclusive(' ') {
+                let now = stream.push(piece);
+                if piece.starts_with("way,") {
+                    assert!(without_styles(&shown).contains("paragraph shows full\n"), "{shown:?}");
+                }
+                shown.push_str(&now);
+            }
+            shown.push_str(&stream.finish());
+            let whole = render_markdown_at(text, look, 24);
+            assert_eq!(shown, whole, "shown early or not, the rows are the same");
+        }
+        // An open emphasis waits for its end: a row must never change after it is shown.
+        let mut stream = StreamRenderer::with_width(Look::Plain, 20);
+        assert_eq!(stream.push("Some *words that run on and on and "), "");
     }
 
     #[test]
