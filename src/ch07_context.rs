@@ -393,9 +393,8 @@ words): the user's goals and requests, decisions made, files read, created or ch
 paths), commands run and their important results, errors met, and what remains to do. Keep exact \
 names, paths and values. No preamble.";
 
-/// After a context-overflow error, the estimate is raised to at least this share of the
-/// window, so that compaction sees the prompt as the server did.
-const OVERFLOW_PERCENT: u64 = 101;
+/// A window learnt from a server's overflow error is never taken smaller than this.
+const MIN_LEARNED_WINDOW: u64 = 256;
 
 /// The text to summarise may take at most this share of the window.
 const SUMMARY_INPUT_PERCENT: u64 = 50;
@@ -415,6 +414,8 @@ pub struct Compacting<M: Model> {
     measured: Option<Measured>,
     /// Server tokens per estimated token, learnt from `usage` (1.0 until then).
     ratio: f64,
+    /// The window as the server showed it by refusing a request as too long, when smaller.
+    learned_window: Option<u64>,
 }
 
 struct Measured {
@@ -431,12 +432,28 @@ impl<M: Model> Compacting<M> {
     }
 
     pub fn with_state(inner: M, context_tokens: u64, state: SharedCompaction) -> Self {
-        Compacting { inner, context_tokens, state, measured: None, ratio: 1.0 }
+        Compacting { inner, context_tokens, state, measured: None, ratio: 1.0, learned_window: None }
     }
 
     /// The shared state: restore it from the journal on resume, clear it on `/new`.
     pub fn state(&self) -> SharedCompaction {
         self.state.clone()
+    }
+
+    fn too_large(&self, estimate: u64) -> Error {
+        match self.learned_window.filter(|&learned| learned < self.context_tokens) {
+            Some(learned) => Error::Config(format!(
+                "the conversation does not fit in the server's context window even after compaction \
+                 (about {estimate} tokens; the server refused a request as too long, so its window is \
+                 taken as about {learned} tokens); start a new session"
+            )),
+            None => too_large(estimate, self.context_tokens),
+        }
+    }
+
+    /// The window compaction works to: the configured one, or what the server showed.
+    fn window(&self) -> u64 {
+        self.learned_window.map_or(self.context_tokens, |learned| learned.min(self.context_tokens))
     }
 
     fn lock(&self) -> MutexGuard<'_, CompactionState> {
@@ -489,11 +506,11 @@ impl<M: Model> Compacting<M> {
 
         // The text to summarise must fit too: if it would not, summarise fewer messages now
         // (the next round summarises the rest, together with this summary).
-        let words = summary_words(self.context_tokens);
+        let words = summary_words(self.window());
         let header = transcript_header(previous.as_deref(), words);
         let pieces: Vec<String> = history[already..wanted].iter().map(transcript_piece).collect();
         let fixed = estimate_text_tokens(SUMMARY_INSTRUCTIONS) + estimate_text_tokens(&header);
-        let budget = share_of(self.context_tokens, SUMMARY_INPUT_PERCENT).saturating_sub(fixed);
+        let budget = share_of(self.window(), SUMMARY_INPUT_PERCENT).saturating_sub(fixed);
         let mut used = 0;
         let fitting = pieces.iter().take_while(|piece| {
             used += estimate_text_tokens(piece);
@@ -508,7 +525,7 @@ impl<M: Model> Compacting<M> {
         // calls): the nearest cut is summarised from as much of it as fits.
         let Some(&cut) = at_user.or(whole.last()).or(cuts.first()) else {
             let needed = fixed + pieces.iter().map(|piece| estimate_text_tokens(piece)).sum::<u64>();
-            return Err(too_large(needed, self.context_tokens));
+            return Err(self.too_large(needed));
         };
         let transcript = header + &fit_pieces(&pieces[..cut - already], budget, estimate_text_tokens);
         let messages =
@@ -602,19 +619,19 @@ impl<M: Model> Compacting<M> {
         // Each round elides or summarises what fits in one summary request; a few rounds catch
         // up with a history that grew far past the window (a resumed session, a huge paste).
         for _ in 0..MAX_COMPACTION_ROUNDS {
-            if estimate <= share_of(self.context_tokens, AUTO_COMPACT_PERCENT) {
+            if estimate <= share_of(self.window(), AUTO_COMPACT_PERCENT) {
                 break;
             }
             if self.elide_more(history, observer)? {
                 estimate = self.estimate_prompt(history, request.tools);
                 continue;
             }
-            let keep = share_of(self.context_tokens, KEEP_RECENT_PERCENT);
+            let keep = share_of(self.window(), KEEP_RECENT_PERCENT);
             match self.compact_with(history, Some(keep), observer) {
                 Ok(Some(_)) => estimate = self.estimate_prompt(history, request.tools),
                 Ok(None) => break,
                 // A failed summary is not fatal while the full history still fits.
-                Err(error) if estimate <= self.context_tokens && !matches!(error, Error::Interrupted) => {
+                Err(error) if estimate <= self.window() && !matches!(error, Error::Interrupted) => {
                     let text = format!("automatic compaction failed ({error}); sending the full history");
                     observer.event(Event::Notice { kind: "warning", text: &text })?;
                     break;
@@ -622,8 +639,8 @@ impl<M: Model> Compacting<M> {
                 Err(error) => return Err(error),
             }
         }
-        if estimate > self.context_tokens {
-            return Err(too_large(estimate, self.context_tokens));
+        if estimate > self.window() {
+            return Err(self.too_large(estimate));
         }
         Ok(())
     }
@@ -658,13 +675,11 @@ impl<M: Model> Model for Compacting<M> {
         self.fit(request, observer)?;
         match self.send(request, observer) {
             Err(error) if is_context_overflow(&error) => {
-                // The server counted more than we did: believe it (the estimate of what was
-                // sent becomes just over the window), compact, and try once more.
+                // The server's window is smaller than what was just sent, whatever it was said
+                // to be: from now on it is taken a tenth smaller than that. Compact, try again.
                 let sent = estimate_request_tokens(&self.lock().view(request.messages), request.tools);
-                let over = share_of(self.context_tokens, OVERFLOW_PERCENT);
-                if let Some(ratio) = calibration(over, sent) {
-                    self.ratio = self.ratio.max(ratio);
-                }
+                let learned = (scaled(sent, self.ratio) / 10 * 9).max(MIN_LEARNED_WINDOW).min(self.window());
+                self.learned_window = Some(learned);
                 self.measured = None;
                 let text = format!("{error}; compacting and retrying once");
                 observer.event(Event::Notice { kind: "warning", text: &text })?;

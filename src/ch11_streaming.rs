@@ -377,8 +377,12 @@ fn cut_off(reply: &StreamAssembler, error: Error, observer: &mut dyn Observer) -
 // ANCHOR: worker
 /// Sends the request on a worker thread that forwards the body as it arrives. The caller can
 /// then stop waiting at any moment (Ctrl+C, idle timeout); the worker ends on its own.
+/// Pieces of a stream read ahead of the parser (16 KB each).
+const STREAM_QUEUE_PIECES: usize = 16;
+
 fn start_worker(client: ChatClient, body: Vec<u8>, idle: Duration) -> Result<mpsc::Receiver<Piece>, Error> {
-    let (send, pieces) = mpsc::channel();
+    // Bounded: a server faster than the parser waits in its socket, not in our memory.
+    let (send, pieces) = mpsc::sync_channel(STREAM_QUEUE_PIECES);
     // A backstop read timeout, a little longer than ours, so an abandoned worker cannot hang forever.
     let read_timeout = idle + Duration::from_secs(5);
     thread::Builder::new()

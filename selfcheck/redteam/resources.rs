@@ -244,15 +244,15 @@ fn a_large_edit_under_the_cap_is_written_without_holding_it() {
 #[test]
 fn a_write_of_megabytes_is_written_and_the_session_goes_on() {
     // A write the reply cap lets through is written; the file bound is the same 64 MiB rule.
-    let content = "z".repeat(4_000_000);
+    let content = "z".repeat(9_000_000);
     let run = measure(
-        "write_file 4 MB",
+        "write_file 9 MB",
         TempDir::new(),
         &RUN_ALL,
         vec![call("write_file", json!({"path": "w.txt", "content": content})), text("done")],
     );
     run.expect_code(0);
-    assert_eq!(std::fs::metadata(run.root().join("w.txt")).unwrap().len(), 4_000_000);
+    assert_eq!(std::fs::metadata(run.root().join("w.txt")).unwrap().len(), 9_000_000);
 }
 
 /// A file that is one line of `bytes` bytes: non-NUL at the start (so it is text), then a hole.
