@@ -17,6 +17,7 @@ use crate::ch01_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools, interrupt
 use crate::ch02_model::shorten;
 use crate::ch03_bounds::{FILE_MAX_BYTES, prune_outputs, read_line_capped, too_big};
 use crate::ch03_glob::Glob;
+use crate::ch03_secrets::{redactor, remove_keys};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -225,7 +226,10 @@ impl Tools for Workspace {
             "list_files" => parse(name, arguments).and_then(|args| self.list_files(args)),
             "search" => parse(name, arguments).and_then(|args| self.search(args)),
             "bash" => match parse(name, arguments) {
-                Ok(args) => return self.bash(args),
+                Ok(args) => {
+                    let output = self.bash(args);
+                    return ToolOutput { content: redactor().redact_string(output.content), ..output };
+                }
                 Err(message) => Err(message),
             },
             other => Err(format!(
@@ -233,6 +237,9 @@ impl Tools for Workspace {
                 shown(other)
             )),
         };
+        // Redacted before anything keeps it: the spill file, the journal, the next request.
+        let redact = |text| redactor().redact_string(text);
+        let result = result.map(redact).map_err(redact);
         match result {
             // read_file bounds itself (with an offset to continue); the others are cut here
             Ok(content) if name == "read_file" => ToolOutput { content, status: ToolStatus::Ok },
@@ -1142,6 +1149,8 @@ fn spawn_shell(root: &Path, command: &str, output: io::PipeWriter) -> io::Result
             .stdin(Stdio::null())
             .stdout(output.try_clone()?)
             .stderr(output.try_clone()?);
+        // The key is the agent's, not the command's: `env` must not print it.
+        remove_keys(&mut shell_command);
         in_new_session(&mut shell_command);
         let spawned = shell_command.spawn();
         match spawned {
@@ -1251,12 +1260,19 @@ fn start_reader(mut pipe: io::PipeReader, capture: Arc<Mutex<Capture>>) -> mpsc:
     crate::ch03_progress::clear();
     thread::spawn(move || {
         let mut buffer = vec![0u8; 64 * 1024];
+        // Redacted as it arrives, so that the spill file never holds a secret either.
+        let mut redacting = redactor().stream();
         loop {
             match pipe.read(&mut buffer) {
-                Ok(0) => break,
+                Ok(0) => {
+                    let rest = redacting.finish();
+                    capture.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(&rest);
+                    break;
+                }
                 Ok(n) => {
-                    crate::ch03_progress::note(&buffer[..n]);
-                    if !capture.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(&buffer[..n]) {
+                    let chunk = redacting.push(&buffer[..n]);
+                    crate::ch03_progress::note(&chunk);
+                    if !capture.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(&chunk) {
                         break; // closing our end: a writer left behind gets EPIPE
                     }
                 }

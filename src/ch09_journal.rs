@@ -13,22 +13,20 @@
 //!   worse than stopping, so it is an error that names the file and the line.
 //! * **One process per session,** enforced by an OS file lock, so two terminals cannot
 //!   interleave their records in one file.
-//! * **Secrets stay out.** Records hold only what the agent gives them, and a journal also
-//!   redacts the API key (`OPENAI_API_KEY`) should it ever appear in one, say in the output
-//!   of a command that printed the environment.
+//! * **Secrets stay out.** Records hold only what the agent gives them, and every line goes
+//!   through the process's redactor (chapter 3) once more before it is written: the API key
+//!   and URL passwords become `[redacted]` should they ever appear in one.
 //!
 //! The reader is strict in the same way for everyone: `--status` and `--resume` use it.
 
 use crate::ch01_loop::{Error, ToolCall, ToolStatus, Usage};
+use crate::ch03_secrets::{REDACTED, redactor};
 use crate::ch05_sessions::{Append, Body, FORMAT_VERSION, Origin, Record, SessionStore, now_rfc3339};
 use crate::ch09_trust::{JOURNAL_MAX_BYTES, open_journal};
 use std::fs::{File, TryLockError};
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-/// What replaces a secret that was about to be written.
-const REDACTED: &str = "[redacted]";
 
 // ANCHOR: journal
 /// An open, locked session file. Records are appended durably; the lock is released when
@@ -57,7 +55,7 @@ impl Journal {
         let (id, path, file) = store.create_file()?;
         lock(&file, &path, &id)?;
         let mut journal =
-            Journal { file, path, id: id.clone(), next_seq: 1, secrets: secrets_from_env(), broken: false };
+            Journal { file, path, id: id.clone(), next_seq: 1, secrets: Vec::new(), broken: false };
         let root = store.root().display().to_string();
         let created = now_rfc3339();
         journal.append(Body::Session { version: FORMAT_VERSION, id, root, model, api, endpoint, created })?;
@@ -90,14 +88,8 @@ impl Journal {
                 .map_err(|e| Error::io(format!("cannot cut the torn last line of {}", path.display()), e))?;
         }
         let next_seq = loaded.records.last().map_or(1, |last| last.seq + 1);
-        let journal = Journal {
-            file,
-            path: path.to_path_buf(),
-            id,
-            next_seq,
-            secrets: secrets_from_env(),
-            broken: false,
-        };
+        let journal =
+            Journal { file, path: path.to_path_buf(), id, next_seq, secrets: Vec::new(), broken: false };
         Ok((journal, loaded))
     }
 
@@ -131,6 +123,8 @@ impl Append for Journal {
         let record = Record { seq, ts: now_rfc3339(), body };
         let mut line = serde_json::to_string(&record)
             .map_err(|e| Error::Session(format!("cannot encode a record of session {}: {e}", self.id)))?;
+        // The process's secrets and URL user-info (chapter 3), then any added here.
+        line = redactor().redact_string(line);
         for secret in &self.secrets {
             // Secrets are plain tokens: JSON leaves them unescaped, so they match verbatim.
             if line.contains(secret.as_str()) {
@@ -147,11 +141,6 @@ impl Append for Journal {
     }
 }
 // ANCHOR_END: journal
-
-fn secrets_from_env() -> Vec<String> {
-    // A short value is a placeholder, and redacting it would mangle ordinary text.
-    std::env::var("OPENAI_API_KEY").into_iter().filter(|key| key.len() >= 8).collect()
-}
 
 fn id_of(path: &Path) -> String {
     path.file_stem().map_or_else(|| path.display().to_string(), |stem| stem.to_string_lossy().into_owned())

@@ -22,6 +22,7 @@
 //! | `exit` | `code`, `error` (a one-line reason, null only for exit 0) |
 
 use mini_agent::ch01_loop::{Error, Event, Observer};
+use mini_agent::ch03_secrets::redactor;
 use serde_json::{Value, json};
 use std::io::Write;
 
@@ -31,7 +32,9 @@ pub struct JsonEvents;
 impl JsonEvents {
     pub fn emit(&self, line: Value) {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+        // The last gate before stdout: no key or URL password in any event (chapter 3).
+        let line = line.to_string();
+        let _ = writeln!(out, "{}", redactor().redact(&line)).and_then(|()| out.flush());
     }
 
     pub fn session(&self, id: &str, root: &str, model: &str, resumed: bool) {

@@ -19,6 +19,7 @@ use args::{Command, Options, Prompt};
 use json_events::JsonEvents;
 use mini_agent::ch01_loop::{Error, Model, Observer, Outcome};
 use mini_agent::ch02_model::{ChatClient, ClientConfig, IDLE_TIMEOUT_VARIABLE, parse_idle_timeout};
+use mini_agent::ch03_secrets::{Keys, Redacted, Redactor, install, redactor, wipe_userinfo_in_command_line};
 use mini_agent::ch04_sanitize::sanitize;
 use mini_agent::ch04_terminal::{
     LineReader, Screen, TerminalObserver, install_interrupt_handler, render_markdown, run_repl,
@@ -43,7 +44,12 @@ const DEFAULT_MODEL: &str = "gpt-4o-mini";
 fn main() -> ExitCode {
     let words: Vec<String> =
         std::env::args_os().skip(1).map(|word| word.to_string_lossy().into_owned()).collect();
-    let result = run(&words);
+    // SAFETY: first thing in main, before any thread exists (chapter 3's secrets).
+    let keys = unsafe {
+        wipe_userinfo_in_command_line(&words);
+        Keys::take()
+    };
+    let result = run(&words, &keys);
     if let Err(error) = &result {
         say(&format!("mini-agent: {}", one_line(&error.to_string())));
     }
@@ -59,7 +65,7 @@ fn exit_code(result: &Result<u8, Error>) -> u8 {
     }
 }
 
-fn run(words: &[String]) -> Result<u8, Error> {
+fn run(words: &[String], keys: &Keys) -> Result<u8, Error> {
     let command = match args::parse(words) {
         Ok(command) => command,
         Err(message) => {
@@ -81,7 +87,7 @@ fn run(words: &[String]) -> Result<u8, Error> {
         }
         Command::Agent(options) if options.json => {
             // Every run ends with an `exit` event, also one that failed before it started.
-            let result = agent(&options);
+            let result = agent(&options, keys);
             let error = match &result {
                 Err(error) => Some(one_line(&error.to_string())),
                 Ok(2) => Some(turn_limit_message(options.max_turns)),
@@ -90,7 +96,7 @@ fn run(words: &[String]) -> Result<u8, Error> {
             JsonEvents.exit(exit_code(&result), error.as_deref());
             result
         }
-        Command::Agent(options) => agent(&options),
+        Command::Agent(options) => agent(&options, keys),
     }
 }
 // ANCHOR_END: main
@@ -107,7 +113,7 @@ fn evaluate(eval: &args::EvalOptions) -> Result<u8, Error> {
 
 // ANCHOR: agent
 /// `--status`, one task (`-p`) or the REPL, in a new session or a resumed one.
-fn agent(options: &Options) -> Result<u8, Error> {
+fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
     let here = workspace_root(options.root.as_deref())?;
     let store = SessionStore::new(&here);
     store.check_dirs()?; // a symlinked .mini_agent/ would move every record elsewhere
@@ -128,14 +134,16 @@ fn agent(options: &Options) -> Result<u8, Error> {
         say(&format!("mini-agent: warning: {warning}"));
     }
     let root = opened.as_ref().map_or(here, |opened| opened.root.clone());
-    let chosen = choose_endpoint(options, opened.as_ref().map(|opened| &opened.origin))?;
+    let chosen = choose_endpoint(options, keys, opened.as_ref().map(|opened| &opened.origin))?;
     // The demo model is a server in this process; it stops when `demo` is dropped.
     let demo = chosen
         .demo
         .then(start_demo_server)
         .transpose()
         .map_err(|e| Error::io("starting the demo model", e))?;
-    let endpoint = client_config(&chosen, demo.as_ref().map(|server| server.url.as_str()));
+    let endpoint = client_config(&chosen, keys, demo.as_ref().map(|server| server.url.as_str()));
+    // One redactor for everything that leaves the process from now on (chapter 3).
+    install(Redactor::for_run(keys, &endpoint.base_url));
     let model = build_model(&endpoint, options.stream)?;
     let recorded_url = if chosen.demo { DEMO_ENDPOINT } else { endpoint.base_url.as_str() };
     let origin = Origin::new(&endpoint.model, OPENAI_API, recorded_url);
@@ -162,16 +170,18 @@ fn agent(options: &Options) -> Result<u8, Error> {
 // ANCHOR_END: agent
 
 // ANCHOR: models
-/// `Compacting(Retrying(ChatClient))`, or the streaming client, which is never retried
+/// `Compacting(Redacted(Retrying(ChatClient)))`, or the streaming client, which is never retried
 /// (its text has been shown). The compacting layer is added by the agent.
 fn build_model(endpoint: &ClientConfig, stream: bool) -> Result<Box<dyn Model>, Error> {
     let retries = parse_max_retries(std::env::var("MINI_AGENT_REQUEST_MAX_RETRIES").ok().as_deref())?;
     let idle = parse_idle_timeout(std::env::var(IDLE_TIMEOUT_VARIABLE).ok().as_deref())?;
+    // Replies, streamed text and errors are redacted once, at the seam (chapter 3).
     Ok(if stream {
         let client = StreamingClient::new(endpoint.clone())?.with_idle_timeout(idle);
-        Box::new(Retrying::new(client, retries).streaming(true))
+        Box::new(Redacted::new(Retrying::new(client, retries).streaming(true), redactor()))
     } else {
-        Box::new(Retrying::new(ChatClient::new(endpoint.clone())?.with_idle_timeout(idle), retries))
+        let client = ChatClient::new(endpoint.clone())?.with_idle_timeout(idle);
+        Box::new(Redacted::new(Retrying::new(client, retries), redactor()))
     })
 }
 // ANCHOR_END: models
@@ -328,7 +338,7 @@ fn print_stdout(text: &str) -> Result<u8, Error> {
 
 /// One line on stderr; a closed stderr is not worth a panic.
 fn say(line: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    let _ = writeln!(std::io::stderr().lock(), "{}", redactor().redact(line));
 }
 
 /// Text squeezed onto one line, with control characters (a NUL in a path…) made visible.
@@ -353,8 +363,9 @@ struct Chosen {
 /// the server and model it talked to, the demo included. Then the environment, then the
 /// defaults. The recorded model goes with the recorded endpoint: a `--base-url` or `--demo`
 /// that moves a session elsewhere takes its model from `--model`, `MODEL_ID` or the default.
-/// The key comes from the environment only; the demo model is never sent one.
-fn choose_endpoint(options: &Options, recorded: Option<&Origin>) -> Result<Chosen, Error> {
+/// The key comes from the environment only (taken at start-up, chapter 3); the demo model
+/// is never sent one.
+fn choose_endpoint(options: &Options, keys: &Keys, recorded: Option<&Origin>) -> Result<Chosen, Error> {
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
     if let Some(origin) = recorded.filter(|origin| origin.api != OPENAI_API) {
         return Err(Error::Config(format!(
@@ -369,10 +380,12 @@ fn choose_endpoint(options: &Options, recorded: Option<&Origin>) -> Result<Chose
     let base_url = match (&options.base_url, kept_endpoint) {
         (Some(flag), _) => flag.clone(),
         // The record has no password; the environment's URL may hold it for the same server.
-        (None, Some(endpoint)) => env("OPENAI_BASE_URL")
+        (None, Some(endpoint)) => keys
+            .base_url
+            .clone()
             .filter(|url| without_credentials(url) == endpoint)
             .unwrap_or_else(|| endpoint.to_string()),
-        (None, None) => env("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
+        (None, None) => keys.base_url.clone().unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
     };
     let model = options
         .model
@@ -385,12 +398,12 @@ fn choose_endpoint(options: &Options, recorded: Option<&Origin>) -> Result<Chose
 }
 
 /// The client's settings, once the demo server (when chosen) listens at `demo_url`.
-fn client_config(chosen: &Chosen, demo_url: Option<&str>) -> ClientConfig {
+fn client_config(chosen: &Chosen, keys: &Keys, demo_url: Option<&str>) -> ClientConfig {
     match demo_url {
         Some(url) => ClientConfig { base_url: url.to_string(), api_key: None, model: chosen.model.clone() },
         None => ClientConfig {
             base_url: chosen.base_url.clone(),
-            api_key: std::env::var("OPENAI_API_KEY").ok().filter(|key| !key.trim().is_empty()),
+            api_key: keys.api_key.clone(),
             model: chosen.model.clone(),
         },
     }

@@ -1,0 +1,511 @@
+//! Chapter 3 — the key goes nowhere.
+//!
+//! The API key has one job: to be the `Authorization` header of a request. Everywhere else it
+//! is a leak waiting to happen. A `bash` child inherits the environment, so `env` would print
+//! it; the model sees that output and sends it back in the next request; the journal, `--json`,
+//! `-v` and spill files record it; a server that echoes the key in an error body gets it
+//! printed. A password in `--base-url http://user:pass@host/v1` travels the same roads.
+//!
+//! So the key is handled in three moves, each cheap:
+//!
+//! * **Taken, not read.** [`Keys::take`] reads the key variables once, at start-up, and
+//!   removes them from the process environment — overwriting the original bytes, so that
+//!   `/proc/<pid>/environ` no longer holds them either. No child can inherit what is gone;
+//!   [`remove_keys`] is still applied to every command the agent spawns, so the rule holds
+//!   for library users who never called `take`.
+//! * **One redactor for the process.** A [`Redactor`] knows the secrets (values of at least
+//!   [`MIN_SECRET_BYTES`], so a placeholder like `sk-...` does not mangle ordinary text) and
+//!   replaces each, and the user-info of any URL, with `[redacted]`. It is installed once and
+//!   used wherever text leaves the process: tool results before they are recorded, spilled or
+//!   sent, model replies and errors at the model seam ([`Redacted`]), the journal, `--json`
+//!   and the last error line. With no secrets, redacting is one `memchr` for `@`.
+//! * **Streams keep a tail.** A key can arrive split across two chunks of a command's output
+//!   or of a streamed reply. A [`RedactingStream`] holds back only the end of a chunk that
+//!   could be the start of a secret, so ordinary text is never delayed.
+//!
+//! What it does not promise: the server receives the key (that is its purpose), and a model
+//! can still reason about a secret it never sees. See README "Honest limits".
+
+use crate::ch01_loop::{Error, Event, Model, Observer, Reply, Request};
+use std::borrow::Cow;
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// What replaces a secret.
+pub const REDACTED: &str = "[redacted]";
+/// Shorter values are placeholders (`sk-...`, `none`), and redacting them would mangle text.
+pub const MIN_SECRET_BYTES: usize = 8;
+
+// ANCHOR: key_variables
+/// The environment variables that carry credentials the agent reads. `OPENAI_BASE_URL` joins
+/// them when it holds a password (`http://user:pass@host/v1`).
+pub const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY"];
+const BASE_URL_VARIABLE: &str = "OPENAI_BASE_URL";
+
+/// Removes the key variables from a child's environment (the rule for every spawned process).
+pub fn remove_keys(command: &mut Command) -> &mut Command {
+    for name in KEY_VARIABLES {
+        command.env_remove(name);
+    }
+    if std::env::var(BASE_URL_VARIABLE).is_ok_and(|url| has_userinfo(&url)) {
+        command.env_remove(BASE_URL_VARIABLE);
+    }
+    command
+}
+// ANCHOR_END: key_variables
+
+/// The values of the key variables present now, as secrets to redact.
+pub fn key_values() -> Vec<String> {
+    KEY_VARIABLES.iter().filter_map(|name| std::env::var(name).ok()).collect()
+}
+
+// ANCHOR: take
+/// The credentials of this run, taken out of the environment.
+#[derive(Default)]
+pub struct Keys {
+    /// `OPENAI_API_KEY`, if set and not blank.
+    pub api_key: Option<String>,
+    /// `OPENAI_BASE_URL`, if set and not blank.
+    pub base_url: Option<String>,
+}
+
+impl Keys {
+    /// Reads the key variables and removes them from the process environment, overwriting
+    /// their bytes in place first (the kernel shows the original block as
+    /// `/proc/<pid>/environ`). `OPENAI_BASE_URL` is removed only when it holds a password.
+    ///
+    /// # Safety
+    /// Changes the environment: call it first thing in `main`, before any thread starts.
+    pub unsafe fn take() -> Keys {
+        let read = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
+        let keys = Keys { api_key: read(KEY_VARIABLES[0]), base_url: read(BASE_URL_VARIABLE) };
+        let mut names: Vec<&str> = KEY_VARIABLES.to_vec();
+        if keys.base_url.as_deref().is_some_and(has_userinfo) {
+            names.push(BASE_URL_VARIABLE);
+        }
+        for name in names {
+            // SAFETY: the caller promises a single thread; see `wipe_environ_entries`.
+            unsafe {
+                let entries = environ_entries(name);
+                std::env::remove_var(name);
+                wipe(entries);
+            }
+        }
+        keys
+    }
+}
+// ANCHOR_END: take
+
+unsafe extern "C" {
+    /// The C library's environment: a null-terminated array of `NAME=value` strings.
+    static mut environ: *mut *mut std::ffi::c_char;
+}
+
+/// The C strings `NAME=value` of `name` in the environment block.
+///
+/// # Safety
+/// No other thread may read or change the environment meanwhile.
+unsafe fn environ_entries(name: &str) -> Vec<(*mut u8, usize)> {
+    let prefix = format!("{name}=");
+    let mut found = Vec::new();
+    // SAFETY: `environ` is a valid null-terminated array of valid C strings.
+    unsafe {
+        let mut entry = environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            let text = std::ffi::CStr::from_ptr(*entry).to_bytes();
+            if text.starts_with(prefix.as_bytes()) {
+                found.push(((*entry).cast::<u8>(), text.len()));
+            }
+            entry = entry.add(1);
+        }
+    }
+    found
+}
+
+/// Overwrites entries, already unset, with zero bytes: the kernel shows the original block
+/// as `/proc/<pid>/environ`, and unsetting only drops the pointer to it.
+///
+/// # Safety
+/// The entries come from [`environ_entries`] and were removed from the environment since:
+/// the C library never frees them (they live on the initial stack, or were leaked by
+/// `setenv`), and nothing points to them any more.
+unsafe fn wipe(entries: Vec<(*mut u8, usize)>) {
+    for (start, len) in entries {
+        // SAFETY: see above; we write within the string, before its terminating NUL.
+        unsafe { std::ptr::write_bytes(start, 0, len) };
+    }
+}
+
+/// Overwrites the password of a `--base-url` on this process's command line (what `ps` and
+/// `/proc/<pid>/cmdline` show) with `*`. The copy Rust made of the arguments is untouched.
+/// Linux only; elsewhere, and when the kernel does not tell where the arguments are, nothing
+/// happens.
+///
+/// # Safety
+/// Writes the process's original argument block: call it from `main`, before threads start.
+pub unsafe fn wipe_userinfo_in_command_line(words: &[String]) {
+    let secrets: Vec<&str> = words.iter().filter_map(|word| password_of(word)).collect();
+    if secrets.is_empty() {
+        return;
+    }
+    // Fields 48 and 49 of /proc/self/stat: where the argument strings start and end.
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return };
+    let Some((_, after_name)) = stat.rsplit_once(')') else { return };
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let (Some(start), Some(end)) = (
+        fields.get(45).and_then(|f| f.parse::<usize>().ok()),
+        fields.get(46).and_then(|f| f.parse::<usize>().ok()),
+    ) else {
+        return;
+    };
+    if start == 0 || end <= start {
+        return;
+    }
+    // SAFETY: [start, end) is this process's own argument block, mapped and writable (it is
+    // on the initial stack); we replace bytes of a secret with `*`, never a NUL or the length.
+    unsafe {
+        let block = std::slice::from_raw_parts_mut(start as *mut u8, end - start);
+        for secret in secrets {
+            let secret = secret.as_bytes();
+            let mut at = 0;
+            while let Some(found) = find(&block[at..], secret) {
+                block[at + found..at + found + secret.len()].fill(b'*');
+                at += found + secret.len();
+            }
+        }
+    }
+}
+
+// ANCHOR: redactor
+/// Replaces secrets, and the user-info of URLs, with `[redacted]`.
+#[derive(Clone, Debug, Default)]
+pub struct Redactor {
+    /// Longest first, so that a secret containing another is replaced whole.
+    secrets: Vec<String>,
+}
+
+impl Redactor {
+    /// A redactor for these secrets; values shorter than [`MIN_SECRET_BYTES`] are ignored.
+    pub fn new(secrets: impl IntoIterator<Item = String>) -> Redactor {
+        let mut secrets: Vec<String> = secrets.into_iter().filter(|s| s.len() >= MIN_SECRET_BYTES).collect();
+        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        secrets.dedup();
+        Redactor { secrets }
+    }
+
+    /// The redactor for a run: the key, and the password of the base URL.
+    pub fn for_run(keys: &Keys, base_url: &str) -> Redactor {
+        let password = password_of(base_url).map(str::to_owned);
+        Redactor::new(keys.api_key.iter().cloned().chain(password))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.secrets.is_empty()
+    }
+
+    /// `text` with every secret and every URL user-info replaced; borrowed when unchanged.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        // User-info first: once a password inside it is `[redacted]`, the URL no longer parses.
+        let mut text = match redact_userinfo(text) {
+            Some(cleaned) => Cow::Owned(cleaned),
+            None => Cow::Borrowed(text),
+        };
+        for secret in &self.secrets {
+            if text.contains(secret.as_str()) {
+                text = Cow::Owned(text.replace(secret.as_str(), REDACTED));
+            }
+        }
+        text
+    }
+
+    /// [`Redactor::redact`] for an owned string: no copy when nothing matched.
+    pub fn redact_string(&self, text: String) -> String {
+        match self.redact(&text) {
+            Cow::Borrowed(_) => text,
+            Cow::Owned(cleaned) => cleaned,
+        }
+    }
+
+    /// A stream redactor with these secrets.
+    pub fn stream(&self) -> RedactingStream {
+        RedactingStream { secrets: self.secrets.clone(), pending: Vec::new() }
+    }
+}
+
+static PROCESS: OnceLock<Redactor> = OnceLock::new();
+static NONE: Redactor = Redactor { secrets: Vec::new() };
+
+/// Makes `redactor` the one every output of this process goes through. The first call wins.
+pub fn install(redactor: Redactor) -> &'static Redactor {
+    PROCESS.get_or_init(|| redactor)
+}
+
+/// The process's redactor: the installed one, else one that knows no secrets (it still
+/// removes URL user-info).
+pub fn redactor() -> &'static Redactor {
+    PROCESS.get().unwrap_or(&NONE)
+}
+// ANCHOR_END: redactor
+
+// ANCHOR: stream
+/// Redacts a stream that arrives in pieces: a secret split across two pieces is still
+/// caught, because the end of a piece that could start a secret is held back until the next
+/// piece (or [`RedactingStream::finish`]) shows whether it does.
+pub struct RedactingStream {
+    secrets: Vec<String>,
+    pending: Vec<u8>,
+}
+
+impl RedactingStream {
+    /// Takes a piece; returns what can be passed on now.
+    pub fn push(&mut self, piece: &[u8]) -> Vec<u8> {
+        if self.secrets.is_empty() {
+            return piece.to_vec();
+        }
+        self.pending.extend_from_slice(piece);
+        let mut text = std::mem::take(&mut self.pending);
+        for secret in &self.secrets {
+            text = replace_bytes(text, secret.as_bytes(), REDACTED.as_bytes());
+        }
+        let keep = self.possible_start(&text);
+        self.pending = text.split_off(text.len() - keep);
+        text
+    }
+
+    /// The end of the stream: whatever was held back.
+    pub fn finish(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.pending)
+    }
+
+    /// The length of the longest end of `text` that is the beginning of a secret.
+    fn possible_start(&self, text: &[u8]) -> usize {
+        let longest = self.secrets.first().map_or(0, String::len).saturating_sub(1).min(text.len());
+        (1..=longest)
+            .rev()
+            .find(|&k| self.secrets.iter().any(|s| s.as_bytes().starts_with(&text[text.len() - k..])))
+            .unwrap_or(0)
+    }
+}
+// ANCHOR_END: stream
+
+// ANCHOR: redacted_model
+/// A model whose replies, streamed text and errors are redacted at the seam, once, before
+/// the loop, the journal or the screen sees them. A server knows the key — it received it —
+/// and may echo it in an error body or put it in a reply.
+pub struct Redacted<M> {
+    inner: M,
+    redactor: &'static Redactor,
+}
+
+impl<M: Model> Redacted<M> {
+    pub fn new(inner: M, redactor: &'static Redactor) -> Redacted<M> {
+        Redacted { inner, redactor }
+    }
+}
+
+impl<M: Model> Model for Redacted<M> {
+    fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
+        let mut watch =
+            RedactingObserver { inner: observer, redactor: self.redactor, text: self.redactor.stream() };
+        let result = self.inner.complete(request, &mut watch);
+        watch.flush()?;
+        let r = self.redactor;
+        match result {
+            Ok(mut reply) => {
+                reply.content = reply.content.map(|text| r.redact_string(text));
+                for call in &mut reply.tool_calls {
+                    call.arguments = r.redact_string(std::mem::take(&mut call.arguments));
+                }
+                Ok(reply)
+            }
+            Err(error) => Err(redact_error(r, error)),
+        }
+    }
+}
+
+// ANCHOR_END: redacted_model
+
+/// The same error with every text in it redacted.
+pub fn redact_error(r: &Redactor, error: Error) -> Error {
+    match error {
+        Error::Usage(text) => Error::Usage(r.redact_string(text)),
+        Error::Config(text) => Error::Config(r.redact_string(text)),
+        Error::Network(text) => Error::Network(r.redact_string(text)),
+        Error::Model(text) => Error::Model(r.redact_string(text)),
+        Error::Session(text) => Error::Session(r.redact_string(text)),
+        Error::Http { status, message, retry_after_ms, code } => {
+            Error::Http { status, message: r.redact_string(message), retry_after_ms, code }
+        }
+        Error::Io { context, source } => Error::Io { context: r.redact_string(context), source },
+        Error::Interrupted => Error::Interrupted,
+    }
+}
+
+/// Passes the model's events on, redacted; streamed text goes through a [`RedactingStream`].
+struct RedactingObserver<'a> {
+    inner: &'a mut dyn Observer,
+    redactor: &'static Redactor,
+    text: RedactingStream,
+}
+
+impl RedactingObserver<'_> {
+    fn flush(&mut self) -> Result<(), Error> {
+        let rest = self.text.finish();
+        if rest.is_empty() {
+            return Ok(());
+        }
+        self.inner.event(Event::TextDelta(&String::from_utf8_lossy(&rest)))
+    }
+}
+
+impl Observer for RedactingObserver<'_> {
+    fn event(&mut self, event: Event) -> Result<(), Error> {
+        let r = self.redactor;
+        match event {
+            Event::TextDelta(text) => {
+                let ready = self.text.push(text.as_bytes());
+                if ready.is_empty() {
+                    return Ok(());
+                }
+                // A piece may end inside a UTF-8 character when held back mid-way; lossless
+                // because only whole secrets (valid UTF-8) are ever held or replaced.
+                self.inner.event(Event::TextDelta(&String::from_utf8_lossy(&ready)))
+            }
+            Event::Notice { kind, text } => self.inner.event(Event::Notice { kind, text: &r.redact(text) }),
+            Event::Retry { attempt, wait_ms, reason } => {
+                self.inner.event(Event::Retry { attempt, wait_ms, reason: &r.redact(reason) })
+            }
+            other => self.inner.event(other),
+        }
+    }
+
+    fn queued_input(&mut self) -> Vec<String> {
+        self.inner.queued_input()
+    }
+}
+
+/// `url` without its user-info: `http://user:pass@host/v1` → `http://host/v1`.
+pub fn without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
+}
+
+fn has_userinfo(url: &str) -> bool {
+    without_userinfo(url).len() != url.len()
+}
+
+/// The password of a URL's user-info (`pass` in `http://user:pass@host`), if any.
+fn password_of(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let userinfo = &rest[..rest[..end].rfind('@')?];
+    userinfo.split_once(':').map(|(_, password)| password).filter(|p| !p.is_empty())
+}
+
+/// Every `scheme://user:pass@` in `text` becomes `scheme://[redacted]@`; `None` if none.
+fn redact_userinfo(text: &str) -> Option<String> {
+    if !text.contains('@') || !text.contains("://") {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let (mut copied, mut from) = (0, 0);
+    while let Some(found) = text[from..].find("://") {
+        let start = from + found + 3;
+        let end = text[start..]
+            .find(|c: char| c.is_whitespace() || "/?#\"'<>`()[]{},;\\".contains(c))
+            .map_or(text.len(), |i| start + i);
+        if let Some(at) = text[start..end].rfind('@')
+            && at > 0
+        {
+            out.push_str(&text[copied..start]);
+            out.push_str(REDACTED);
+            copied = start + at;
+        }
+        from = end.max(start);
+    }
+    (copied > 0).then(|| {
+        out.push_str(&text[copied..]);
+        out
+    })
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || haystack.len() < needle.len() {
+        return None;
+    }
+    let first = needle[0];
+    let mut at = 0;
+    while let Some(offset) = haystack[at..=haystack.len() - needle.len()].iter().position(|&b| b == first) {
+        let candidate = at + offset;
+        if &haystack[candidate..candidate + needle.len()] == needle {
+            return Some(candidate);
+        }
+        at = candidate + 1;
+    }
+    None
+}
+
+fn replace_bytes(text: Vec<u8>, needle: &[u8], with: &[u8]) -> Vec<u8> {
+    let Some(mut found) = find(&text, needle) else { return text };
+    let mut out = Vec::with_capacity(text.len());
+    let mut copied = 0;
+    loop {
+        out.extend_from_slice(&text[copied..copied + found]);
+        out.extend_from_slice(with);
+        copied += found + needle.len();
+        match find(&text[copied..], needle) {
+            Some(next) => found = next,
+            None => break,
+        }
+    }
+    out.extend_from_slice(&text[copied..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "sk-test-0123456789abcdef";
+
+    #[test]
+    fn secrets_and_userinfo_are_replaced_and_short_values_ignored() {
+        let r = Redactor::new([KEY.to_string(), "short".to_string()]);
+        assert_eq!(r.redact(&format!("KEY={KEY}\n")), "KEY=[redacted]\n");
+        assert_eq!(r.redact("a short word"), "a short word");
+        assert!(matches!(r.redact("nothing here"), Cow::Borrowed(_)));
+        assert_eq!(
+            r.redact("GET http://bob:hunter2@127.0.0.1:9/v1 failed"),
+            "GET http://[redacted]@127.0.0.1:9/v1 failed"
+        );
+        assert_eq!(
+            r.redact("mail me at a@b.c, see https://x.org/@me"),
+            "mail me at a@b.c, see https://x.org/@me"
+        );
+    }
+
+    #[test]
+    fn without_userinfo_and_password_of() {
+        assert_eq!(without_userinfo("http://u:p@h:1/v1"), "http://h:1/v1");
+        assert_eq!(without_userinfo("https://h/v1/@x"), "https://h/v1/@x");
+        assert_eq!(password_of("http://u:p4ssw0rd@h/v1"), Some("p4ssw0rd"));
+        assert_eq!(password_of("http://u@h/v1"), None);
+    }
+
+    #[test]
+    fn a_secret_split_across_pieces_is_caught_and_plain_text_is_not_held() {
+        let r = Redactor::new([KEY.to_string()]);
+        let mut stream = r.stream();
+        let mut out = stream.push(b"plain text ");
+        assert_eq!(out, b"plain text ");
+        for piece in [&b"x=sk-te"[..], b"st-0123", b"456789abcdef and more"] {
+            out.extend(stream.push(piece));
+        }
+        out.extend(stream.finish());
+        assert_eq!(String::from_utf8(out).unwrap(), "plain text x=[redacted] and more");
+    }
+}
