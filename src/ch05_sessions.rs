@@ -25,7 +25,7 @@
 //!
 //! | `type` | fields | meaning |
 //! |---|---|---|
-//! | `session` | `version`, `id`, `root`, `model`, `api`, `endpoint`, `created` | always the first record; `api` and `endpoint` say where the model lives (see [`Origin`]) |
+//! | `session` | `version`, `id`, `root`, `model`, `api`, `endpoint`, `created` | always the first record; `api` and `endpoint` say where the model lives (see [`Origin`]); `root` is a check, never an authority: the root is the directory whose `.mini_agent/sessions/` holds the file (chapter 9) |
 //! | `system` | `content` | the system prompt as it was sent |
 //! | `user` | `content` | a user message |
 //! | `assistant` | `content` (string or null), `tool_calls` (`[{id, name, arguments}]`), `usage`? (`{prompt_tokens, completion_tokens}`) | a model reply, as sent by the model |
