@@ -7,6 +7,11 @@
 //! cargo run --release --bin build-guide -- --accept 03-tools.md#dispatch   # record a translation
 //! ```
 //!
+//! It is a package of its own, `scripts/guide/Cargo.toml` (this file is its binary, its
+//! modules are in `scripts/guide/`, its end-to-end tests in `scripts/guide/tests/`), a
+//! default member of the workspace: the commands above and plain `cargo test` work from the
+//! repository root, and `cargo install --path .` installs `mini-agent` alone.
+//!
 //! The build writes the page even when it finds problems (so a draft can be read) and lists
 //! them; `--check` is the gate. The library entry points are [`build`] (root → page and
 //! diagnostics, writes nothing), [`check`] and [`accept`].
@@ -512,13 +517,14 @@ fn check_unused_anchors(
 }
 
 /// The current directory when it looks like the repository (so a copied binary works on any
-/// checkout), else the one this binary was built from (so it works from a subdirectory).
+/// checkout), else the one this binary was built from (so it works from a subdirectory): the
+/// package lives in `scripts/guide/`, two levels below the repository.
 fn repository_root() -> PathBuf {
     let current = PathBuf::from(".");
     if current.join("guide").is_dir() && current.join("src").is_dir() {
         current
     } else {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
     }
 }
 

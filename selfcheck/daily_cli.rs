@@ -266,3 +266,44 @@ fn a_fifo_named_like_a_session_is_named_on_stderr_not_waited_on() {
     let again = Test::new().args(["-c", "-p", "list them again"]).run_in(listed.workspace);
     again.expect_code(0);
 }
+
+// --- 5. The small print ------------------------------------------------------------------------
+
+fn repository() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn cargo_install_path_dot_installs_only_mini_agent() {
+    let output = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
+        .current_dir(repository())
+        .output()
+        .expect("cargo metadata");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let metadata: Value = serde_json::from_slice(&output.stdout).expect("metadata JSON");
+    let bins = |package: &str| -> Vec<String> {
+        let packages = metadata["packages"].as_array().expect("packages");
+        let found = packages.iter().find(|p| p["name"] == package).expect("the package");
+        let targets = found["targets"].as_array().expect("targets");
+        targets
+            .iter()
+            .filter(|t| t["kind"].as_array().is_some_and(|k| k.iter().any(|k| k == "bin")))
+            .map(|t| t["name"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(bins("mini-agent"), ["mini-agent"], "`cargo install --path .` installs these");
+    // The book's builder is still one `cargo run --bin build-guide` away, in its own package.
+    assert_eq!(bins("build-guide"), ["build-guide"]);
+}
+
+#[test]
+fn gitignore_lists_no_tracked_file() {
+    let output = std::process::Command::new("git")
+        .args(["ls-files", "--cached", "--ignored", "--exclude-standard"])
+        .current_dir(repository())
+        .output()
+        .expect("git ls-files (the tests run in a checkout)");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "", "tracked files that .gitignore lists");
+}
