@@ -341,13 +341,11 @@ fn say(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{}", redactor().redact(line));
 }
 
-/// Text squeezed onto one line, with control characters (a NUL in a path…) made visible.
+/// Text squeezed onto one line, with control characters (a NUL in a path, an escape sequence
+/// in a server's error body…) made visible by chapter 4's sanitiser.
 fn one_line(text: &str) -> String {
     let joined = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
-    joined
-        .chars()
-        .map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() })
-        .collect()
+    sanitize(&joined)
 }
 // ANCHOR_END: output
 

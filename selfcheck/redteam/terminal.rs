@@ -277,6 +277,18 @@ fn an_error_body_from_the_server_is_sanitised() {
 }
 
 #[test]
+fn a_one_shot_error_line_is_sanitised() {
+    let body = format!("quota\u{202e}txt.exe{TITLE} end-of-error");
+    let server = ScriptedServer::scripted(vec![Step::error(400, &body)]).expect("server");
+    let workspace = TempDir::new();
+    let terminal = Terminal::start(workspace.path(), &["-p", "go", "--base-url", &server.url]);
+    let (code, screen) = terminal.wait_exit();
+    assert_eq!(code, Some(1), "{screen}");
+    assert!(screen.contains(r"quota\u{202e}txt.exe\x1b]0;sudo password:\x07 end-of-error"), "{screen:?}");
+    assert_no_foreign_controls(&screen);
+}
+
+#[test]
 fn the_resumed_last_exchange_is_sanitised() {
     let server = ScriptedServer::scripted(vec![text(&format!("remembered{CLIPBOARD}"))]).expect("server");
     let workspace = TempDir::new();
