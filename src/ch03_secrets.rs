@@ -38,7 +38,7 @@ pub const MIN_SECRET_BYTES: usize = 8;
 
 // ANCHOR: key_variables
 /// The environment variables that carry credentials the agent reads. `OPENAI_BASE_URL` joins
-/// them when it holds a password (`http://user:pass@host/v1`).
+/// them when it holds a password (`http://user:pass@host/v1`) or a token (`?api-key=…`).
 pub const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY"];
 const BASE_URL_VARIABLE: &str = "OPENAI_BASE_URL";
 
@@ -47,7 +47,7 @@ pub fn remove_keys(command: &mut Command) -> &mut Command {
     for name in KEY_VARIABLES {
         command.env_remove(name);
     }
-    if std::env::var(BASE_URL_VARIABLE).is_ok_and(|url| has_userinfo(&url)) {
+    if std::env::var(BASE_URL_VARIABLE).is_ok_and(|url| has_credentials(&url)) {
         command.env_remove(BASE_URL_VARIABLE);
     }
     command
@@ -80,7 +80,7 @@ impl Keys {
         let read = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
         let keys = Keys { api_key: read(KEY_VARIABLES[0]), base_url: read(BASE_URL_VARIABLE) };
         let mut names: Vec<&str> = KEY_VARIABLES.to_vec();
-        if keys.base_url.as_deref().is_some_and(has_userinfo) {
+        if keys.base_url.as_deref().is_some_and(has_credentials) {
             names.push(BASE_URL_VARIABLE);
         }
         for name in names {
@@ -136,16 +136,16 @@ unsafe fn wipe(entries: Vec<(*mut u8, usize)>) {
     }
 }
 
-/// Overwrites the password of a `--base-url` on this process's command line (what `ps` and
-/// `/proc/<pid>/cmdline` show) with `*`. The copy Rust made of the arguments is untouched.
+/// Overwrites the credentials of a `--base-url` (a password, an `api-key=` value) on this
+/// process's command line (what `ps` and `/proc/<pid>/cmdline` show) with `*`. The copy Rust made of the arguments is untouched.
 /// Linux only; elsewhere, and when the kernel does not tell where the arguments are, nothing
 /// happens.
 ///
 /// # Safety
 /// Writes the process's original argument block: call it from `main`, before threads start.
-pub unsafe fn wipe_userinfo_in_command_line(words: &[String]) {
-    let secrets: Vec<&str> = words.iter().filter_map(|word| password_of(word)).collect();
-    if secrets.is_empty() {
+pub unsafe fn wipe_credentials_in_command_line(words: &[String]) {
+    let holders: Vec<&String> = words.iter().filter(|word| !credentials_of(word).is_empty()).collect();
+    if holders.is_empty() {
         return;
     }
     // Fields 48 and 49 of /proc/self/stat: where the argument strings start and end.
@@ -163,14 +163,16 @@ pub unsafe fn wipe_userinfo_in_command_line(words: &[String]) {
     }
     // SAFETY: [start, end) is this process's own argument block, mapped and writable (it is
     // on the initial stack); we replace bytes of a secret with `*`, never a NUL or the length.
-    unsafe {
-        let block = std::slice::from_raw_parts_mut(start as *mut u8, end - start);
-        for secret in secrets {
-            let secret = secret.as_bytes();
-            let mut at = 0;
-            while let Some(found) = find(&block[at..], secret) {
-                block[at + found..at + found + secret.len()].fill(b'*');
-                at += found + secret.len();
+    let block = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, end - start) };
+    for word in holders {
+        // Only inside the word that holds the URL: a short password elsewhere is left alone.
+        let Some(at) = find(block, word.as_bytes()) else { continue };
+        let held = &mut block[at..at + word.len()];
+        for secret in credentials_of(word) {
+            let mut from = 0;
+            while let Some(found) = find(&held[from..], secret.as_bytes()) {
+                held[from + found..from + found + secret.len()].fill(b'*');
+                from += found + secret.len();
             }
         }
     }
@@ -193,10 +195,10 @@ impl Redactor {
         Redactor { secrets }
     }
 
-    /// The redactor for a run: the key, and the password of the base URL.
+    /// The redactor for a run: the key, and the credentials in the base URL.
     pub fn for_run(keys: &Keys, base_url: &str) -> Redactor {
-        let password = password_of(base_url).map(str::to_owned);
-        Redactor::new(keys.api_key.iter().cloned().chain(password))
+        let in_url = credentials_of(base_url).into_iter().map(str::to_owned);
+        Redactor::new(keys.api_key.iter().cloned().chain(in_url))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -384,18 +386,60 @@ impl Observer for RedactingObserver<'_> {
     }
 }
 
-/// `url` without its user-info: `http://user:pass@host/v1` → `http://host/v1`.
-pub fn without_userinfo(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..end].rfind('@') {
-        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
-        None => url.to_string(),
+/// `https://user:pw@host/v1?api-version=1&key=sk` → `https://host/v1?api-version=1`: the
+/// userinfo and any query parameter named like a credential are dropped.
+pub fn without_credentials(url: &str) -> String {
+    // A fragment is never sent to a server: nothing of it is worth keeping.
+    let before_fragment = url.split_once('#').map_or(url, |(kept, _)| kept);
+    let (base, query) =
+        before_fragment.split_once('?').map_or((before_fragment, None), |(a, b)| (a, Some(b)));
+    let mut clean = match base.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(authority_end);
+            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{path}")
+        }
+        None => base.to_string(),
+    };
+    let kept: Vec<&str> = query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .filter(|pair| !pair.is_empty() && !credential_name(pair.split('=').next().unwrap_or_default()))
+        .collect();
+    if !kept.is_empty() {
+        clean.push('?');
+        clean.push_str(&kept.join("&"));
     }
+    clean
 }
 
-fn has_userinfo(url: &str) -> bool {
-    without_userinfo(url).len() != url.len()
+/// Whether `url` holds a password or token (`user:pass@`, `?key=…`).
+fn has_credentials(url: &str) -> bool {
+    !credentials_of(url).is_empty()
+}
+
+/// A query parameter that carries a credential (`api-key`, `token`, `sig`…).
+fn credential_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["key", "token", "secret", "pass", "sig", "auth"].iter().any(|word| name.contains(word))
+}
+
+/// The credentials in a URL: the user-info password and credential query values.
+fn credentials_of(url: &str) -> Vec<&str> {
+    let mut found: Vec<&str> = password_of(url).into_iter().collect();
+    if let Some((_, query)) = url.split_once('?') {
+        let query = query.split('#').next().unwrap_or_default();
+        for pair in query.split('&') {
+            if let Some((name, value)) = pair.split_once('=')
+                && credential_name(name)
+                && !value.is_empty()
+            {
+                found.push(value);
+            }
+        }
+    }
+    found
 }
 
 /// The password of a URL's user-info (`pass` in `http://user:pass@host`), if any.
@@ -489,11 +533,13 @@ mod tests {
     }
 
     #[test]
-    fn without_userinfo_and_password_of() {
-        assert_eq!(without_userinfo("http://u:p@h:1/v1"), "http://h:1/v1");
-        assert_eq!(without_userinfo("https://h/v1/@x"), "https://h/v1/@x");
+    fn without_credentials_and_password_of() {
+        assert_eq!(without_credentials("http://u:p@h:1/v1"), "http://h:1/v1");
+        assert_eq!(without_credentials("https://h/v1/@x"), "https://h/v1/@x");
+        assert!(has_credentials("https://h/v1?api-key=abc") && !has_credentials("https://h/v1?v=1"));
         assert_eq!(password_of("http://u:p4ssw0rd@h/v1"), Some("p4ssw0rd"));
         assert_eq!(password_of("http://u@h/v1"), None);
+        assert_eq!(credentials_of("http://u:pw@h/v1?v=1&api-key=abc#x"), ["pw", "abc"]);
     }
 
     #[test]

@@ -186,37 +186,8 @@ fn default_api() -> String {
     OPENAI_API.into()
 }
 
-/// `https://user:pw@host/v1?api-version=1&key=sk` → `https://host/v1?api-version=1`: the
-/// userinfo and any query parameter named like a credential are dropped.
-pub fn without_credentials(url: &str) -> String {
-    // A fragment is never sent to a server: nothing of it is worth keeping.
-    let before_fragment = url.split_once('#').map_or(url, |(kept, _)| kept);
-    let (base, query) =
-        before_fragment.split_once('?').map_or((before_fragment, None), |(a, b)| (a, Some(b)));
-    let mut clean = match base.split_once("://") {
-        Some((scheme, rest)) => {
-            let authority_end = rest.find('/').unwrap_or(rest.len());
-            let (authority, path) = rest.split_at(authority_end);
-            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-            format!("{scheme}://{host}{path}")
-        }
-        None => base.to_string(),
-    };
-    let secret = |name: &str| {
-        let name = name.to_ascii_lowercase();
-        ["key", "token", "secret", "pass", "sig", "auth"].iter().any(|word| name.contains(word))
-    };
-    let kept: Vec<&str> = query
-        .into_iter()
-        .flat_map(|q| q.split('&'))
-        .filter(|pair| !pair.is_empty() && !secret(pair.split('=').next().unwrap_or_default()))
-        .collect();
-    if !kept.is_empty() {
-        clean.push('?');
-        clean.push_str(&kept.join("&"));
-    }
-    clean
-}
+/// The one definition of a URL without its credentials lives with the other secrets.
+pub use crate::ch03_secrets::without_credentials;
 // ANCHOR_END: origin
 
 /// Anything records can be appended to: an in-memory list here, a durable journal in

@@ -19,7 +19,9 @@ use args::{Command, Options, Prompt};
 use json_events::JsonEvents;
 use mini_agent::ch01_loop::{Error, Model, Observer, Outcome};
 use mini_agent::ch02_model::{ChatClient, ClientConfig, IDLE_TIMEOUT_VARIABLE, parse_idle_timeout};
-use mini_agent::ch03_secrets::{Keys, Redacted, Redactor, install, redactor, wipe_userinfo_in_command_line};
+use mini_agent::ch03_secrets::{
+    Keys, Redacted, Redactor, install, redactor, wipe_credentials_in_command_line,
+};
 use mini_agent::ch04_sanitize::sanitize;
 use mini_agent::ch04_terminal::{
     LineReader, Screen, TerminalObserver, install_interrupt_handler, render_markdown, run_repl,
@@ -46,7 +48,7 @@ fn main() -> ExitCode {
         std::env::args_os().skip(1).map(|word| word.to_string_lossy().into_owned()).collect();
     // SAFETY: first thing in main, before any thread exists (chapter 3's secrets).
     let keys = unsafe {
-        wipe_userinfo_in_command_line(&words);
+        wipe_credentials_in_command_line(&words);
         Keys::take()
     };
     let result = run(&words, &keys);

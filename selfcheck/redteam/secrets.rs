@@ -339,3 +339,17 @@ fn a_short_placeholder_key_does_not_mangle_ordinary_text() {
     run.expect_code(0);
     assert_eq!(run.stdout.trim(), "ask-x and sk-x stay as they are");
 }
+
+#[test]
+fn the_repl_is_held_to_the_same_rule() {
+    // A conversation through a pipe: the key in a file, in the environment and in a reply.
+    let run = with_key(vec![bash("env; cat key.txt"), text(&format!("the key is {KEY}"))])
+        .file("key.txt", KEY)
+        .args(["--allow-shell", "-v"])
+        .stdin("show me the environment\n")
+        .run();
+    run.expect_code(0);
+    assert!(run.stdout.contains("the key is [redacted]"), "{}", run.stdout);
+    assert!(!run.only_tool_result().contains("OPENAI_API_KEY"));
+    assert_eq!(everything(&run).matches(KEY).count(), 1, "only key.txt itself holds the key");
+}
