@@ -209,16 +209,21 @@ fn agents_md_as_a_directory_is_a_warning_not_a_failure() {
     start_up(workspace, "never", &["AGENTS.md"]);
 }
 
-/// 64 MB of AGENTS.md: only the cap reaches the prompt, with the note saying it was cut.
+/// 300 MB of AGENTS.md (sparse: no disk) and a 300 MB skill: only the caps are read, so peak
+/// RSS stays under the 64 MB bar, and the prompt says AGENTS.md was cut.
 #[test]
 fn a_huge_agents_md_is_bounded_before_it_is_read() {
     let workspace = TempDir::new();
-    let file = std::fs::File::create(workspace.path().join("AGENTS.md")).unwrap();
-    file.set_len(64 << 20).unwrap(); // sparse: costs no disk
-    let run = start_up(workspace, "never", &[]);
-    let prompt = system_prompt(&run);
-    assert!(prompt.len() < 16 * 1024, "the prompt is {} bytes", prompt.len());
-    assert!(prompt.contains(&format!("of {} bytes", 64 << 20)), "the cut is said: {prompt}");
+    std::fs::File::create(workspace.path().join("AGENTS.md")).unwrap().set_len(300 << 20).unwrap();
+    std::fs::create_dir_all(workspace.path().join("skills")).unwrap();
+    std::fs::File::create(workspace.path().join("skills/huge.md")).unwrap().set_len(300 << 20).unwrap();
+    let measured =
+        crate::resources::measure("300 MB AGENTS.md and skill", workspace, &["-p", "hi"], vec![text("ok")]);
+    assert_eq!(measured.code, Some(0), "{}", measured.stderr);
+    let prompt = measured.requests[0]["messages"][0]["content"].as_str().unwrap_or_default().to_string();
+    assert!(prompt.len() < 300 * 1024, "the prompt is {} bytes", prompt.len());
+    assert!(prompt.contains(&format!("of {} bytes", 300u64 << 20)), "the cut is said");
+    assert!(measured.stderr.contains("skills/huge.md: only the first"), "{}", measured.stderr);
 }
 
 #[test]

@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 const RSS_LIMIT_KB: i64 = 64 * 1000;
 const MIB: u64 = 1 << 20;
 
-struct Measured {
-    code: Option<i32>,
-    stderr: String,
-    peak_rss_kb: i64,
-    requests: Vec<Value>,
+pub(crate) struct Measured {
+    pub(crate) code: Option<i32>,
+    pub(crate) stderr: String,
+    pub(crate) peak_rss_kb: i64,
+    pub(crate) requests: Vec<Value>,
     workspace: TempDir,
 }
 
@@ -31,7 +31,7 @@ struct Measured {
 /// subreaper) when `sh` exits. The detour is needed for an honest figure: a process started
 /// straight from this (large, multi-threaded) test process inherits its peak RSS at `exec`,
 /// while one forked from a small `sh` inherits only that of `sh`, a megabyte or two.
-fn measure(name: &str, workspace: TempDir, args: &[&str], steps: Vec<Step>) -> Measured {
+pub(crate) fn measure(name: &str, workspace: TempDir, args: &[&str], steps: Vec<Step>) -> Measured {
     let server = ScriptedServer::scripted(steps).expect("start the scripted server");
     // SAFETY: prctl with an integer argument; it only changes who adopts orphans.
     assert_eq!(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }, 0);
