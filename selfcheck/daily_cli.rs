@@ -307,3 +307,26 @@ fn gitignore_lists_no_tracked_file() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(String::from_utf8_lossy(&output.stdout), "", "tracked files that .gitignore lists");
 }
+
+#[test]
+fn dash_p_dash_on_a_terminal_says_it_reads_until_ctrl_d() {
+    let workspace = crate::harness::TempDir::new();
+    let mut terminal = crate::pty::Terminal::start(workspace.path(), &["--demo", "-p", "-"]);
+    terminal.wait_for("press Ctrl+D");
+    terminal.type_keys("list the files\r\x04");
+    let (code, screen) = terminal.wait_exit();
+    assert_eq!(code, Some(0), "{screen}");
+}
+
+#[test]
+fn a_value_given_twice_an_empty_model_and_combined_short_flags() {
+    Test::new().args(["-p", "a", "-p", "b"]).run().expect_code(1).stderr_has("--prompt was given twice");
+    Test::new().args(["--model", "", "-p", "a"]).run().expect_code(1).stderr_has("--model needs a value");
+    let combined = Test::new().args(["--demo", "-vp", "list the files"]).file("a.txt", "x").run();
+    combined.expect_code(0).stderr_has("list_files");
+    Test::new()
+        .args(["-vx"])
+        .run()
+        .expect_code(1)
+        .stderr_has("unknown flag -x in -vx: one-letter flags combine");
+}

@@ -120,8 +120,19 @@ pub fn parse(words: &[String]) -> Result<Command, String> {
     }
     let mut options = Options::default();
     let mut words = Words::new(words);
+    let mut given: Vec<&str> = Vec::new();
     while let Some(word) = words.next_word() {
+        if words.expand_short_flags(&word)? {
+            continue;
+        }
         let (flag, inline) = split_inline_value(&word);
+        // A value given twice (`-p a -p b`) is a mistake, not a choice to make silently.
+        if let Some(long) = value_flag(flag) {
+            if given.contains(&long) {
+                return Err(format!("{long} was given twice; give it once"));
+            }
+            given.push(long);
+        }
         match flag {
             "-h" | "--help" => return Ok(Command::Help),
             "-V" | "--version" => return Ok(Command::Version),
@@ -130,19 +141,19 @@ pub fn parse(words: &[String]) -> Result<Command, String> {
                 options.prompt = Some(if value == "-" { Prompt::Stdin } else { Prompt::Text(value) });
             }
             "-c" | "--continue" => options.continue_latest = words.switch(flag, inline)?,
-            "-r" | "--resume" => options.resume = Some(words.value(flag, inline)?),
+            "-r" | "--resume" => options.resume = Some(words.non_empty(flag, inline)?),
             "--status" => options.status = words.switch(flag, inline)?,
             "--acknowledge-unknown" => options.acknowledge_unknown = words.switch(flag, inline)?,
             "-v" | "--verbose" => options.verbose = words.switch(flag, inline)?,
             "--max-turns" => options.max_turns = count(flag, &words.value(flag, inline)?)?,
-            "--root" => options.root = Some(PathBuf::from(words.value(flag, inline)?)),
+            "--root" => options.root = Some(PathBuf::from(words.non_empty(flag, inline)?)),
             "--allow-write" => options.allow_write = words.switch(flag, inline)?,
             "--allow-shell" => options.allow_shell = words.switch(flag, inline)?,
             "--stream" => options.stream = words.switch(flag, inline)?,
             "--json" => options.json = words.switch(flag, inline)?,
             "--demo" => options.demo = words.switch(flag, inline)?,
-            "--model" => options.model = Some(words.value(flag, inline)?),
-            "--base-url" => options.base_url = Some(words.value(flag, inline)?),
+            "--model" => options.model = Some(words.non_empty(flag, inline)?),
+            "--base-url" => options.base_url = Some(words.non_empty(flag, inline)?),
             _ if flag.starts_with('-') && flag != "-" => return Err(unknown_flag(flag, AGENT_FLAGS)),
             _ => return Err(unexpected_word(&word)),
         }
@@ -201,18 +212,67 @@ fn check_combinations(options: &Options) -> Result<(), String> {
     Ok(())
 }
 
+/// The long name of a flag that takes a value, for the "given twice" check.
+fn value_flag(flag: &str) -> Option<&'static str> {
+    Some(match flag {
+        "-p" | "--prompt" => "--prompt",
+        "-r" | "--resume" => "--resume",
+        "--max-turns" => "--max-turns",
+        "--root" => "--root",
+        "--model" => "--model",
+        "--base-url" => "--base-url",
+        _ => return None,
+    })
+}
+
+/// The one-letter flags, which combine (`-vc`, `-vp "task"`); `p` and `r` take a value.
+const SHORT_FLAGS: &str = "chprvV";
+
 /// The words still to read, so that a flag can take the next one as its value.
 struct Words<'a> {
     rest: std::slice::Iter<'a, String>,
+    /// Short flags split out of a combined word such as `-vp`, next first.
+    pending: Vec<String>,
 }
 
 impl<'a> Words<'a> {
     fn new(words: &'a [String]) -> Self {
-        Words { rest: words.iter() }
+        Words { rest: words.iter(), pending: Vec::new() }
     }
 
     fn next_word(&mut self) -> Option<String> {
-        self.rest.next().cloned()
+        self.pending.pop().or_else(|| self.rest.next().cloned())
+    }
+
+    /// `-vp` → `-v`, `-p`: true when `word` was such a group and its flags are now next.
+    /// A group that cannot be split is an error that names the rule.
+    fn expand_short_flags(&mut self, word: &str) -> Result<bool, String> {
+        let Some(letters) = word.strip_prefix('-').filter(|rest| !rest.starts_with('-')) else {
+            return Ok(false);
+        };
+        if letters.chars().count() < 2 || !letters.starts_with(|c| SHORT_FLAGS.contains(c)) {
+            return Ok(false);
+        }
+        let rule = "one-letter flags combine from -c -h -p -r -v -V, a value-taking one (-p, -r) last, \
+                    as in -vp \"task\"";
+        if let Some(unknown) = letters.chars().find(|c| !SHORT_FLAGS.contains(*c)) {
+            return Err(format!("unknown flag -{unknown} in {word}: {rule}"));
+        }
+        let takes_value = |c: char| c == 'p' || c == 'r';
+        if let Some(early) = letters.chars().rev().skip(1).find(|c| takes_value(*c)) {
+            return Err(format!("-{early} takes a value, so it must come last in {word}: {rule}"));
+        }
+        self.pending.extend(letters.chars().rev().map(|c| format!("-{c}")));
+        Ok(true)
+    }
+
+    /// A value that may not be empty (`--model ""` would send a request for no model).
+    fn non_empty(&mut self, flag: &str, inline: Option<&str>) -> Result<String, String> {
+        let value = self.value(flag, inline)?;
+        if value.trim().is_empty() {
+            return Err(format!("{flag} needs a value, and '{value}' is empty"));
+        }
+        Ok(value)
     }
 
     /// The value of `flag`: the `=value` part, else the next word. A next word that is itself
@@ -221,11 +281,11 @@ impl<'a> Words<'a> {
         if let Some(value) = inline {
             return Ok(value.to_string());
         }
-        match self.rest.next() {
+        match self.pending.pop().or_else(|| self.rest.next().cloned()) {
             Some(next) if next.starts_with("--") && next.len() > 2 => {
                 Err(format!("{flag} needs a value, but the next word is the flag {next}"))
             }
-            Some(next) => Ok(next.clone()),
+            Some(next) => Ok(next),
             None => Err(format!("{flag} needs a value")),
         }
     }
@@ -344,7 +404,8 @@ OPTIONS
                              $OPENAI_BASE_URL, else https://api.openai.com/v1)
   -h, --help                 show this help
   -V, --version              show the version
-  Values can follow the flag (--model gpt-4o) or be attached (--model=gpt-4o).
+  Values can follow the flag (--model gpt-4o) or be attached (--model=gpt-4o); each is
+  given once. One-letter flags combine, a value-taking one last: -vp \"task\", -vc.
 
 ENVIRONMENT
   OPENAI_API_KEY             the API key; not needed for a loopback base URL or --demo.
@@ -497,6 +558,27 @@ mod tests {
         assert!(error(&["--status"]).contains("add -c"));
         assert!(error(&["--json"]).contains("add -p"));
         assert!(error(&["--demo", "--base-url", "http://x"]).contains("drop --base-url"));
+    }
+
+    #[test]
+    fn a_value_given_twice_or_empty_is_an_error() {
+        assert_eq!(error(&["-p", "a", "-p", "b"]), "--prompt was given twice; give it once");
+        assert_eq!(error(&["--model", "a", "--model=b"]), "--model was given twice; give it once");
+        assert_eq!(error(&["--model", ""]), "--model needs a value, and '' is empty");
+        assert!(error(&["--base-url="]).contains("empty"));
+        assert!(error(&["-r", " "]).contains("empty"));
+    }
+
+    #[test]
+    fn short_flags_combine_with_a_value_taking_one_last() {
+        let options = agent(&["-vp", "do it"]);
+        assert!(options.verbose);
+        assert_eq!(options.prompt, Some(Prompt::Text("do it".into())));
+        assert!(agent(&["-vc"]).continue_latest);
+        assert!(error(&["-cr", "2026"]).contains("not both"));
+        assert!(error(&["-pv", "x"]).starts_with("-p takes a value, so it must come last in -pv"));
+        assert!(error(&["-vx"]).starts_with("unknown flag -x in -vx: one-letter flags combine"));
+        assert_eq!(agent(&["-p", "-vx is odd"]).prompt, Some(Prompt::Text("-vx is odd".into())));
     }
 
     #[test]

@@ -314,6 +314,12 @@ fn read_prompt(prompt: &Prompt) -> Result<String, Error> {
     let text = match prompt {
         Prompt::Text(text) => text.clone(),
         Prompt::Stdin => {
+            // At a terminal, `-p -` would otherwise look like a hang.
+            if std::io::stdin().is_terminal() {
+                say(
+                    "mini-agent: reading the prompt from stdin (-p -): type it, then press Ctrl+D on an empty line",
+                );
+            }
             let mut text = String::new();
             std::io::stdin()
                 .read_to_string(&mut text)
