@@ -1103,6 +1103,20 @@ mod tests {
     }
 
     #[test]
+    fn the_servers_count_calibrates_later_estimates() {
+        let tools = [json!({"name": "read_file"})];
+        let history = session(1);
+        let raw = estimate_request_tokens(&history, &tools);
+        let usage = Some(Usage { prompt_tokens: raw * 2, completion_tokens: 1 });
+        let mut model = Compacting::new(Inner { usage, ..inner() }, 1_000_000);
+        send(&mut model, &history, &mut Notices::default()).expect("sent");
+        // Another history (no measured prefix): the plain estimate, scaled by what was learnt.
+        let other = session(3);
+        let plain = estimate_request_tokens(&other, &tools);
+        assert_eq!(model.estimate_prompt(&other, &tools), scaled(plain, 2.0));
+    }
+
+    #[test]
     fn a_request_that_cannot_fit_even_compacted_is_refused() {
         let mut history = session(2);
         history.push(Message::User { content: "x".repeat(40_000) });

@@ -84,9 +84,10 @@ fn head(text: &str) -> &str {
 // ANCHOR: overflow
 /// Whether the server refused the request because the prompt is longer than its window:
 /// OpenAI's `context_length_exceeded`, llama.cpp's "exceeds the available context size",
-/// vLLM's and OpenAI's "maximum context length", and a few other common phrasings.
+/// vLLM's and OpenAI's "maximum context length", and a few other common phrasings. Only a
+/// refusal of the request (400, 413, 422) counts: a 429 about tokens per minute is a rate limit.
 pub fn is_context_overflow(error: &Error) -> bool {
-    let Error::Http { message, code, .. } = error else { return false };
+    let Error::Http { status: 400 | 413 | 422, message, code, .. } = error else { return false };
     if code
         .as_deref()
         .is_some_and(|code| code == "context_length_exceeded" || code == "exceed_context_size_error")
@@ -198,6 +199,13 @@ mod tests {
             None
         )));
         assert!(!is_context_overflow(&http("invalid model", None)));
+        let rate_limit = Error::Http {
+            status: 429,
+            message: "too many tokens per minute".into(),
+            retry_after_ms: None,
+            code: None,
+        };
+        assert!(!is_context_overflow(&rate_limit));
         assert!(!is_context_overflow(&Error::Network("maximum context length".into())));
     }
 
