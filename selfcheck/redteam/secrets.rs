@@ -353,3 +353,37 @@ fn the_repl_is_held_to_the_same_rule() {
     assert!(!run.only_tool_result().contains("OPENAI_API_KEY"));
     assert_eq!(everything(&run).matches(KEY).count(), 1, "only key.txt itself holds the key");
 }
+
+#[test]
+fn redacting_a_large_command_output_costs_little() {
+    // 50 MB through the bash pipe, with and without a key to look for: the figure is printed,
+    // the bound is generous (a hang or a quadratic scan would blow it).
+    let script = "head -c 50000000 /dev/zero | tr '\\0' 'a'; echo";
+    let timed = |key: Option<&str>| {
+        let mut test =
+            Test::new().server(vec![bash(script), text("done")]).args(["--allow-shell", "-p", "go"]);
+        if let Some(key) = key {
+            test = test.env("OPENAI_API_KEY", key);
+        }
+        let started = std::time::Instant::now();
+        let run = test.run();
+        run.expect_code(0);
+        started.elapsed()
+    };
+    let without = timed(None);
+    let with = timed(Some(KEY));
+    eprintln!("50 MB of output: {without:?} without a key, {with:?} with one to redact");
+    assert!(with < without * 4 + std::time::Duration::from_secs(2), "{with:?} vs {without:?}");
+}
+
+#[test]
+fn a_token_in_the_base_url_query_is_in_no_error_journal_or_command_line() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a port");
+    let token = "azure-token-0a1b2c3d4e";
+    let url = format!("http://{closed}/v1?api-version=1&api-key={token}");
+    let run = Test::new().base_url(&url).args(["--json", "-p", "go"]).run();
+    run.expect_code(1);
+    let exit = json_lines(&run.stdout).into_iter().last().expect("an exit event");
+    assert!(exit["error"].as_str().is_some_and(|e| e.contains("[redacted]")), "{exit}");
+    assert_nowhere(&run, token);
+}
