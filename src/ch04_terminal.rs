@@ -9,7 +9,8 @@
 //! Who owns standard input, and when, is the design choice this file is about:
 //!
 //! * **At the idle prompt** rustyline owns the terminal (raw mode: arrow keys, history, wide
-//!   characters). Ctrl+C and Ctrl+D arrive as keys, not signals, and mean "leave".
+//!   characters). Ctrl+C and Ctrl+D arrive as keys, not signals: on an empty line they mean
+//!   "leave", and Ctrl+C on a half-typed line clears it, as in a shell (`ch04_line_state`).
 //! * **During a turn** rustyline is not running and the terminal is back in cooked mode, where
 //!   the kernel edits the line and hands over only whole lines. A [`TypeAhead`] thread polls
 //!   stdin (50 ms at a time, so it can be told to stop) and reads those whole lines into a
