@@ -121,7 +121,7 @@ fn shell_commands_are_denied_without_allow_shell() {
 #[test]
 fn the_demo_creates_hello_txt_offline() {
     let run = Test::new().args(["--demo", "--allow-write", "-p", "create hello.txt containing hello"]).run();
-    run.expect_code(0).stderr_has("✓ write_file: hello.txt");
+    run.expect_code(0).stderr_has("✓ write_file hello.txt");
     assert_eq!(run.read("hello.txt").as_deref().map(str::trim_end), Some("hello"));
     assert!(!run.stdout.trim().is_empty(), "the demo prints a summary");
 }

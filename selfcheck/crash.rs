@@ -55,7 +55,7 @@ impl ScriptedCall {
     /// How `--status` names the call (chapter 10's `describe_call`, written out here).
     fn described(&self) -> String {
         let main = ["command", "path"].iter().find_map(|key| self.arguments[*key].as_str()).unwrap_or("?");
-        format!("{}: {main:?}", self.name)
+        format!("{} {main}", self.name)
     }
 }
 

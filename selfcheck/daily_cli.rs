@@ -330,3 +330,17 @@ fn a_value_given_twice_an_empty_model_and_combined_short_flags() {
         .expect_code(1)
         .stderr_has("unknown flag -x in -vx: one-letter flags combine");
 }
+
+#[test]
+fn progress_lines_say_what_a_call_does() {
+    let run = Test::new()
+        .args(["--allow-shell", "-p", "look around"])
+        .server(vec![
+            call("list_files", json!({})),
+            call("bash", json!({"command": "echo hi"})),
+            text("done"),
+        ])
+        .run();
+    run.expect_code(0).stderr_has("✓ list_files .\n").stderr_has("✓ bash echo hi\n");
+    assert!(!run.stderr.contains("list_files: {}"), "{}", run.stderr);
+}

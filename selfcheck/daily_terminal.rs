@@ -77,13 +77,13 @@ fn a_running_tool_shows_its_name_the_time_and_its_last_line_of_output() {
     terminal.type_keys("build it\r");
     terminal.wait_for("s step-one");
     terminal.wait_for("s step-two");
-    terminal.wait_for("✓ bash: echo step-one");
+    terminal.wait_for("✓ bash echo step-one");
     terminal.wait_for("built");
     let screen = terminal.exit();
     // A frame: spinner, the tool and its command, the seconds it has run, the last line.
     let frame =
         screen.split(['\r', '\n']).find(|line| line.contains("s step-two")).expect("a frame").to_string();
-    assert!(frame.contains("bash: echo step-one; sleep 1.2;"), "{frame:?}");
+    assert!(frame.contains("bash echo step-one; sleep 1.2;"), "{frame:?}");
     let seconds = frame.split("s step-two").next().unwrap_or("").rsplit(' ').next().unwrap_or("");
     assert!(seconds.parse::<f64>().is_ok_and(|s| s >= 1.0), "{frame:?}");
 

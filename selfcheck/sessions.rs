@@ -145,7 +145,7 @@ fn an_unknown_outcome_blocks_until_acknowledged_and_the_tool_never_runs_twice() 
         "{}",
         status.stdout
     );
-    assert!(status.stdout.contains("bash: \"echo ran >> runs.txt; sleep 5\""), "{}", status.stdout);
+    assert!(status.stdout.contains("bash echo ran >> runs.txt; sleep 5"), "{}", status.stdout);
 
     let blocked = Test::new().args(["-c", "-p", "go on"]).server(vec![text("no")]).run_in(status.workspace);
     blocked.expect_code(1).stderr_has("unknown outcome").stderr_has("--acknowledge-unknown");

@@ -21,7 +21,7 @@ fn write_file_creates_parents_and_reports_failure() {
     let run = one_call("write_file", json!({"path": "deep/er/new.txt", "content": "hello\n"})).run();
     result_of(&run);
     assert_eq!(run.read("deep/er/new.txt").as_deref(), Some("hello\n"));
-    run.stderr_has("✓ write_file: deep/er/new.txt");
+    run.stderr_has("✓ write_file deep/er/new.txt");
 
     let missing = one_call("write_file", json!({"path": "x.txt"})).run();
     assert!(result_of(&missing).contains("content"), "{}", missing.only_tool_result());
@@ -35,7 +35,7 @@ fn read_file_numbers_lines_and_explains_a_missing_file() {
     assert!(result.contains("1") && result.contains("alpha") && result.contains("beta"), "{result}");
     let missing = one_call("read_file", json!({"path": "nope.txt"})).run();
     assert!(result_of(&missing).contains("`nope.txt` does not exist"), "{}", missing.only_tool_result());
-    missing.stderr_has("✗ read_file: nope.txt — `nope.txt` does not exist");
+    missing.stderr_has("✗ read_file nope.txt — `nope.txt` does not exist");
 
     let binary = one_call("read_file", json!({"path": "blob.bin"}))
         .file("blob.bin", "PK\u{3}\u{4}\u{0}\u{0}\u{0}data")
@@ -95,7 +95,7 @@ fn bash_kills_a_command_that_outlives_its_timeout() {
     let run = one_call("bash", json!({"command": "sleep 30", "timeout_secs": 1})).run();
     let result = result_of(&run);
     assert!(result.contains("timed out"), "{result}");
-    run.stderr_has("✗ bash: sleep 30");
+    run.stderr_has("✗ bash sleep 30");
 }
 
 #[test]

@@ -322,6 +322,38 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 // ANCHOR_END: error
 
+/// `bash cargo test`, `read_file src/main.rs`, `list_files .`: a tool call as a person reads
+/// it, for progress lines and `--status` alike. The argument that says what the call does,
+/// on one line (`…` marks what was cut), control characters made visible.
+pub fn describe_call(call: &ToolCall) -> String {
+    let arguments: serde_json::Map<String, Value> = serde_json::from_str(&call.arguments).unwrap_or_default();
+    let text = |key: &str| arguments.get(key).and_then(Value::as_str).filter(|value| !value.is_empty());
+    let what = match call.name.as_str() {
+        "list_files" => {
+            [text("path").or(Some(".")), text("pattern")].into_iter().flatten().collect::<Vec<_>>().join(" ")
+        }
+        "search" => match (text("pattern"), text("path")) {
+            (Some(pattern), Some(path)) => format!("{pattern} in {path}"),
+            (pattern, _) => pattern.unwrap_or_default().to_string(),
+        },
+        _ => match ["command", "path", "pattern", "name"].iter().find_map(|key| text(key)) {
+            Some(value) => value.to_string(),
+            None if arguments.is_empty() => String::new(),
+            None => call.arguments.clone(),
+        },
+    };
+    let first = what.trim().lines().next().unwrap_or_default();
+    let mut shown: String = first
+        .chars()
+        .take(80)
+        .map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() })
+        .collect();
+    if first.chars().count() > 80 || what.trim().lines().nth(1).is_some() {
+        shown.push('…');
+    }
+    if shown.is_empty() { call.name.clone() } else { format!("{} {shown}", call.name) }
+}
+
 /// `1 turn`, `2 turns`, `0 bytes`: a count with its noun, for people. Nouns ending in
 /// `s`, `x`, `ch` or `sh` take `es` (`1 match`, `2 matches`).
 pub fn plural(count: usize, noun: &str) -> String {
@@ -335,6 +367,27 @@ pub fn plural(count: usize, noun: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_is_described_by_what_it_does() {
+        let call = |name: &str, arguments: &str| ToolCall {
+            id: "a".into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        };
+        assert_eq!(describe_call(&call("list_files", "{}")), "list_files .");
+        assert_eq!(
+            describe_call(&call("list_files", r#"{"path":"src","pattern":"*.rs"}"#)),
+            "list_files src *.rs"
+        );
+        assert_eq!(describe_call(&call("bash", r#"{"command":"cargo test\nmore"}"#)), "bash cargo test…");
+        assert_eq!(
+            describe_call(&call("search", r#"{"pattern":"TODO","path":"src"}"#)),
+            "search TODO in src"
+        );
+        assert_eq!(describe_call(&call("read_file", r#"{"path":"a\u001b[2J"}"#)), "read_file a\\u{1b}[2J");
+        assert_eq!(describe_call(&call("odd", "not json")), "odd");
+    }
 
     #[test]
     fn counts_read_as_english() {

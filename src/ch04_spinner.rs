@@ -25,7 +25,7 @@ pub(crate) struct Spinner {
 /// lock is held while a frame or the question is written, so the two never interleave.
 pub(crate) static QUESTION_OPEN: Mutex<bool> = Mutex::new(false);
 
-/// A live tool line (`→ bash: …`) is on the screen without its newline.
+/// A live tool line (`→ bash cargo test`) is on the screen without its newline.
 pub(crate) static TOOL_LINE_OPEN: AtomicBool = AtomicBool::new(false);
 
 /// Marks a question as shown (`true`, before writing it) or answered (`false`).

@@ -28,7 +28,9 @@
 //! * **Piped stdin** (not a terminal) is a script: one line, one turn, in order, with no
 //!   type-ahead, so a piped run sends exactly what the same lines typed one by one would.
 
-use crate::ch01_loop::{Error, Event, Observer, Outcome, ToolCall, ToolOutput, ToolStatus, set_interrupted};
+use crate::ch01_loop::{
+    Error, Event, Observer, Outcome, ToolCall, ToolOutput, ToolStatus, describe_call, set_interrupted,
+};
 use crate::ch04_line_state::{Editor, LineState};
 pub use crate::ch04_markdown::{Look, StreamRenderer, render_markdown};
 use crate::ch04_sanitize::{sanitize, sanitize_command};
@@ -274,8 +276,8 @@ impl TypeAhead {
     /// Asks a question on stderr and returns the next line typed (for a permission prompt
     /// during a turn). `None` when there is no terminal to ask, or Ctrl+C or Ctrl+D was pressed.
     pub fn ask(&self, question: &str) -> Option<String> {
-        // On a terminal the tool line (`→ bash: …`) is still open: start a fresh line.
-        // The tool line (`→ bash: …`) may still be open: end it, once. A follow-up question
+        // On a terminal the tool line (`→ bash cargo test`) is still open: start a fresh line.
+        // The tool line (`→ bash cargo test`) may still be open: end it, once. A follow-up question
         // (the reason after `n`) comes after the typed answer's newline: no blank line.
         let fresh_line = if TOOL_LINE_OPEN.swap(false, Ordering::SeqCst) { "\n" } else { "" };
         {
@@ -604,8 +606,8 @@ impl TerminalObserver {
 
     fn tool_line(&self, call: &ToolCall, output: Option<&ToolOutput>) -> String {
         // Short enough not to wrap, so a live line can be rewritten in place.
-        let summary = one_line(&sanitize_command(&tool_summary(call)), 60);
-        let Some(output) = output else { return format!("→ {}: {summary}", call.name) };
+        let summary = one_line(&sanitize_command(&describe_call(call)), 72);
+        let Some(output) = output else { return format!("→ {summary}") };
         let (mark, word) = match output.status {
             ToolStatus::Ok => ("✓", ""),
             ToolStatus::Error => ("✗", ""),
@@ -614,7 +616,7 @@ impl TerminalObserver {
             ToolStatus::NotRun => ("·", " not run"),
             ToolStatus::Unknown => ("?", " unknown outcome"),
         };
-        let mut line = format!("{mark} {}: {summary}{word}", call.name);
+        let mut line = format!("{mark} {summary}{word}");
         if output.status == ToolStatus::Error && !self.screen.verbose {
             line.push_str(&format!(" — {}", one_line(&sanitize(&output.content), 100)));
         }
@@ -734,14 +736,6 @@ impl Observer for TerminalObserver {
 // ANCHOR_END: observer
 
 /// The argument a person recognises a call by: the command, the path or the pattern.
-fn tool_summary(call: &ToolCall) -> String {
-    let arguments: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
-    ["command", "path", "pattern", "name"]
-        .iter()
-        .find_map(|key| arguments.get(key).and_then(|value| value.as_str()).map(str::to_string))
-        .unwrap_or_else(|| call.arguments.clone())
-}
-
 fn one_line(text: &str, max_chars: usize) -> String {
     let first = text.trim().lines().next().unwrap_or("");
     let more = text.trim().lines().nth(1).is_some();
@@ -925,7 +919,7 @@ mod tests {
         assert_eq!(out.text(), "*done*\n");
         assert_eq!(
             err.text(),
-            "retry 2 in 1.5s: 429 rate limited\ncompaction: 12 messages summarised\n✓ read_file: a.rs\n\
+            "retry 2 in 1.5s: 429 rate limited\ncompaction: 12 messages summarised\n✓ read_file a.rs\n\
              \x20   arguments: {\"path\":\"a.rs\"}\n    1 fn main() {}\n"
         );
     }
@@ -1029,10 +1023,7 @@ mod tests {
             .event(Event::Reply(&Reply { content: Some("streamed".into()), ..Reply::default() }))
             .unwrap();
         assert_eq!(out.text(), "streamed\n");
-        assert_eq!(
-            err.text(),
-            "↳ sending with the next request: also this\n✗ bash: cargo test — exit 101…\n"
-        );
+        assert_eq!(err.text(), "↳ sending with the next request: also this\n✗ bash cargo test — exit 101…\n");
         assert_eq!(type_ahead.take_all(), ["/stats"]);
     }
 }

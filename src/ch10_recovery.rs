@@ -15,7 +15,7 @@
 //! Everything here is a pure function of the records, so `--status` needs no key and sends
 //! nothing, and the rules are tested without a disk or a model.
 
-use crate::ch01_loop::{Error, Message, ToolCall, ToolStatus};
+use crate::ch01_loop::{Error, Message, ToolCall, ToolStatus, describe_call};
 use crate::ch02_model::shorten;
 use crate::ch05_sessions::{Append, Body, Origin, Record, replay};
 use crate::ch09_journal::{Journal, lock_holder_of, read_journal};
@@ -352,19 +352,6 @@ fn count(calls: usize) -> String {
     if calls == 1 { "1 tool call".into() } else { format!("{calls} tool calls") }
 }
 
-/// `bash: "cargo test"` — the tool and the argument that says what it does.
-pub fn describe_call(call: &ToolCall) -> String {
-    let parsed: Option<serde_json::Map<String, serde_json::Value>> =
-        serde_json::from_str(&call.arguments).ok();
-    let main_argument = parsed.as_ref().and_then(|arguments| {
-        ["command", "path", "pattern"].iter().find_map(|key| arguments.get(*key)?.as_str())
-    });
-    match main_argument {
-        Some(value) => format!("{}: {:?}", call.name, shorten(value, 80)),
-        None => format!("{}: {}", call.name, shorten(&call.arguments, 80)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,7 +441,7 @@ mod tests {
                  endpoint http://127.0.0.1:8080/v1 (openai)\ncreated  2026-11-29T09:15:00.000Z\n\
                  updated  {updated}\nturns    2 (5 records)\nlast     \"fix the tests\"\n\
                  state    unknown outcome: 1 tool call started and never finished:\n\
-                 \x20          bash: \"cargo test\"\n\
+                 \x20          bash cargo test\n\
                  \x20        inspect the workspace, then resume with --acknowledge-unknown\n"
             )
         );
@@ -468,7 +455,7 @@ mod tests {
         let refused = prepare_resume(&records, false).unwrap_err().to_string();
         assert_eq!(
             refused,
-            "cannot resume 20261129-091500-7f3a: 1 tool call has an unknown outcome (bash: \"cargo test\"); \
+            "cannot resume 20261129-091500-7f3a: 1 tool call has an unknown outcome (bash cargo test); \
              inspect the workspace, then rerun with --acknowledge-unknown"
         );
         let plan = prepare_resume(&records, true).unwrap();
