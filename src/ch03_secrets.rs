@@ -336,6 +336,7 @@ pub fn redact_error(r: &Redactor, error: Error) -> Error {
         Error::Model(text) => Error::Model(r.redact_string(text)),
         Error::Session(text) => Error::Session(r.redact_string(text)),
         Error::Http { status, message, retry_after_ms, code } => {
+            let code = code.map(|code| r.redact_string(code));
             Error::Http { status, message: r.redact_string(message), retry_after_ms, code }
         }
         Error::Io { context, source } => Error::Io { context: r.redact_string(context), source },
