@@ -344,3 +344,39 @@ fn progress_lines_say_what_a_call_does() {
     run.expect_code(0).stderr_has("✓ list_files .\n").stderr_has("✓ bash echo hi\n");
     assert!(!run.stderr.contains("list_files: {}"), "{}", run.stderr);
 }
+
+#[test]
+fn typing_exit_or_quit_in_the_repl_says_how_to_leave() {
+    let server = ScriptedServer::scripted(vec![]).expect("a server");
+    let run = Test::new().base_url(&server.url).stdin("exit\nquit\n/exit\n").run();
+    run.expect_code(0).stderr_has("to leave, type /exit or press Ctrl+D");
+    assert_eq!(server.requests().len(), 0, "`exit` was sent to the model");
+    // At a terminal too.
+    let workspace = crate::harness::TempDir::new();
+    let mut terminal = crate::pty::Terminal::start(workspace.path(), &["--base-url", &server.url]);
+    terminal.wait_for("> ");
+    terminal.type_keys("quit\r");
+    terminal.wait_for("type /exit or press Ctrl+D");
+    terminal.exit();
+}
+
+#[test]
+fn counts_of_one_are_singular() {
+    let limited = Test::new()
+        .args(["--max-turns", "1", "-p", "loop"])
+        .server(vec![call("list_files", json!({}))])
+        .run();
+    limited.expect_code(2).stderr_has("stopped after 1 model call (the turn limit)");
+    let wrote = Test::new()
+        .args(["--allow-write", "-p", "write"])
+        .server(vec![call("write_file", json!({"path": "one.txt", "content": "x"})), text("done")])
+        .run();
+    wrote.expect_code(0);
+    assert!(wrote.tool_results()[0].ends_with("wrote 1 byte"), "{:?}", wrote.tool_results());
+    let status = Test::new().args(["-c", "--status"]).run_in(limited.workspace);
+    assert!(
+        !status.stdout.contains(" 1 turns") && status.stdout.contains("turns    1 ("),
+        "{}",
+        status.stdout
+    );
+}

@@ -15,7 +15,7 @@
 //!   so `--status` can tell where a session stopped.
 
 use crate::sessions_table::sessions_table;
-use mini_agent::ch01_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, run_turn};
+use mini_agent::ch01_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, plural, run_turn};
 use mini_agent::ch03_tools::Workspace;
 use mini_agent::ch04_sanitize::sanitize;
 use mini_agent::ch04_terminal::{HostCommand, Look, ReplHost, TypeAhead, render_markdown};
@@ -183,9 +183,10 @@ impl Agent {
         let written = match outcome {
             Outcome::Completed(_) => Ok(()),
             Outcome::Interrupted => self.recorder.interrupted(),
-            Outcome::TurnLimit => self
-                .recorder
-                .error(&format!("stopped after {} model calls (the turn limit)", self.config.max_turns)),
+            Outcome::TurnLimit => self.recorder.error(&format!(
+                "stopped after {} (the turn limit)",
+                plural(self.config.max_turns, "model call")
+            )),
             Outcome::Failed(error) => self.recorder.error(&error.to_string()),
         };
         if let Err(error) = written {
@@ -259,8 +260,10 @@ impl Agent {
         let mut observer = Fanout { recorder: &mut self.recorder, others: vec![&mut stats] };
         match self.model.compact(&self.history, &mut observer)? {
             Some(record) => Ok(format!(
-                "compacted: {} earlier messages are now a summary (about {} → {} tokens)",
-                record.replaced, record.tokens_before, record.tokens_after
+                "compacted: {} replaced by a summary (about {} → {} tokens)",
+                plural(record.replaced, "earlier message"),
+                record.tokens_before,
+                record.tokens_after
             )),
             None => Ok("nothing to compact yet".into()),
         }

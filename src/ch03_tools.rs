@@ -13,7 +13,7 @@
 //! where the whole was saved, and the shell never hangs on a command that leaves a daemon
 //! behind. A bad call is an `Error` result that tells the model how to retry, never a panic.
 
-use crate::ch01_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools, interrupted};
+use crate::ch01_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools, interrupted, plural};
 use crate::ch02_model::shorten;
 use crate::ch03_bounds::{FILE_MAX_BYTES, prune_outputs, read_line_capped, too_big};
 use crate::ch03_glob::Glob;
@@ -547,7 +547,7 @@ impl Workspace {
         let existed = fs::symlink_metadata(&real).is_ok();
         self.write_confined(&real, args.content.as_bytes())?;
         let verb = if existed { "replaced" } else { "created" };
-        Ok(format!("{verb} `{}`: wrote {} bytes", self.relative(&real), args.content.len()))
+        Ok(format!("{verb} `{}`: wrote {}", self.relative(&real), plural(args.content.len(), "byte")))
     }
 
     // ANCHOR: write_confined

@@ -791,6 +791,11 @@ pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Scree
         if line.trim().is_empty() {
             continue;
         }
+        // A shell habit: `exit` alone would be sent to the model as a task.
+        if ["exit", "quit", "exit()", "quit()", ":q"].contains(&line.trim().to_lowercase().as_str()) {
+            screen.status("to leave, type /exit or press Ctrl+D (nothing was sent)\n");
+            continue;
+        }
         match parse_command(&line) {
             Some(Ok(Command::Exit)) => return Ok(()),
             Some(Ok(Command::Help)) => screen.status(&format!("{HELP}\n")),

@@ -15,7 +15,7 @@
 //! Everything here is a pure function of the records, so `--status` needs no key and sends
 //! nothing, and the rules are tested without a disk or a model.
 
-use crate::ch01_loop::{Error, Message, ToolCall, ToolStatus, describe_call};
+use crate::ch01_loop::{Error, Message, ToolCall, ToolStatus, describe_call, plural};
 use crate::ch02_model::shorten;
 use crate::ch05_sessions::{Append, Body, Origin, Record, replay};
 use crate::ch09_journal::{Journal, lock_holder_of, read_journal};
@@ -189,7 +189,7 @@ impl fmt::Display for SessionStatus {
         }
         writeln!(f, "created  {}", self.created)?;
         writeln!(f, "updated  {}", self.updated)?;
-        writeln!(f, "turns    {} ({} records)", self.turns, self.records)?;
+        writeln!(f, "turns    {} ({})", self.turns, plural(self.records, "record"))?;
         if let Some(line) = &self.last_user_message {
             writeln!(f, "last     {:?}", shorten(line.lines().next().unwrap_or_default(), 100))?;
         }
@@ -349,7 +349,7 @@ fn in_file(path: &Path, error: Error) -> Error {
 }
 
 fn count(calls: usize) -> String {
-    if calls == 1 { "1 tool call".into() } else { format!("{calls} tool calls") }
+    plural(calls, "tool call")
 }
 
 #[cfg(test)]

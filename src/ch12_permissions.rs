@@ -11,7 +11,7 @@
 //! `Tools`. How the question is asked is a separate trait, [`Prompter`], so the REPL can ask
 //! through its own terminal handling and tests can answer from a script.
 
-use crate::ch01_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
+use crate::ch01_loop::{ToolCall, ToolOutput, ToolStatus, Tools, plural};
 use crate::ch04_sanitize::sanitize_command;
 use crate::ch04_terminal::question_open;
 use serde_json::Value;
@@ -289,7 +289,7 @@ fn describe(call: &ToolCall) -> Described {
         "bash" => format!("bash wants to run: {}", text("command")),
         "write_file" => {
             let bytes = arguments["content"].as_str().map_or(0, str::len);
-            format!("write_file wants to write {bytes} bytes to {}", text("path"))
+            format!("write_file wants to write {} to {}", plural(bytes, "byte"), text("path"))
         }
         "edit_file" => format!("edit_file wants to change {}", text("path")),
         other => {

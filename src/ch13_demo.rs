@@ -23,6 +23,7 @@
 //! Anything else gets [`CAPABILITIES`]: an honest list of the above, never a pretend answer.
 //! The same request always gets the same reply.
 
+use crate::ch01_loop::plural;
 use crate::ch13_scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 
@@ -139,7 +140,7 @@ fn next_action(intent: &Intent, rounds: &[Round]) -> Action {
         }
         (_, Some(line)) => format!("I could not {}: `{}` answered “{line}”.", describe(intent), last.name),
         (Intent::Write { path, content }, None) => {
-            format!("Wrote `{path}` ({} bytes).", content.len())
+            format!("Wrote `{path}` ({}).", plural(content.len(), "byte"))
         }
         (Intent::Read { path }, None) => format!("Here is `{path}`:\n\n```\n{result}\n```"),
         (Intent::List { path }, None) => {
@@ -810,7 +811,7 @@ mod tests {
             let content = match (call.name.as_str(), self.0.get_mut(&path)) {
                 ("write_file", _) => {
                     let text = args["content"].as_str().unwrap_or_default().to_string();
-                    let answer = format!("wrote {} bytes to {path}", text.len());
+                    let answer = format!("wrote {} to {path}", plural(text.len(), "byte"));
                     self.0.insert(path, text);
                     answer
                 }

@@ -17,7 +17,7 @@ mod sessions_table;
 use app::{Agent, Asker, Config, Opened, open_session};
 use args::{Command, Options, Prompt};
 use json_events::JsonEvents;
-use mini_agent::ch01_loop::{Error, Model, Observer, Outcome};
+use mini_agent::ch01_loop::{Error, Model, Observer, Outcome, plural};
 use mini_agent::ch02_model::{ChatClient, ClientConfig, IDLE_TIMEOUT_VARIABLE, parse_idle_timeout};
 use mini_agent::ch03_secrets::{
     Keys, Redacted, Redactor, install, redactor, wipe_credentials_in_command_line,
@@ -240,8 +240,9 @@ fn one_shot(mut agent: Agent, task: String, options: &Options) -> Result<u8, Err
 /// Why a run exits 2: on stderr, and as the `exit` event's `error` with `--json`.
 fn turn_limit_message(max_turns: usize) -> String {
     format!(
-        "stopped after {max_turns} model calls (the turn limit); the task may be unfinished — \
-         continue with -c, or rerun with a higher --max-turns"
+        "stopped after {} (the turn limit); the task may be unfinished — continue with -c, or \
+         rerun with a higher --max-turns",
+        plural(max_turns, "model call")
     )
 }
 
