@@ -269,6 +269,8 @@ enum Expected {
     /// A session record, but no user message yet.
     New,
     Unknown(BTreeSet<String>),
+    /// Read-only calls (read_file, list_files, search) that started: no effect, no question.
+    ReadsInterrupted(BTreeSet<String>),
     NotRun(BTreeSet<String>),
     WaitingForModel,
     Completed,
@@ -279,12 +281,17 @@ fn expected_state(records: &[Value]) -> Expected {
         return Expected::NoSession;
     }
     let mut open: Vec<(String, bool)> = Vec::new();
+    let mut read_only: BTreeSet<String> = BTreeSet::new();
     for record in records {
         let id = || record["id"].as_str().unwrap_or_default().to_string();
         match record["type"].as_str().unwrap_or_default() {
             "assistant" => {
                 for call in record["tool_calls"].as_array().into_iter().flatten() {
-                    open.push((call["id"].as_str().unwrap_or_default().to_string(), false));
+                    let id = call["id"].as_str().unwrap_or_default().to_string();
+                    if matches!(call["name"].as_str(), Some("read_file" | "list_files" | "search")) {
+                        read_only.insert(id.clone());
+                    }
+                    open.push((id, false));
                 }
             }
             "tool_started" => {
@@ -295,8 +302,13 @@ fn expected_state(records: &[Value]) -> Expected {
         }
     }
     let started: BTreeSet<String> = open.iter().filter(|c| c.1).map(|c| c.0.clone()).collect();
+    let (reads, started): (BTreeSet<String>, BTreeSet<String>) =
+        started.into_iter().partition(|id| read_only.contains(id));
     if !started.is_empty() {
         return Expected::Unknown(started);
+    }
+    if !reads.is_empty() {
+        return Expected::ReadsInterrupted(reads);
     }
     if !open.is_empty() {
         return Expected::NotRun(open.into_iter().map(|c| c.0).collect());
@@ -430,6 +442,12 @@ fn check_point(point: &KillPoint, reference: &[String]) -> Findings {
                 && said.contains("--acknowledge-unknown")
                 && all_calls.iter().all(|call| said.contains(&call.described()) == ids.contains(call.id))
         }
+        Expected::ReadsInterrupted(ids) => {
+            status.code == Some(0)
+                && said
+                    .contains(&format!("state    stopped during {} that only read", calls_count(ids.len())))
+                && all_calls.iter().all(|call| said.contains(&call.described()) == ids.contains(call.id))
+        }
         Expected::NotRun(ids) => {
             status.code == Some(0)
                 && said.contains(&format!("state    stopped before running {}", calls_count(ids.len())))
@@ -477,7 +495,11 @@ fn check_point(point: &KillPoint, reference: &[String]) -> Findings {
             }
             workspace = acknowledged.workspace;
         }
-        Expected::New | Expected::NotRun(_) | Expected::WaitingForModel | Expected::Completed => {
+        Expected::New
+        | Expected::ReadsInterrupted(_)
+        | Expected::NotRun(_)
+        | Expected::WaitingForModel
+        | Expected::Completed => {
             if plain.code != Some(0) {
                 found.misclassified.push(format!("resume refused for {expected:?}: {}", plain.stderr));
             }
@@ -517,6 +539,13 @@ fn check_point(point: &KillPoint, reference: &[String]) -> Findings {
         };
         if unknown != wanted_unknown {
             found.misclassified.push(format!("unknown results {unknown:?}, expected {wanted_unknown:?}"));
+        }
+        if let Expected::ReadsInterrupted(ids) = &expected
+            && &synthetic("interrupted") != ids
+        {
+            found
+                .misclassified
+                .push(format!("interrupted results {:?}, expected {ids:?}", synthetic("interrupted")));
         }
         if let Expected::NotRun(ids) = &expected
             && &not_run != ids

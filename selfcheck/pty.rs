@@ -156,6 +156,29 @@ impl Terminal {
         (status.code(), self.screen())
     }
 
+    /// Waits for the agent to exit (however it ends) and returns how it did.
+    #[allow(dead_code)] // used by the red-team target only
+    pub fn exit_status(&mut self) -> std::process::ExitStatus {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for mini-agent") {
+                return status;
+            }
+            assert!(started.elapsed() < SCREEN_TIMEOUT, "mini-agent did not exit:\n{}", self.screen());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Whether the terminal is in its normal line mode (canonical, echoing), not raw mode.
+    #[allow(dead_code)] // used by the red-team target only
+    pub fn is_cooked(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        // SAFETY: tcgetattr fills a termios we own from a descriptor we own.
+        let mut settings: libc::termios = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::tcgetattr(self.keyboard.as_raw_fd(), &mut settings) }, 0, "tcgetattr");
+        settings.c_lflag & libc::ICANON != 0 && settings.c_lflag & libc::ECHO != 0
+    }
+
     /// Types `/exit` at the prompt and expects a clean exit.
     pub fn exit(mut self) -> String {
         self.type_keys("/exit\r");

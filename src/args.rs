@@ -434,6 +434,7 @@ EXIT CODES
   1  failure: bad usage, configuration, network, model or I/O error (one line says why)
   2  the turn limit (--max-turns) was reached
   130  interrupted (Ctrl+C)
+  143  stopped by SIGTERM (129: SIGHUP), handled like Ctrl+C
 
 Without --allow-write / --allow-shell, writes and shell commands are asked for at the
 terminal (y once, a always, n deny with a reason); with no terminal to ask (a pipe, a

@@ -143,7 +143,9 @@ impl ChatClient {
             post = post.header("authorization", format!("Bearer {key}"));
         }
         let per_read = per_read_timeout.unwrap_or(self.idle_timeout);
-        post = post.config().timeout_per_read(Some(per_read)).build();
+        // The same bound for sending: a server that stops taking the request body is as stuck
+        // as one that stops answering.
+        post = post.config().timeout_per_read(Some(per_read)).timeout_per_write(Some(per_read)).build();
         let response = post.send(body).map_err(|error| network_error(&self.url, error, per_read))?;
         if response.status().is_success() { Ok(response) } else { Err(error_from_response(response)) }
     }
@@ -469,6 +471,12 @@ pub fn network_error(url: &str, error: ureq::Error, idle: Duration) -> Error {
             format!(
                 "cannot connect to {url} within {} s — check --base-url and your network",
                 CONNECT_TIMEOUT.as_secs()
+            )
+        }
+        ureq::Error::Timeout(Timeout::PerWrite) => {
+            format!(
+                "the server took no byte of the request for {} s ({IDLE_TIMEOUT_VARIABLE}); the server may have acted",
+                seconds(idle)
             )
         }
         // The only other timeout we set is the per-read one: the server fell silent.
@@ -798,6 +806,30 @@ mod tests {
         assert_eq!(result.expect("a reply that keeps coming").content.as_deref(), Some("slow but sure"));
         assert!(took > idle * 3, "{took:?}");
         println!("figure: a dripped reply took {took:?} under an idle timeout of {idle:?}");
+    }
+
+    #[test]
+    fn a_server_that_stops_taking_the_request_hits_the_idle_timeout() {
+        // Accepts the connection and never reads: once the socket buffers are full, the
+        // request cannot be sent any further.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}/v1", listener.local_addr().expect("address"));
+        let held = thread::spawn(move || listener.accept().map(|(socket, _)| socket));
+        let client = ChatClient::new(ClientConfig { base_url: url, api_key: None, model: "m".into() })
+            .expect("client")
+            .with_idle_timeout(Duration::from_millis(300));
+        let messages = [Message::User { content: "x".repeat(32 << 20) }];
+        let started = std::time::Instant::now();
+        let error = client.clone().complete(&Request { messages: &messages, tools: &[] }, &mut Quiet);
+        let took = started.elapsed();
+        let error = error.expect_err("stuck").to_string();
+        assert!(
+            error.contains("took no byte of the request for 0.3 s (MINI_AGENT_IDLE_TIMEOUT_SECS)"),
+            "{error}"
+        );
+        assert!(took < Duration::from_secs(10), "{took:?}");
+        println!("figure: a server that stopped reading the request was given up after {took:?}");
+        drop(held.join());
     }
 
     #[test]

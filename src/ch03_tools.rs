@@ -17,6 +17,7 @@ use crate::ch01_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools, interrupt
 use crate::ch02_model::shorten;
 use crate::ch03_bounds::{FILE_MAX_BYTES, prune_outputs, read_line_capped, too_big};
 use crate::ch03_glob::Glob;
+use crate::ch03_reaper::{MARK_VARIABLE, kill_escaped, new_mark};
 use crate::ch03_secrets::{redactor, remove_keys};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -1138,7 +1139,9 @@ enum Ending {
 /// own process group, killable as one, and no controlling terminal, so a password prompt
 /// (`sudo`, `git`, `ssh`) fails at once instead of stopping the command until the timeout.
 /// Stdin is /dev/null; stdout and stderr share one pipe so the model sees them interleaved.
-fn spawn_shell(root: &Path, command: &str, output: io::PipeWriter) -> io::Result<Child> {
+/// `mark` goes into the environment, which every descendant inherits: what left the group is
+/// found by it afterwards (`ch03_reaper`).
+fn spawn_shell(root: &Path, command: &str, mark: &str, output: io::PipeWriter) -> io::Result<Child> {
     let mut last_error = io::Error::new(io::ErrorKind::NotFound, "no shell found");
     for shell in ["bash", "sh"] {
         let mut shell_command = Command::new(shell);
@@ -1146,6 +1149,7 @@ fn spawn_shell(root: &Path, command: &str, output: io::PipeWriter) -> io::Result
             .arg("-c")
             .arg(command)
             .current_dir(root)
+            .env(MARK_VARIABLE, mark)
             .stdin(Stdio::null())
             .stdout(output.try_clone()?)
             .stderr(output.try_clone()?);
@@ -1211,7 +1215,8 @@ impl Workspace {
             Ok(ends) => ends,
             Err(error) => return failed(format!("cannot create a pipe for the command: {error}")),
         };
-        let mut child = match spawn_shell(&self.root, &args.command, writer) {
+        let mark = new_mark();
+        let mut child = match spawn_shell(&self.root, &args.command, &mark, writer) {
             Ok(child) => child,
             Err(error) => return failed(format!("cannot start the shell: {error}")),
         };
@@ -1237,6 +1242,13 @@ impl Workspace {
                 terminate_group(group, &mut child)
             }
         }
+        // What left the group (`setsid`, a daemon) was re-parented to us: it ends here too.
+        let escaped = kill_escaped(&mark, group);
+        let escaped_note = match escaped {
+            0 => String::new(),
+            1 => "\n[1 process that left the command's group was stopped]".to_string(),
+            n => format!("\n[{n} processes that left the command's group were stopped]"),
+        };
         if !pipe_closed {
             // After the kill the pipe closes, unless a process escaped the group: then give up.
             let _ = closed.recv_timeout(PIPE_GRACE);
@@ -1248,7 +1260,7 @@ impl Workspace {
         };
         let output = if output.is_empty() { "(no output)".to_string() } else { output };
         let (status_line, status) = describe_ending(ending, seconds);
-        ToolOutput { content: format!("{output}{note}\n[{status_line}]"), status }
+        ToolOutput { content: format!("{output}{note}{escaped_note}\n[{status_line}]"), status }
     }
     // ANCHOR_END: bash
 }

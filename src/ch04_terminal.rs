@@ -34,6 +34,7 @@ use crate::ch01_loop::{
 use crate::ch04_line_state::{Editor, LineState};
 pub use crate::ch04_markdown::{Look, StreamRenderer, render_markdown};
 use crate::ch04_sanitize::{sanitize, sanitize_command};
+use crate::ch04_signals::{at_prompt, stop_signal};
 pub use crate::ch04_spinner::question_open;
 use crate::ch04_spinner::{QUESTION_OPEN, Spinner, TOOL_LINE_OPEN};
 use std::collections::VecDeque;
@@ -158,6 +159,7 @@ pub fn install_interrupt_handler() {
     unsafe {
         sys::signal(sys::SIGINT, on_sigint);
     }
+    crate::ch04_signals::install_stop_handlers();
 }
 // ANCHOR_END: interrupt_handler
 
@@ -778,15 +780,24 @@ pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Scree
                 reader.remember(&line);
                 line
             }
-            None => match reader.read_line("> ", &std::mem::take(&mut carried_text))? {
-                Input::Line(line) => line,
-                Input::Interrupted | Input::Eof => {
-                    if let Some(hint) = reader.first_exit_hint() {
-                        screen.status(&format!("{hint}\n"));
+            None => {
+                // SIGTERM or SIGHUP at the prompt ends the REPL at once (chapter 4's signals).
+                at_prompt(true);
+                let input = match stop_signal() {
+                    Some(_) => Ok(Input::Eof),
+                    None => reader.read_line("> ", &std::mem::take(&mut carried_text)),
+                };
+                at_prompt(false);
+                match input? {
+                    Input::Line(line) => line,
+                    Input::Interrupted | Input::Eof => {
+                        if let Some(hint) = reader.first_exit_hint() {
+                            screen.status(&format!("{hint}\n"));
+                        }
+                        return Ok(());
                     }
-                    return Ok(());
                 }
-            },
+            }
         };
         if line.trim().is_empty() {
             continue;
@@ -822,6 +833,10 @@ pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Scree
                         screen
                             .status("stopped: the turn limit was reached (--max-turns); say how to go on\n");
                         next_inputs.extend(typed_meanwhile);
+                    }
+                    Outcome::Interrupted if stop_signal().is_some() => {
+                        screen.status("interrupted\n");
+                        return Ok(()); // SIGTERM or SIGHUP: the turn was stopped, now leave
                     }
                     Outcome::Interrupted => {
                         screen.status("interrupted\n");

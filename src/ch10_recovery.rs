@@ -10,7 +10,9 @@
 //! could be a lie. So the agent **refuses to continue** and asks the user to look; once
 //! they pass `--acknowledge-unknown`, the model is told exactly that — "unknown, the user
 //! inspected the workspace" — in a synthetic result. A tool call the model asked for but
-//! that never started is safe to answer "not run". Nothing is ever re-run automatically.
+//! that never started is safe to answer "not run", and a read-only tool (`read_file`,
+//! `list_files`, `search`) that started was merely interrupted: it changes nothing. Nothing is
+//! ever re-run automatically.
 //!
 //! Everything here is a pure function of the records, so `--status` needs no key and sends
 //! nothing, and the rules are tested without a disk or a model.
@@ -27,6 +29,14 @@ use std::path::{Path, PathBuf};
 pub const UNKNOWN_OUTCOME_RESULT: &str = "unknown outcome: mini-agent stopped while this tool was running, so it \
      may have finished, partly run or not run at all. It was not run again. The user inspected the workspace and \
      chose to continue: check the current state before relying on it.";
+
+/// The tools that only read: they change nothing, so one that started and never finished
+/// was simply interrupted. Its outcome is known (no effect), and resuming needs no one to look.
+pub const READ_ONLY_TOOLS: [&str; 3] = ["read_file", "list_files", "search"];
+
+/// What the model reads for a read-only call that the session stopped in the middle of.
+pub const READ_ONLY_INTERRUPTED_RESULT: &str = "interrupted: the session stopped while this read-only tool ran; \
+     it changes nothing, so nothing happened. Call it again if it is still needed.";
 
 /// What the model reads for a call that never started.
 pub const NOT_RUN_RESULT: &str = "not run: the session stopped before this tool call started, so nothing was \
@@ -50,11 +60,17 @@ pub enum SessionState {
     NotRun(Vec<ToolCall>),
     /// These calls started and never finished: resuming needs `--acknowledge-unknown`.
     UnknownOutcomes(Vec<ToolCall>),
+    /// These read-only calls started and never finished: they changed nothing, and resuming
+    /// answers them "interrupted".
+    ReadsInterrupted(Vec<ToolCall>),
 }
 
-/// The tool calls that have no result yet, split by whether they started.
+/// The tool calls that have no result yet, split by whether they started and, if they did,
+/// whether they could have changed anything.
 struct OpenCalls {
     unknown: Vec<ToolCall>,
+    /// Read-only calls that started: interrupted, with no effect.
+    interrupted: Vec<ToolCall>,
     not_run: Vec<ToolCall>,
 }
 
@@ -85,16 +101,20 @@ fn open_calls(records: &[Record]) -> OpenCalls {
         }
     }
     let (started, never): (Vec<_>, Vec<_>) = open.into_iter().partition(|(_, started)| *started);
-    OpenCalls {
-        unknown: started.into_iter().map(|(call, _)| call).collect(),
-        not_run: never.into_iter().map(|(call, _)| call).collect(),
-    }
+    let (interrupted, unknown): (Vec<_>, Vec<_>) = started
+        .into_iter()
+        .map(|(call, _)| call)
+        .partition(|call| READ_ONLY_TOOLS.contains(&call.name.as_str()));
+    OpenCalls { unknown, interrupted, not_run: never.into_iter().map(|(call, _)| call).collect() }
 }
 
 fn state_of(records: &[Record]) -> SessionState {
     let open = open_calls(records);
     if !open.unknown.is_empty() {
         return SessionState::UnknownOutcomes(open.unknown);
+    }
+    if !open.interrupted.is_empty() {
+        return SessionState::ReadsInterrupted(open.interrupted);
     }
     if !open.not_run.is_empty() {
         return SessionState::NotRun(open.not_run);
@@ -213,6 +233,14 @@ impl fmt::Display for SessionStatus {
                 )?;
                 calls.iter().try_for_each(|call| writeln!(f, "           {}", describe_call(call)))?;
             }
+            SessionState::ReadsInterrupted(calls) => {
+                writeln!(
+                    f,
+                    "stopped during {} that only read (no effect); resuming answers them \"interrupted\":",
+                    count(calls.len())
+                )?;
+                calls.iter().try_for_each(|call| writeln!(f, "           {}", describe_call(call)))?;
+            }
             SessionState::UnknownOutcomes(calls) => {
                 writeln!(f, "unknown outcome: {} started and never finished:", count(calls.len()))?;
                 calls.iter().try_for_each(|call| writeln!(f, "           {}", describe_call(call)))?;
@@ -267,10 +295,13 @@ pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<R
         status,
         content: text.to_string(),
     };
-    let append: Vec<Body> =
-        (open.unknown.iter().map(|c| result(c, ToolStatus::Unknown, UNKNOWN_OUTCOME_RESULT)))
-            .chain(open.not_run.iter().map(|c| result(c, ToolStatus::NotRun, NOT_RUN_RESULT)))
-            .collect();
+    let append: Vec<Body> = (open
+        .unknown
+        .iter()
+        .map(|c| result(c, ToolStatus::Unknown, UNKNOWN_OUTCOME_RESULT)))
+    .chain(open.interrupted.iter().map(|c| result(c, ToolStatus::Interrupted, READ_ONLY_INTERRUPTED_RESULT)))
+    .chain(open.not_run.iter().map(|c| result(c, ToolStatus::NotRun, NOT_RUN_RESULT)))
+    .collect();
     let history = replay(records.iter().map(|r| &r.body).chain(&append));
     let compaction = records.iter().rev().find_map(|record| match &record.body {
         Body::Compaction { summary, replaces, elided } => Some((summary.clone(), *replaces, *elided)),
@@ -482,6 +513,36 @@ mod tests {
                 Message::Tool { tool_call_id: "b".into(), content: NOT_RUN_RESULT.into() },
             ]
         );
+    }
+
+    #[test]
+    fn a_read_only_tool_that_started_was_only_interrupted() {
+        for (tool, arguments) in
+            [("read_file", r#"{"path":"a.rs"}"#), ("list_files", "{}"), ("search", r#"{"pattern":"x"}"#)]
+        {
+            let reading = call("a", tool, arguments);
+            let later = call("b", "bash", r#"{"command":"make"}"#);
+            let records =
+                session(vec![user("go"), asks(vec![reading.clone(), later.clone()]), started(&reading)]);
+            assert_eq!(state_of(&records), SessionState::ReadsInterrupted(vec![reading.clone()]), "{tool}");
+            let plan = prepare_resume(&records, false).expect("no acknowledgement needed");
+            assert_eq!(
+                plan.append,
+                vec![
+                    Body::ToolFinished {
+                        id: "a".into(),
+                        status: ToolStatus::Interrupted,
+                        content: READ_ONLY_INTERRUPTED_RESULT.into()
+                    },
+                    Body::ToolFinished {
+                        id: "b".into(),
+                        status: ToolStatus::NotRun,
+                        content: NOT_RUN_RESULT.into()
+                    },
+                ],
+                "{tool}"
+            );
+        }
     }
 
     #[test]

@@ -179,22 +179,34 @@ impl<T: Tools> Tools for Gate<T> {
 pub struct TerminalPrompter {
     input: Box<dyn BufRead + Send>,
     output: Box<dyn Write + Send>,
+    /// The terminal's descriptor, when `input` is /dev/tty: waited on with `poll`, so that
+    /// Ctrl+C, SIGTERM or SIGHUP ends the wait (a blocking read would just be retried).
+    tty: Option<i32>,
 }
 
 impl TerminalPrompter {
     pub fn new(input: Box<dyn BufRead + Send>, output: Box<dyn Write + Send>) -> TerminalPrompter {
-        TerminalPrompter { input, output }
+        TerminalPrompter { input, output, tty: None }
     }
 
     /// The controlling terminal, or `None` when there is none (CI, daemons, `setsid`).
     pub fn open_tty() -> Option<TerminalPrompter> {
         let reader: File = OpenOptions::new().read(true).open("/dev/tty").ok()?;
         let writer: File = OpenOptions::new().write(true).open("/dev/tty").ok()?;
-        Some(TerminalPrompter::new(Box::new(BufReader::new(reader)), Box::new(writer)))
+        let tty = Some(std::os::fd::AsRawFd::as_raw_fd(&reader));
+        Some(TerminalPrompter {
+            tty,
+            ..TerminalPrompter::new(Box::new(BufReader::new(reader)), Box::new(writer))
+        })
     }
 
-    /// One line read, trimmed; `None` at end of input or on error.
+    /// One line read, trimmed; `None` at end of input or on error, or when the user (Ctrl+C)
+    /// or a signal (SIGTERM, SIGHUP) stopped the turn while it waited: a denial, after which
+    /// the loop records the interruption.
     fn read_line(&mut self) -> Option<String> {
+        if let Some(fd) = self.tty {
+            return read_terminal_line(fd);
+        }
         let mut line = String::new();
         match self.input.read_line(&mut line) {
             Ok(0) | Err(_) => None,
@@ -206,6 +218,42 @@ impl TerminalPrompter {
         let _ = self.output.write_all(text.as_bytes());
         let _ = self.output.flush();
     }
+}
+
+/// Reads one line from the terminal `fd` (canonical mode: `poll` says readable once a whole
+/// line is there), checking the interrupt flag every 50 ms while nothing is typed.
+fn read_terminal_line(fd: i32) -> Option<String> {
+    let mut line = Vec::new();
+    let mut buffer = [0u8; 1024];
+    loop {
+        if crate::ch01_loop::interrupted() {
+            return None;
+        }
+        let mut poll_fd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd, and we say so.
+        if unsafe { libc::poll(&mut poll_fd, 1, 50) } <= 0 {
+            continue; // nothing yet, or EINTR from a signal: look at the flag again
+        }
+        // SAFETY: the buffer is valid for its length.
+        let count = unsafe { libc::read(fd, buffer.as_mut_ptr().cast(), buffer.len()) };
+        match count {
+            0 if line.is_empty() => return None,
+            0 => break,
+            n if n < 0 => {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return None;
+            }
+            n => {
+                line.extend_from_slice(&buffer[..n as usize]);
+                if line.ends_with(b"\n") {
+                    break;
+                }
+            }
+        }
+    }
+    Some(String::from_utf8_lossy(&line).trim().to_string())
 }
 // ANCHOR_END: terminal_prompter
 

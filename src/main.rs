@@ -6,7 +6,8 @@
 //! for every line typed (the REPL). The session wiring lives in `app.rs`, the `--json`
 //! events in `json_events.rs`. Everything that can go wrong comes back here as one [`Error`], which
 //! becomes one line on stderr and an exit code: 0 the agent finished, 1 something failed,
-//! 2 the turn limit was reached, 130 the user pressed Ctrl+C. The final answer, and only
+//! 2 the turn limit was reached, 130 the user pressed Ctrl+C (143 / 129 for SIGTERM / SIGHUP,
+//! handled the same way). The final answer, and only
 //! the final answer, goes to stdout, so `mini-agent -p … > answer.md` does what it says.
 
 mod app;
@@ -23,6 +24,7 @@ use mini_agent::ch03_secrets::{
     Keys, Redacted, Redactor, install, redactor, wipe_credentials_in_command_line,
 };
 use mini_agent::ch04_sanitize::sanitize;
+use mini_agent::ch04_signals::stop_signal;
 use mini_agent::ch04_terminal::{
     LineReader, Screen, TerminalObserver, install_interrupt_handler, render_markdown, run_repl,
 };
@@ -52,14 +54,23 @@ fn main() -> ExitCode {
         Keys::take()
     };
     let result = run(&words, &keys);
-    if let Err(error) = &result {
-        say(&format!("mini-agent: {}", one_line(&error.to_string())));
+    match (&result, stop_signal()) {
+        (Err(Error::Interrupted), Some(signal)) => say(&format!(
+            "mini-agent: stopped by {}; the running tool was killed and the interruption recorded",
+            if signal == 1 { "SIGHUP" } else { "SIGTERM" }
+        )),
+        (Err(error), _) => say(&format!("mini-agent: {}", one_line(&error.to_string()))),
+        (Ok(_), _) => {}
     }
     ExitCode::from(exit_code(&result))
 }
 
-/// 0 done, 1 failed, 2 turn limit (returned as `Ok(2)`), 130 interrupted.
+/// 0 done, 1 failed, 2 turn limit (returned as `Ok(2)`), 130 interrupted; 143 or 129 when
+/// SIGTERM or SIGHUP stopped the run (128 + the signal, as a shell reports it).
 fn exit_code(result: &Result<u8, Error>) -> u8 {
+    if let Some(signal) = stop_signal() {
+        return 128 + signal as u8;
+    }
     match result {
         Ok(code) => *code,
         Err(Error::Interrupted) => 130,

@@ -51,7 +51,7 @@ fn state_word(path: &Path) -> &'static str {
     match status.state {
         SessionState::New => "new",
         SessionState::Completed => "completed",
-        SessionState::Interrupted => "interrupted",
+        SessionState::Interrupted | SessionState::ReadsInterrupted(_) => "interrupted",
         SessionState::WaitingForModel => "waiting",
         SessionState::Failed(_) => "failed",
         SessionState::NotRun(_) => "not run",

@@ -199,17 +199,18 @@ fn backtracking_globs_answer_at_once() {
     eprintln!("figure: the whole run with three backtracking globs: {took:.2?}");
 }
 
-/// A tree big enough that walking and reading it takes seconds: `dirs` directories of
-/// `files` files of about 2 KB each.
-fn big_tree(dirs: usize, files: usize) -> crate::harness::TempDir {
+/// A tree that takes seconds to search: `files` hard links (cheap to make, whatever the
+/// disk) to one 1 MB text file, spread over ten directories. The search reads every one.
+fn big_tree(files: usize) -> crate::harness::TempDir {
     let workspace = crate::harness::TempDir::new();
-    let line = format!("{}\n", "x".repeat(2_000));
-    for d in 0..dirs {
-        let dir = workspace.path().join(format!("d{d:04}"));
-        std::fs::create_dir_all(&dir).expect("create a directory");
-        for f in 0..files {
-            std::fs::write(dir.join(format!("f{f:04}.txt")), &line).expect("write a file");
-        }
+    let original = workspace.path().join("original.txt");
+    std::fs::write(&original, format!("{}\n", "x".repeat(99)).repeat(10_000)).expect("write the file");
+    for d in 0..10 {
+        std::fs::create_dir_all(workspace.path().join(format!("d{d}"))).expect("create a directory");
+    }
+    for f in 0..files {
+        let link = workspace.path().join(format!("d{}/f{f:04}.txt", f % 10));
+        std::fs::hard_link(&original, link).expect("link the file");
     }
     workspace
 }
@@ -219,8 +220,8 @@ fn big_tree(dirs: usize, files: usize) -> crate::harness::TempDir {
 #[test]
 fn ctrl_c_stops_a_walk_of_a_huge_tree() {
     let started = Instant::now();
-    let workspace = big_tree(200, 100);
-    eprintln!("figure: built a tree of 20,000 files in {:.2?}", started.elapsed());
+    let workspace = big_tree(400);
+    eprintln!("figure: built a tree of 400 MB in 400 files in {:.2?}", started.elapsed());
     let started = Instant::now();
     let run = Test::new()
         .server(vec![
@@ -233,8 +234,258 @@ fn ctrl_c_stops_a_walk_of_a_huge_tree() {
     let took = started.elapsed();
     run.expect_code(130);
     let runs = tool_runs(&run.only_journal());
-    eprintln!("figure: Ctrl+C during a walk of 20,000 files: exit after {took:.2?}; tool runs {runs:?}");
+    eprintln!(
+        "figure: Ctrl+C during a walk of 400 MB in 400 files: exit after {took:.2?}; tool runs {runs:?}"
+    );
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0].2, "interrupted", "the walk itself stopped: {runs:?}");
     assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+const SIGHUP: i32 = 1;
+
+/// Whether the workspace's (first) journal holds `needle` yet.
+fn journal_has(root: &std::path::Path, needle: &str) -> bool {
+    crate::harness::session_files(root)
+        .first()
+        .is_some_and(|file| std::fs::read_to_string(file).unwrap_or_default().contains(needle))
+}
+const SIGTERM: i32 = 15;
+
+/// Whether process `pid` is gone (or a zombie about to be reaped by init), waiting up to 3 s.
+fn gone(pid: &str) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(3) {
+        match std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) {
+            Err(_) => return true,
+            Ok(stat) if stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')) => {
+                return true;
+            }
+            Ok(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    false
+}
+
+/// SIGTERM (or SIGHUP) while a command runs: handled like Ctrl+C. The command's group is
+/// killed, the call is recorded as interrupted (not an unknown outcome), the session says
+/// "interrupted", and the exit code is 128 + the signal.
+fn stopped_by(signal: i32, code: i32) {
+    let command = "sleep 1000 & echo $! > sleep.pid; touch started; wait";
+    let started = Instant::now();
+    let run = Test::new()
+        .server(vec![crate::harness::call("bash", serde_json::json!({"command": command})), text("unused")])
+        .signal_when(|root| root.join("started").exists(), signal)
+        .args(["--allow-shell", "-p", "go"])
+        .run();
+    let took = started.elapsed();
+    eprintln!("figure: signal {signal} during a command: exit {:?} after {took:.2?}", run.code);
+    run.expect_code(code).stderr_has(if signal == SIGTERM {
+        "stopped by SIGTERM"
+    } else {
+        "stopped by SIGHUP"
+    });
+    let journal = run.only_journal();
+    let runs = tool_runs(&journal);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0].2, "interrupted", "{runs:?}");
+    assert!(journal.iter().any(|r| r["type"] == "interrupted"), "the interruption is recorded");
+    let pid = run.read("sleep.pid").expect("the command wrote its pid");
+    assert!(gone(&pid), "the command's background process survived");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let status = crate::harness::agent_command(run.root()).args(["-c", "--status"]).output().expect("status");
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("interrupted"), "{status}");
+    assert!(!status.contains("unknown"), "{status}");
+}
+
+#[test]
+fn sigterm_during_a_command_is_handled_like_ctrl_c() {
+    stopped_by(SIGTERM, 143);
+}
+
+#[test]
+fn sighup_during_a_command_is_handled_like_ctrl_c() {
+    stopped_by(SIGHUP, 129);
+}
+
+#[test]
+fn sigterm_during_a_model_request_exits_143_at_once() {
+    let started = Instant::now();
+    let run = Test::new()
+        .server(vec![Step::Hang])
+        .signal_when(|root| journal_has(root, "\"type\":\"user\""), SIGTERM)
+        .args(["-p", "go"])
+        .run();
+    let took = started.elapsed();
+    eprintln!("figure: SIGTERM while waiting for the model: exit after {took:.2?}");
+    run.expect_code(143);
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+/// A read-only tool interrupted by SIGTERM is recorded as interrupted; the session resumes
+/// without `--acknowledge-unknown`.
+#[test]
+fn sigterm_during_a_walk_is_an_interruption_not_an_unknown_outcome() {
+    let workspace = big_tree(400);
+    let started = Instant::now();
+    let run = Test::new()
+        .server(vec![
+            crate::harness::call("search", serde_json::json!({"pattern": "never there"})),
+            text("unused"),
+        ])
+        .signal_when(|root| journal_has(root, "tool_started"), SIGTERM)
+        .args(["-p", "go"])
+        .run_in(workspace);
+    let took = started.elapsed();
+    let runs = tool_runs(&run.only_journal());
+    eprintln!("figure: SIGTERM during a walk of 400 MB in 400 files: exit after {took:.2?}; {runs:?}");
+    run.expect_code(143);
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].2, "interrupted", "{runs:?}");
+}
+
+/// Killed outright (SIGKILL: no handler runs) in the middle of a search: the journal has a
+/// `tool_started` with no end. A read-only tool changes nothing, so resuming needs no
+/// acknowledgement and the model is told the call was interrupted.
+#[test]
+fn a_read_only_tool_cut_by_a_crash_resumes_without_acknowledgement() {
+    let workspace = big_tree(400);
+    let started = Instant::now();
+    let run = Test::new()
+        .server(vec![
+            crate::harness::call("search", serde_json::json!({"pattern": "never there"})),
+            text("unused"),
+        ])
+        .signal_when(|root| journal_has(root, "tool_started"), crate::harness::SIGKILL)
+        .args(["-p", "go"])
+        .run_in(workspace);
+    assert_eq!(run.code, None, "killed by the signal");
+    eprintln!("figure: killed during a walk after {:.2?}", started.elapsed());
+    let again =
+        Test::new().server(vec![text("carried on")]).args(["-c", "-p", "go on"]).run_in(run.workspace);
+    eprintln!("figure: resumed and answered after {:.2?}", started.elapsed());
+    again.expect_code(0);
+    let result = again.tool_results();
+    assert_eq!(result.len(), 1, "{result:?}");
+    assert!(
+        result[0].starts_with("interrupted: the session stopped while this read-only tool ran"),
+        "{result:?}"
+    );
+    drop(again);
+    eprintln!("figure: dropped after {:.2?}", started.elapsed());
+}
+
+/// `setsid` takes a process out of the command's group, so killing the group misses it. The
+/// agent is a child subreaper: the escaped process is re-parented to it and killed with the
+/// command, whether the command timed out, was interrupted, or simply exited.
+fn no_escape(label: &str, command: &str, timeout_secs: u64, interrupt: bool) {
+    let mut test = Test::new()
+        .server(vec![
+            crate::harness::call(
+                "bash",
+                serde_json::json!({"command": command, "timeout_secs": timeout_secs}),
+            ),
+            text("done"),
+        ])
+        .args(["--allow-shell", "-p", "go"]);
+    if interrupt {
+        test = test.signal_when(|root| root.join("escaped.pid").exists(), crate::harness::SIGINT);
+    }
+    let run = test.run();
+    let pid = run.read("escaped.pid").unwrap_or_default();
+    assert!(!pid.trim().is_empty(), "{label}: the escaped process wrote its pid\n{}", run.stderr);
+    let survived = !gone(&pid);
+    if survived {
+        // Do not leave it behind for the next test run.
+        let _ = std::process::Command::new("kill").args(["-9", pid.trim()]).status();
+    }
+    eprintln!("figure: {label}: escaped process {} survived: {survived}", pid.trim());
+    assert!(!survived, "{label}: a process that left the group outlived the command");
+    let journal = run.only_journal();
+    let finished = journal.iter().find(|r| r["type"] == "tool_finished").expect("the call finished");
+    let content = finished["content"].as_str().unwrap_or_default();
+    assert!(content.contains("[1 process that left the command's group was stopped]"), "{label}: {content}");
+}
+
+const ESCAPE: &str = "setsid sh -c 'echo $$ > escaped.pid; exec sleep 1000' > /dev/null 2>&1 &";
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_setsid_process_does_not_survive_the_timeout() {
+    no_escape("timeout", &format!("{ESCAPE} sleep 30"), 1, false);
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_setsid_process_does_not_survive_ctrl_c() {
+    no_escape("Ctrl+C", &format!("{ESCAPE} sleep 30"), 60, true);
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_double_forked_daemon_does_not_survive_the_command() {
+    let daemon = "( setsid sh -c 'echo $$ > escaped.pid; exec sleep 1000' > /dev/null 2>&1 & ); sleep 0.3";
+    no_escape("daemon after exit", daemon, 60, false);
+}
+
+/// At the idle REPL prompt there is no turn to stop and the line editor holds the terminal in
+/// raw mode: SIGTERM leaves at once, with 143, and gives the terminal back in line mode.
+#[test]
+fn sigterm_at_the_repl_prompt_leaves_at_once_and_restores_the_terminal() {
+    let workspace = crate::harness::TempDir::new();
+    let server =
+        mini_agent::ch13_scripted_server::ScriptedServer::scripted(vec![text("hello")]).expect("server");
+    let mut terminal =
+        crate::pty::Terminal::start_with_term(workspace.path(), &["--base-url", &server.url], "xterm");
+    terminal.wait_for("> ");
+    terminal.type_keys("hi\r");
+    terminal.wait_for("hello");
+    terminal.wait_for("> ");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!terminal.is_cooked(), "the line editor has the terminal in raw mode");
+    let sent = Instant::now();
+    // SAFETY: kill takes plain integers; the pid is our own child.
+    unsafe { libc::kill(terminal.pid() as i32, SIGTERM) };
+    let status = terminal.exit_status();
+    eprintln!("figure: SIGTERM at the REPL prompt: exit {:?} after {:.2?}", status.code(), sent.elapsed());
+    assert_eq!(status.code(), Some(143), "{}", terminal.screen());
+    assert!(terminal.is_cooked(), "the terminal is back in line mode");
+}
+
+/// `-p` on a terminal asks before a command runs. A blocking read would be retried after the
+/// signal and wait for a key forever; the question polls the interrupt flag instead. SIGTERM
+/// there ends the wait: the call is answered as denied (it never ran), the interruption is
+/// recorded, exit 143, and the session is not left with an unknown outcome.
+#[test]
+fn sigterm_at_the_permission_question_leaves_at_once() {
+    let workspace = crate::harness::TempDir::new();
+    let command = serde_json::json!({"command": "touch ran"});
+    let server = mini_agent::ch13_scripted_server::ScriptedServer::scripted(vec![
+        crate::harness::call("bash", command),
+        text("unused"),
+    ])
+    .expect("server");
+    let mut terminal =
+        crate::pty::Terminal::start(workspace.path(), &["-p", "go", "--base-url", &server.url]);
+    terminal.wait_for("allow?");
+    std::thread::sleep(Duration::from_millis(100));
+    let sent = Instant::now();
+    // SAFETY: kill takes plain integers; the pid is our own child.
+    unsafe { libc::kill(terminal.pid() as i32, SIGTERM) };
+    let status = terminal.exit_status();
+    eprintln!(
+        "figure: SIGTERM at the permission question: exit {:?} after {:.2?}",
+        status.code(),
+        sent.elapsed()
+    );
+    assert_eq!(status.code(), Some(143), "{}", terminal.screen());
+    assert!(!workspace.path().join("ran").exists(), "the command did not run");
+    let journal = crate::harness::records(&crate::harness::session_files(workspace.path())[0]);
+    assert_eq!(tool_runs(&journal).iter().map(|r| r.2.as_str()).collect::<Vec<_>>(), ["denied"]);
+    assert!(journal.iter().any(|r| r["type"] == "interrupted"), "the interruption is recorded");
+    let status =
+        crate::harness::agent_command(workspace.path()).args(["-c", "--status"]).output().expect("status");
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(!status.contains("unknown"), "{status}");
 }
