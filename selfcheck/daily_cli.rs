@@ -380,3 +380,14 @@ fn counts_of_one_are_singular() {
         status.stdout
     );
 }
+
+#[test]
+fn sessions_refuses_a_symlinked_session_directory() {
+    let elsewhere = Test::new().args(["--demo", "-p", "list the files"]).run();
+    let workspace = crate::harness::TempDir::new();
+    std::os::unix::fs::symlink(elsewhere.root().join(".mini_agent"), workspace.path().join(".mini_agent"))
+        .expect("a symlink");
+    let run = Test::new().args(["sessions"]).run_in(workspace);
+    run.expect_code(1).stderr_has("is a symlink");
+    assert_eq!(run.stdout, "", "nothing of the other directory is listed");
+}

@@ -15,6 +15,8 @@ use std::path::Path;
 // ANCHOR: table
 /// One line per session, oldest first; `current` is marked `*`.
 pub fn sessions_table(store: &SessionStore, current: Option<&str>) -> Result<String, Error> {
+    // A symlinked `.mini_agent/` would list (and read) another directory's files.
+    store.check_dirs()?;
     // A file that is not a session (a FIFO or a link planted under a session's name) is
     // named on stderr and left out; the others are still listed.
     let mut sessions = Vec::new();
