@@ -72,6 +72,17 @@ pub struct Reply {
     pub content: Option<String>,
     pub tool_calls: Vec<ToolCall>,
     pub usage: Option<Usage>,
+    /// Why the model stopped (`stop`, `tool_calls`, `length`…), when the server said.
+    pub finish_reason: Option<String>,
+}
+
+impl Reply {
+    /// `Some(reason)` when the model was stopped before it finished: by the output limit
+    /// (`length`) or a content filter. Such a reply is not an answer, and its tool calls
+    /// may be cut in the middle of their arguments.
+    pub fn cut_reason(&self) -> Option<&str> {
+        self.finish_reason.as_deref().filter(|reason| matches!(*reason, "length" | "content_filter"))
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -192,10 +203,23 @@ pub fn run_turn(
         check_interrupt()?;
         observer.event(Event::Request { messages: history.len() })?;
         let request = Request { messages: history, tools: &schemas };
-        let reply = model.complete(&request, observer)?;
+        let mut reply = model.complete(&request, observer)?;
+        // A reply cut by the output limit is not an answer, and its calls may be cut in the
+        // middle of their arguments: none of them runs. Its text is kept in the history (so
+        // "continue" can follow), and the turn fails saying why.
+        let cut = reply.cut_reason().map(str::to_owned);
+        let dropped_calls = if cut.is_some() { std::mem::take(&mut reply.tool_calls).len() } else { 0 };
         observer.event(Event::Reply(&reply))?;
         let calls = reply.tool_calls.clone();
         let content = reply.content.clone();
+        let text = content.as_deref().unwrap_or_default();
+        if let Some(reason) = cut {
+            let chars = text.chars().count();
+            if !text.trim().is_empty() {
+                append(history, observer, Message::Assistant { content, tool_calls: Vec::new() })?;
+            }
+            return Err(Error::ReplyCut { reason, chars, dropped_calls });
+        }
         append(
             history,
             observer,
@@ -278,6 +302,13 @@ pub enum Error {
     Http { status: u16, message: String, retry_after_ms: Option<u64>, code: Option<String> },
     /// The connection failed, timed out or was cut; the server may have acted.
     Network(String),
+    /// The connection was refused or could not be made: nothing was sent, a retry is safe.
+    Refused(String),
+    /// The reply ended for `reason` (`length`, `content_filter`) before the model finished:
+    /// `chars` characters of text arrived, and `dropped_calls` unfinished tool calls were not run.
+    ReplyCut { reason: String, chars: usize, dropped_calls: usize },
+    /// The model repeated one call with the same result `repeats` times in a row (chapter 7).
+    Stuck { name: String, repeats: usize },
     /// The server answered, but not with something we can use.
     Model(String),
     /// A file operation failed; `context` names the file and what we were doing.
@@ -311,7 +342,31 @@ impl fmt::Display for Error {
                     _ => Ok(()),
                 }
             }
-            Error::Network(text) => write!(f, "model request failed: {text}"),
+            Error::Network(text) | Error::Refused(text) => write!(f, "model request failed: {text}"),
+            Error::ReplyCut { reason, chars, dropped_calls } => {
+                match reason.as_str() {
+                    "length" => write!(f, "the reply was cut off at the model's output limit")?,
+                    _ => write!(f, "the reply was stopped by the server's content filter")?,
+                }
+                write!(f, " (finish_reason {reason:?}) after {chars} characters")?;
+                match dropped_calls {
+                    0 => {}
+                    1 => write!(f, "; its unfinished tool call was not run")?,
+                    n => write!(f, "; its {n} unfinished tool calls were not run")?,
+                }
+                match reason.as_str() {
+                    "length" => write!(
+                        f,
+                        " — not a finished answer: raise the server's output-token limit, or ask for less"
+                    ),
+                    _ => write!(f, " — not a finished answer"),
+                }
+            }
+            Error::Stuck { name, repeats } => write!(
+                f,
+                "stopped: the model called {name} {repeats} times in a row with the same arguments and \
+                 the same result, and went on after being told; the task may be unfinished"
+            ),
             Error::Model(text) => write!(f, "unusable model reply: {text}"),
             Error::Io { context, source } => write!(f, "{context}: {source}"),
             Error::Interrupted => f.write_str("interrupted"),

@@ -13,7 +13,7 @@
 //! the client keeps one `ureq::Agent`, so consecutive turns reuse the same keep-alive
 //! connection. Chapter 11 (streaming) reuses the request builder and the error handling here.
 
-use crate::ch01_loop::{Error, Message, Model, Observer, Reply, Request, ToolCall, Usage, interrupted};
+use crate::ch01_loop::{Error, Message, Model, Observer, Reply, Request, interrupted};
 use serde::Serialize;
 use serde_json::Value;
 use std::sync::mpsc;
@@ -153,10 +153,13 @@ impl ChatClient {
 }
 
 /// One agent for the client's whole life: keep-alive connections, our timeouts, and status
-/// codes left to us so that we can read the error body.
+/// codes left to us so that we can read the error body. Redirects are not followed: a 302
+/// would turn our POST into a GET to wherever the server pointed, and take a stranger's
+/// reply as the model's answer. The 3xx comes back to us, and we say where it pointed.
 pub fn new_agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
+        .max_redirects(0)
         .timeout_connect(Some(CONNECT_TIMEOUT))
         .user_agent(concat!("mini-agent/", env!("CARGO_PKG_VERSION")))
         .build()
@@ -312,51 +315,8 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
 }
 // ANCHOR_END: wire
 
-// ANCHOR: parse_reply
-/// Reads `choices[0].message` and `usage`, ignoring every field we do not need.
-pub fn parse_reply(body: &str) -> Result<Reply, Error> {
-    let value: Value = serde_json::from_str(body)
-        .map_err(|_| Error::Model(format!("the server's reply is not JSON: {}", quote(body))))?;
-    let message = value
-        .pointer("/choices/0/message")
-        .ok_or_else(|| Error::Model(format!("the reply has no choices[0].message: {}", quote(body))))?;
-    let content = message.get("content").and_then(Value::as_str).map(str::to_owned);
-    let mut tool_calls = Vec::new();
-    for (index, call) in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate()
-    {
-        let function = call.get("function");
-        let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
-        let Some(name) = name.filter(|name| !name.is_empty()) else {
-            return Err(Error::Model(format!(
-                "tool call {index} has no function name: {}",
-                quote(&call.to_string())
-            )));
-        };
-        let arguments = function.and_then(|f| f.get("arguments")).map_or_else(|| "{}".into(), arguments_text);
-        // A call needs an id so that its result can be paired with it; a few servers omit it.
-        let id = call.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
-        let id = id.map_or_else(|| format!("call_{index}"), str::to_owned);
-        tool_calls.push(ToolCall { id, name: name.to_owned(), arguments });
-    }
-    Ok(Reply { content, tool_calls, usage: value.get("usage").and_then(parse_usage) })
-}
-
-/// Arguments are JSON text; some servers send the object itself. Either way we keep text.
-fn arguments_text(arguments: &Value) -> String {
-    match arguments {
-        Value::String(text) => text.clone(),
-        Value::Null => "{}".into(),
-        other => other.to_string(),
-    }
-}
-
-pub fn parse_usage(usage: &Value) -> Option<Usage> {
-    Some(Usage {
-        prompt_tokens: usage.get("prompt_tokens")?.as_u64()?,
-        completion_tokens: usage.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
-    })
-}
-// ANCHOR_END: parse_reply
+/// Reading the reply, field by field, is the next file's lesson (`ch02_reply.rs`).
+pub use crate::ch02_reply::{parse_reply, parse_usage};
 
 // ANCHOR: errors
 /// Turns a non-2xx response into `Error::Http` with the server's own words.
@@ -367,6 +327,9 @@ pub fn error_from_response(response: ureq::http::Response<ureq::Body>) -> Error 
         .and_then(|ms| ms.trim().parse::<f64>().ok())
         .map(|ms| ms.max(0.0) as u64)
         .or_else(|| header("retry-after").and_then(|value| parse_retry_after(&value, SystemTime::now())));
+    if status.is_redirection() {
+        return redirected(status.as_u16(), header("location"));
+    }
     let body = response.into_body().read_to_vec().map(|b| String::from_utf8_lossy(&b).into_owned());
     let (message, code) = server_message(&body.unwrap_or_default());
     let message = message.unwrap_or_else(|| status.canonical_reason().unwrap_or("(no message)").to_owned());
@@ -376,6 +339,21 @@ pub fn error_from_response(response: ureq::http::Response<ureq::Body>) -> Error 
         _ => message,
     };
     Error::Http { status: status.as_u16(), message, retry_after_ms, code }
+}
+
+/// A 3xx: we do not follow it (see [`new_agent`]); the user learns where the server pointed,
+/// so that they can check the address and pass the right one.
+fn redirected(status: u16, location: Option<String>) -> Error {
+    let target = location.map_or_else(|| "no Location given".to_owned(), |to| quote(&to));
+    Error::Http {
+        status,
+        message: format!(
+            "redirect to {target} not followed (API requests are never redirected); \
+             if that is the right server, pass it as --base-url"
+        ),
+        retry_after_ms: None,
+        code: None,
+    }
 }
 
 /// The message and error code in an error body: OpenAI's `{"error": {"message", "code",
@@ -453,11 +431,16 @@ fn parse_http_date(value: &str) -> Option<u64> {
 pub fn network_error(url: &str, error: ureq::Error, idle: Duration) -> Error {
     use ureq::Timeout;
     let text = match &error {
+        // Nothing was sent: chapter 8 may try again.
         ureq::Error::ConnectionFailed => {
-            format!("cannot connect to {url} — is the server running? check --base-url")
+            return Error::Refused(format!(
+                "cannot connect to {url} — is the server running? check --base-url"
+            ));
         }
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-            format!("cannot connect to {url} (connection refused) — is the server running? check --base-url")
+            return Error::Refused(format!(
+                "cannot connect to {url} (connection refused) — is the server running? check --base-url"
+            ));
         }
         // std reports a failed DNS lookup as a plain I/O error with this text; the request
         // never left this machine, so it is not "the server may have acted".
@@ -579,7 +562,7 @@ pub(crate) fn in_own_process(test_path: &str, body: impl FnOnce()) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ch01_loop::Event;
+    use crate::ch01_loop::{Event, ToolCall, Usage};
     use crate::ch13_scripted_server::{ScriptedServer, Step};
     use serde_json::json;
 
@@ -614,7 +597,8 @@ mod tests {
             Reply {
                 content: Some("hello".into()),
                 tool_calls: vec![],
-                usage: Some(Usage { prompt_tokens: 10, completion_tokens: 5 })
+                usage: Some(Usage { prompt_tokens: 10, completion_tokens: 5 }),
+                finish_reason: Some("stop".into()),
             }
         );
     }
@@ -709,7 +693,7 @@ mod tests {
         })
         .expect("client");
         let error = client.complete(&Request { messages: &[], tools: &[] }, &mut Quiet).expect_err("refused");
-        assert!(matches!(error, Error::Network(_)), "{error:?}");
+        assert!(matches!(error, Error::Refused(_)), "{error:?}");
         let text = error.to_string();
         assert!(
             text.contains(&format!("127.0.0.1:{port}/v1/chat/completions")) && text.contains("--base-url"),

@@ -649,6 +649,7 @@ pub(crate) mod tests {
                 content: Some("looking".into()),
                 tool_calls: vec![call("a", "list_files", "{}"), call("b", "read_file", r#"{"path":"x"}"#)],
                 usage,
+                finish_reason: None,
             },
             Reply { content: Some("done".into()), ..Reply::default() },
         ]);

@@ -850,7 +850,7 @@ mod tests {
                 return Ok(Reply { content: Some(self.summary.clone()), ..Reply::default() });
             }
             self.sent.push(request.messages.to_vec());
-            Ok(Reply { content: Some("ok".into()), tool_calls: vec![], usage: self.usage })
+            Ok(Reply { content: Some("ok".into()), usage: self.usage, ..Reply::default() })
         }
     }
 

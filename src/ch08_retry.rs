@@ -8,7 +8,10 @@
 //! * a timeout or a cut connection: the server may have received the request and acted on it;
 //! * Ctrl+C: the user wants to stop, not to wait;
 //! * a 429 that means the quota is used up (`insufficient_quota`): waiting will not help;
-//! * a streaming request: its text has already been shown, a second try would repeat it;
+//! * a stream that has begun: its text has been shown, a second try would repeat it. Every
+//!   failure retried here — a status, a refused connection — happens before the first byte of
+//!   the body, so a streaming request is retried exactly when nothing was shown yet; a stream
+//!   cut in the middle is a network error, never retried;
 //! * a `Retry-After` longer than a minute: we say how long instead of hanging silently.
 //!
 //! The waits grow exponentially with some randomness ("jitter") so that many clients that
@@ -43,8 +46,6 @@ pub fn parse_max_retries(value: Option<&str>) -> Result<u32, Error> {
 pub struct Retrying<M: Model> {
     pub inner: M,
     max_retries: u32,
-    /// Set for streaming models: their requests are never retried.
-    streaming: bool,
     /// Waits between attempts; interruptible. Tests replace it to run instantly.
     sleep: fn(Duration) -> Result<(), Error>,
 }
@@ -52,13 +53,7 @@ pub struct Retrying<M: Model> {
 impl<M: Model> Retrying<M> {
     /// `max_retries` retries after the first request (0 disables retrying).
     pub fn new(inner: M, max_retries: u32) -> Self {
-        Retrying { inner, max_retries, streaming: false, sleep: sleep_interruptibly }
-    }
-
-    /// For a streaming inner model: everything passes through untouched.
-    pub fn streaming(mut self, streaming: bool) -> Self {
-        self.streaming = streaming;
-        self
+        Retrying { inner, max_retries, sleep: sleep_interruptibly }
     }
 
     /// Replaces the wait between attempts (tests use a sleep that returns at once).
@@ -76,7 +71,7 @@ impl<M: Model> Model for Retrying<M> {
                 Ok(reply) => return Ok(reply),
                 Err(error) => error,
             };
-            let Retry { wait, reason } = decide(error, attempt, self.max_retries, self.streaming)?;
+            let Retry { wait, reason } = decide(error, attempt, self.max_retries)?;
             attempt += 1;
             let wait_ms = wait.as_millis() as u64;
             observer.event(Event::Retry { attempt, wait_ms, reason: &reason })?;
@@ -95,14 +90,21 @@ struct Retry {
 
 /// The whole policy, in one place: is this failure worth another try, and after how long?
 /// If not, the error to return, with the reason added where the user would wonder why.
-fn decide(error: Error, attempt: u32, max_retries: u32, streaming: bool) -> Result<Retry, Error> {
+fn decide(error: Error, attempt: u32, max_retries: u32) -> Result<Retry, Error> {
     let (status, message, retry_after_ms, code) = match error {
         Error::Http { status, message, retry_after_ms, code } => (status, message, retry_after_ms, code),
+        // Nothing reached the server: as safe to retry as a 503 (a server restarting).
+        Error::Refused(message) if attempt < max_retries => {
+            return Ok(Retry { wait: backoff(attempt), reason: message });
+        }
         // Network: the server may have acted. Interrupted: the user said stop. The others
         // would fail the same way again.
-        Error::Network(_)
+        Error::Refused(_)
+        | Error::Network(_)
         | Error::Interrupted
         | Error::Model(_)
+        | Error::ReplyCut { .. }
+        | Error::Stuck { .. }
         | Error::Usage(_)
         | Error::Config(_)
         | Error::Io { .. }
@@ -115,7 +117,7 @@ fn decide(error: Error, attempt: u32, max_retries: u32, streaming: bool) -> Resu
         };
         Err(Error::Http { status, message, retry_after_ms, code: code.clone() })
     };
-    if !matches!(status, 429 | 502 | 503 | 504) || streaming {
+    if !matches!(status, 429 | 502 | 503 | 504) {
         return give_up(None);
     }
     if code.as_deref() == Some("insufficient_quota") {
@@ -200,11 +202,11 @@ mod tests {
 
     /// Runs one request through `Retrying<ChatClient>` against `steps`; returns the result,
     /// the retries seen and how many requests reached the server.
-    fn run(steps: Vec<Step>, max_retries: u32, streaming: bool) -> (Result<Reply, Error>, Retries, usize) {
+    fn run(steps: Vec<Step>, max_retries: u32) -> (Result<Reply, Error>, Retries, usize) {
         let server = ScriptedServer::scripted(steps).expect("server");
         let config = ClientConfig { base_url: server.url.clone(), api_key: None, model: "m".into() };
         let client = ChatClient::new(config).expect("client");
-        let mut model = Retrying::new(client, max_retries).streaming(streaming).with_sleep(no_wait);
+        let mut model = Retrying::new(client, max_retries).with_sleep(no_wait);
         let mut retries = Retries::default();
         let messages = [Message::User { content: "hi".into() }];
         let result = model.complete(&Request { messages: &messages, tools: &[] }, &mut retries);
@@ -219,8 +221,7 @@ mod tests {
     #[test]
     fn each_transient_status_is_retried_until_success() {
         for status in [429, 502, 503, 504] {
-            let (result, retries, requests) =
-                run(vec![Step::error(status, "busy"), Step::text("ok")], 2, false);
+            let (result, retries, requests) = run(vec![Step::error(status, "busy"), Step::text("ok")], 2);
             assert_eq!(result.expect("second try succeeds").content.as_deref(), Some("ok"));
             assert_eq!(requests, 2);
             assert_eq!(retries.0.len(), 1);
@@ -232,8 +233,7 @@ mod tests {
     #[test]
     fn other_statuses_are_not_retried() {
         for status in [400, 401, 404, 500] {
-            let (result, retries, requests) =
-                run(vec![Step::error(status, "no"), Step::text("ok")], 2, false);
+            let (result, retries, requests) = run(vec![Step::error(status, "no"), Step::text("ok")], 2);
             assert!(matches!(result, Err(Error::Http { status: s, .. }) if s == status));
             assert_eq!((requests, retries.0.len()), (1, 0));
         }
@@ -242,7 +242,7 @@ mod tests {
     #[test]
     fn retries_stop_at_the_limit_and_say_so() {
         let steps = vec![Step::error(503, "busy"), Step::error(503, "busy"), Step::error(503, "busy")];
-        let (result, retries, requests) = run(steps, 2, false);
+        let (result, retries, requests) = run(steps, 2);
         assert_eq!(requests, 3);
         assert_eq!(retries.0.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 2]);
         assert!((500..=1000).contains(&retries.0[1].1), "second backoff doubles: {:?}", retries.0);
@@ -254,7 +254,7 @@ mod tests {
 
     #[test]
     fn zero_retries_disables_retrying() {
-        let (result, retries, requests) = run(vec![Step::error(429, "busy"), Step::text("ok")], 0, false);
+        let (result, retries, requests) = run(vec![Step::error(429, "busy"), Step::text("ok")], 0);
         assert!(matches!(result, Err(Error::Http { status: 429, ref message, .. }) if message == "busy"));
         assert_eq!((requests, retries.0.len()), (1, 0));
     }
@@ -264,7 +264,7 @@ mod tests {
         let body = serde_json::json!({"error": {"message": "You exceeded your current quota",
             "type": "insufficient_quota", "code": "insufficient_quota"}});
         let step = Step::Reply { status: 429, headers: vec![], body: body.to_string() };
-        let (result, retries, requests) = run(vec![step, Step::text("ok")], 2, false);
+        let (result, retries, requests) = run(vec![step, Step::text("ok")], 2);
         assert_eq!((requests, retries.0.len()), (1, 0));
         let text = result.expect_err("quota").to_string();
         assert!(text.starts_with(
@@ -274,8 +274,7 @@ mod tests {
 
     #[test]
     fn retry_after_seconds_is_honoured() {
-        let (result, retries, _) =
-            run(vec![with_header(429, "Retry-After", "3"), Step::text("ok")], 2, false);
+        let (result, retries, _) = run(vec![with_header(429, "Retry-After", "3"), Step::text("ok")], 2);
         assert!(result.is_ok());
         assert_eq!(retries.0, [(1, 3000, "429 slow down".to_owned())]);
     }
@@ -284,8 +283,7 @@ mod tests {
     fn retry_after_as_an_http_date_is_honoured() {
         let in_ten_seconds = SystemTime::now() + Duration::from_secs(10);
         let date = http_date(in_ten_seconds);
-        let (result, retries, _) =
-            run(vec![with_header(503, "Retry-After", &date), Step::text("ok")], 2, false);
+        let (result, retries, _) = run(vec![with_header(503, "Retry-After", &date), Step::text("ok")], 2);
         assert!(result.is_ok());
         // The date has whole seconds, so the wait is 9–10 s less the time the request took
         // (generous bounds for a loaded machine; a backoff would be under 0.5 s).
@@ -295,7 +293,7 @@ mod tests {
     #[test]
     fn a_retry_after_beyond_a_minute_fails_with_the_wait() {
         let (result, retries, requests) =
-            run(vec![with_header(429, "Retry-After", "600"), Step::text("ok")], 2, false);
+            run(vec![with_header(429, "Retry-After", "600"), Step::text("ok")], 2);
         assert_eq!((requests, retries.0.len()), (1, 0));
         let text = result.expect_err("too long").to_string();
         assert!(text.contains("the server asks to wait 600 s, longer than the 60 s we wait"), "{text}");
@@ -305,23 +303,58 @@ mod tests {
     fn an_html_502_is_retried() {
         let page = "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>";
         let step = Step::Reply { status: 502, headers: vec![], body: page.into() };
-        let (result, retries, _) = run(vec![step, Step::text("ok")], 2, false);
+        let (result, retries, _) = run(vec![step, Step::text("ok")], 2);
         assert!(result.is_ok());
         assert_eq!(retries.0[0].2, "502 Bad Gateway");
     }
 
     #[test]
     fn disconnects_are_not_retried() {
-        let (result, retries, requests) = run(vec![Step::Close, Step::text("ok")], 2, false);
+        let (result, retries, requests) = run(vec![Step::Close, Step::text("ok")], 2);
         assert!(matches!(result, Err(Error::Network(_))), "{result:?}");
         assert_eq!((requests, retries.0.len()), (1, 0));
     }
 
     #[test]
-    fn streaming_requests_are_not_retried() {
-        let (result, retries, requests) = run(vec![Step::error(503, "busy"), Step::text("ok")], 2, true);
-        assert!(matches!(result, Err(Error::Http { status: 503, .. })));
-        assert_eq!((requests, retries.0.len()), (1, 0));
+    fn a_stream_is_retried_before_its_first_byte_and_never_after() {
+        use crate::ch11_streaming::StreamingClient;
+        let chunk = |text: &str| {
+            serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+                .to_string()
+        };
+        let stream = |finish| Step::Stream { chunks: vec![chunk("shown")], delay_ms: 0, finish };
+        for (steps, requests_expected, ok) in [
+            (vec![Step::error(503, "busy"), stream(true)], 2, true),
+            (vec![Step::error(429, "slow"), Step::error(502, "bad"), stream(true)], 3, true),
+            (vec![stream(false), stream(true)], 1, false),
+        ] {
+            let server = ScriptedServer::scripted(steps).expect("server");
+            let config = ClientConfig { base_url: server.url.clone(), api_key: None, model: "m".into() };
+            let client = StreamingClient::new(config).expect("client");
+            let mut model = Retrying::new(client, 2).with_sleep(no_wait);
+            let messages = [Message::User { content: "hi".into() }];
+            let result =
+                model.complete(&Request { messages: &messages, tools: &[] }, &mut Retries::default());
+            assert_eq!(result.is_ok(), ok, "{result:?}");
+            assert_eq!(server.request_count(), requests_expected);
+        }
+    }
+
+    #[test]
+    fn a_refused_connection_is_retried_nothing_was_sent() {
+        let port =
+            std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+        let config = ClientConfig {
+            base_url: format!("http://127.0.0.1:{port}/v1"),
+            api_key: None,
+            model: "m".into(),
+        };
+        let mut model = Retrying::new(ChatClient::new(config).expect("client"), 2).with_sleep(no_wait);
+        let mut retries = Retries::default();
+        let messages = [Message::User { content: "hi".into() }];
+        let result = model.complete(&Request { messages: &messages, tools: &[] }, &mut retries);
+        assert!(matches!(result, Err(Error::Refused(_))), "{result:?}");
+        assert_eq!(retries.0.len(), 2, "two retries, then the refusal is reported");
     }
 
     #[test]

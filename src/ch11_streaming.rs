@@ -20,6 +20,7 @@ use crate::ch02_model::{
     ChatClient, ClientConfig, DEFAULT_IDLE_TIMEOUT, INTERRUPT_POLL, MAX_REPLY_BYTES, idle_message,
     parse_reply, parse_usage, quote, read_capped, reply_too_large, server_message,
 };
+use crate::ch02_reply::content_text;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -118,6 +119,8 @@ pub struct StreamAssembler {
     usage: Option<crate::ch01_loop::Usage>,
     /// A `finish_reason` arrived: the model is done, only usage may follow.
     finished: bool,
+    /// That reason: `length` or `content_filter` means the reply was cut (chapter 1).
+    finish_reason: Option<String>,
     /// `[DONE]` arrived: the stream is over.
     done: bool,
     /// Bytes of text and arguments gathered: at most MAX_REPLY_BYTES, as without streaming.
@@ -157,16 +160,23 @@ impl StreamAssembler {
             return Ok(());
         };
         let delta = choice.get("delta").unwrap_or(&Value::Null);
-        if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+        let text = content_text(delta.get("content"))
+            .map_err(|what| Error::Model(format!("malformed stream chunk ({what}): {}", quote(data))))?;
+        if let Some(text) = text.filter(|t| !t.is_empty()) {
             self.count(text.len())?;
-            self.text.push_str(text);
-            observer.event(Event::TextDelta(text))?;
+            self.text.push_str(&text);
+            observer.event(Event::TextDelta(&text))?;
         }
         for fragment in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
             self.add_fragment(fragment)?;
         }
-        if choice.get("finish_reason").is_some_and(|reason| !reason.is_null()) {
-            self.finished = true;
+        match choice.get("finish_reason") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(reason)) => {
+                self.finished = true;
+                self.finish_reason = Some(reason.clone());
+            }
+            Some(_) => return Err(Error::Model(format!("malformed stream chunk: {}", quote(data)))),
         }
         Ok(())
     }
@@ -234,7 +244,7 @@ impl StreamAssembler {
             tool_calls.push(ToolCall { id, name: call.name, arguments });
         }
         let content = (!self.text.is_empty()).then_some(self.text);
-        Ok(Reply { content, tool_calls, usage: self.usage })
+        Ok(Reply { content, tool_calls, usage: self.usage, finish_reason: self.finish_reason })
     }
 
     /// Describes how far a cut-off stream got, for the error message.
@@ -490,7 +500,8 @@ mod tests {
             Reply {
                 content: Some("Hello".into()),
                 tool_calls: vec![],
-                usage: Some(Usage { prompt_tokens: 12, completion_tokens: 3 })
+                usage: Some(Usage { prompt_tokens: 12, completion_tokens: 3 }),
+                finish_reason: Some("stop".into()),
             }
         );
         assert_eq!(seen.deltas, ["Hel", "lo"]);

@@ -774,7 +774,11 @@ mod tests {
                     arguments: call["function"]["arguments"].as_str().unwrap_or_default().into(),
                 })
                 .collect();
-            Ok(Reply { content: message["content"].as_str().map(String::from), tool_calls, usage: None })
+            Ok(Reply {
+                content: message["content"].as_str().map(String::from),
+                tool_calls,
+                ..Reply::default()
+            })
         }
     }
 

@@ -1171,7 +1171,8 @@ mod tests {
             Reply {
                 content: Some("Writing it now.".into()),
                 tool_calls: vec![expected_call],
-                usage: Some(crate::ch01_loop::Usage { prompt_tokens: 10, completion_tokens: 5 })
+                usage: Some(crate::ch01_loop::Usage { prompt_tokens: 10, completion_tokens: 5 }),
+                finish_reason: Some("tool_calls".into()),
             }
         );
         let cut = assemble(&stream_chunks(Some("Writing it now."), &calls, false));

@@ -38,6 +38,8 @@ pub enum Step {
     Drip { every_ms: u64, then: Box<Step> },
     /// Close the connection without a response.
     Close,
+    /// These exact bytes, then close: a response no well-behaved server would send.
+    Raw(Vec<u8>),
 }
 // ANCHOR_END: step
 
@@ -80,6 +82,11 @@ impl Step {
         Step::Delayed { delay_ms, then: Box::new(then) }
     }
 
+    /// A redirect (`301`, `302`, `307`…) to `location`.
+    pub fn redirect(status: u16, location: &str) -> Step {
+        Step::Reply { status, headers: vec![("location".into(), location.into())], body: String::new() }
+    }
+
     /// An error status with a JSON body in the OpenAI shape.
     pub fn error(status: u16, message: &str) -> Step {
         let body = serde_json::json!({"error": {"message": message, "type": "error"}});
@@ -100,7 +107,15 @@ pub struct ScriptedServer {
 impl ScriptedServer {
     /// Answers every request with `handler(request body)`. The base URL ends in `/v1`.
     pub fn start(handler: impl FnMut(&Value) -> Step + Send + 'static) -> std::io::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
+        Self::start_on(0, handler)
+    }
+
+    /// [`start`](Self::start) on a given port of 127.0.0.1 (0: any free one).
+    pub fn start_on(
+        port: u16,
+        handler: impl FnMut(&Value) -> Step + Send + 'static,
+    ) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", port))?;
         let url = format!("http://{}/v1", listener.local_addr()?);
         let requests = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -205,6 +220,10 @@ fn answer(step: Step, writer: &mut TcpStream, stopped: &std::sync::atomic::Atomi
             false
         }
         Step::Close => false,
+        Step::Raw(bytes) => {
+            let _ = writer.write_all(&bytes);
+            false
+        }
         Step::Delayed { delay_ms, then } => nap(delay_ms, stopped) && answer(*then, writer, stopped),
         Step::Drip { every_ms, then } => {
             let keep_alive = matches!(*then, Step::Reply { .. });
@@ -299,6 +318,11 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Vec<u8>> {
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
         404 => "Not Found",

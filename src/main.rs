@@ -74,6 +74,8 @@ fn exit_code(result: &Result<u8, Error>) -> u8 {
     match result {
         Ok(code) => *code,
         Err(Error::Interrupted) => 130,
+        // A model stuck repeating one call is stopped like one that hit the turn limit.
+        Err(Error::Stuck { .. }) => 2,
         Err(_) => 1,
     }
 }
@@ -183,15 +185,16 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
 // ANCHOR_END: agent
 
 // ANCHOR: models
-/// `Compacting(Redacted(Retrying(ChatClient)))`, or the streaming client, which is never retried
-/// (its text has been shown). The compacting layer is added by the agent.
+/// `Compacting(Redacted(Retrying(ChatClient)))`, or the same around the streaming client:
+/// chapter 8 retries only failures that come before the first byte of the body, so nothing
+/// shown is ever repeated. The compacting layer is added by the agent.
 fn build_model(endpoint: &ClientConfig, stream: bool) -> Result<Box<dyn Model>, Error> {
     let retries = parse_max_retries(std::env::var("MINI_AGENT_REQUEST_MAX_RETRIES").ok().as_deref())?;
     let idle = parse_idle_timeout(std::env::var(IDLE_TIMEOUT_VARIABLE).ok().as_deref())?;
     // Replies, streamed text and errors are redacted once, at the seam (chapter 3).
     Ok(if stream {
         let client = StreamingClient::new(endpoint.clone())?.with_idle_timeout(idle);
-        Box::new(Redacted::new(Retrying::new(client, retries).streaming(true), redactor()))
+        Box::new(Redacted::new(Retrying::new(client, retries), redactor()))
     } else {
         let client = ChatClient::new(endpoint.clone())?.with_idle_timeout(idle);
         Box::new(Redacted::new(Retrying::new(client, retries), redactor()))

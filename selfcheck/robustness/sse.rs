@@ -83,6 +83,7 @@ fn expected_reply() -> Reply {
             call("call_b", "list_files", "{\"path\":\".\"}"),
         ],
         usage: Some(Usage { prompt_tokens: 321, completion_tokens: 54 }),
+        finish_reason: Some("tool_calls".into()),
     }
 }
 // ANCHOR_END: stream
