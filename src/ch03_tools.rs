@@ -684,12 +684,11 @@ impl Workspace {
             1 => {}
             _ if replace_all => {}
             count => {
-                let lines: Vec<String> =
-                    starts.iter().map(|&at| line_number_at(&text, at).to_string()).collect();
+                // Only the first matches were collected: say when there are more.
                 let more = if count > starts.len() { ", …" } else { "" };
                 return Err(format!(
-                    "old_string matches {count} times in `{shown_path}` (lines {}{more}); add surrounding lines to make it unique, or set replace_all",
-                    lines.join(", ")
+                    "old_string matches {count} times in `{shown_path}` ({}{more}); add surrounding lines to make it unique, or set replace_all",
+                    match_lines(&text, &starts)
                 ));
             }
         }
@@ -719,6 +718,30 @@ impl Workspace {
 
 fn line_number_at(text: &str, byte: usize) -> usize {
     text[..byte].matches('\n').count() + 1
+}
+
+/// Where the matches are, each line named once: `lines 1 ×2, 4` (the first ten lines).
+/// One pass over the text, however many matches there are.
+fn match_lines(text: &str, starts: &[usize]) -> String {
+    let (mut lines, mut line, mut scanned): (Vec<(usize, usize)>, usize, usize) = (Vec::new(), 1, 0);
+    for &at in starts {
+        line += text.as_bytes()[scanned..at].iter().filter(|&&byte| byte == b'\n').count();
+        scanned = at;
+        match lines.last_mut() {
+            Some((last, count)) if *last == line => *count += 1,
+            _ => lines.push((line, 1)),
+        }
+    }
+    let mut shown: Vec<String> = lines
+        .iter()
+        .take(10)
+        .map(|&(line, count)| if count == 1 { line.to_string() } else { format!("{line} ×{count}") })
+        .collect();
+    if lines.len() > 10 {
+        shown.push(format!("and {} more", lines.len() - 10));
+    }
+    let noun = if lines.len() == 1 { "line" } else { "lines" };
+    format!("{noun} {}", shown.join(", "))
 }
 
 /// The lines most like the first line of `wanted`, so the model can see what is really there.
@@ -1508,6 +1531,17 @@ mod tests {
         let read = run(&mut workspace, "read_file", json!({"path": "wide.txt"}));
         assert!(read.content.len() <= READ_MAX_BYTES + 100);
         assert!(read.content.contains("of 100; continue with offset="));
+    }
+
+    #[test]
+    fn matches_name_each_line_once_with_a_count() {
+        let text = "x = x\ny\nx\n";
+        let starts: Vec<usize> = text.match_indices('x').map(|(at, _)| at).collect();
+        assert_eq!(match_lines(text, &starts), "lines 1 ×2, 3");
+        assert_eq!(match_lines("a a", &[0, 2]), "line 1 ×2");
+        let many = "x\n".repeat(12);
+        let starts: Vec<usize> = many.match_indices('x').map(|(at, _)| at).collect();
+        assert!(match_lines(&many, &starts).ends_with("9, 10, and 2 more"));
     }
 
     #[test]
