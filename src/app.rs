@@ -24,6 +24,7 @@ use mini_agent::ch06_skills::{WithSkills, build_system_prompt};
 use mini_agent::ch07_context::{
     Compacting, CompactionRecord, CompactionState, SharedCompaction, SharedStats, Stats,
 };
+use mini_agent::ch07_repeats::RepeatNotes;
 use mini_agent::ch09_journal::Journal;
 use mini_agent::ch10_recovery::{Resumed, resume};
 use mini_agent::ch12_permissions::{
@@ -84,7 +85,8 @@ pub struct Config {
 }
 
 // ANCHOR: start
-type AgentTools = WithSkills<Gate<Workspace>>;
+/// The six tools behind the permission gate, with skills, watched for repetition (chapter 7).
+type AgentTools = RepeatNotes<WithSkills<Gate<Workspace>>>;
 
 /// The pieces of a running agent: the model, the tools, and the current session.
 pub struct Agent {
@@ -166,7 +168,11 @@ impl Agent {
         let mut stats = self.stats.clone();
         let _ = stats.event(Event::Message(&message));
         self.history.push(message);
-        let mut others: Vec<&mut dyn Observer> = vec![&mut stats];
+        // A new message from the person: earlier repetition is not a loop any more. The
+        // stopper comes first, so that a refused request is not announced to anyone else.
+        self.tools.reset();
+        let mut stop_repeats = self.tools.stopper();
+        let mut others: Vec<&mut dyn Observer> = vec![&mut stop_repeats, &mut stats];
         if let Some(json) = json {
             others.push(json);
         }
@@ -353,7 +359,7 @@ fn build_tools(root: &Path, config: &Config) -> Result<(AgentTools, String, Stri
         eprintln!("mini-agent: warning: {}", sanitize(warning));
     }
     let report = skills.to_string();
-    Ok((WithSkills::new(gate, skills), system_prompt, report))
+    Ok((RepeatNotes::new(WithSkills::new(gate, skills)), system_prompt, report))
 }
 // ANCHOR_END: build_tools
 
