@@ -4,6 +4,7 @@
 pub mod ch01_loop;
 pub mod ch02_model;
 pub mod ch02_reply;
+pub mod ch02_text_calls;
 pub mod ch03_bounds;
 pub mod ch03_glob;
 pub mod ch03_progress;
@@ -20,6 +21,7 @@ pub mod ch04_terminal;
 pub mod ch05_sessions;
 pub mod ch06_skills;
 pub mod ch07_context;
+pub mod ch07_repeats;
 pub mod ch07_shrink;
 pub mod ch08_retry;
 pub mod ch09_journal;

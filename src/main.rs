@@ -20,6 +20,7 @@ use args::{Command, Options, Prompt};
 use json_events::JsonEvents;
 use mini_agent::ch01_loop::{Error, Model, Observer, Outcome, plural};
 use mini_agent::ch02_model::{ChatClient, ClientConfig, IDLE_TIMEOUT_VARIABLE, parse_idle_timeout};
+use mini_agent::ch02_text_calls::TextCallCheck;
 use mini_agent::ch03_secrets::{
     Keys, Redacted, Redactor, install, redactor, wipe_credentials_in_command_line,
 };
@@ -65,8 +66,9 @@ fn main() -> ExitCode {
     ExitCode::from(exit_code(&result))
 }
 
-/// 0 done, 1 failed, 2 turn limit (returned as `Ok(2)`), 130 interrupted; 143 or 129 when
-/// SIGTERM or SIGHUP stopped the run (128 + the signal, as a shell reports it).
+/// 0 done, 1 failed, 2 turn limit (returned as `Ok(2)`) or a model stuck repeating itself,
+/// 130 interrupted; 143 or 129 when SIGTERM or SIGHUP stopped the run (128 + the signal, as a
+/// shell reports it).
 fn exit_code(result: &Result<u8, Error>) -> u8 {
     if let Some(signal) = stop_signal() {
         return 128 + signal as u8;
@@ -185,19 +187,19 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
 // ANCHOR_END: agent
 
 // ANCHOR: models
-/// `Compacting(Redacted(Retrying(ChatClient)))`, or the same around the streaming client:
-/// chapter 8 retries only failures that come before the first byte of the body, so nothing
-/// shown is ever repeated. The compacting layer is added by the agent.
+/// `Compacting(TextCallCheck(Redacted(Retrying(ChatClient))))`, or the same around the
+/// streaming client: chapter 8 retries only failures that come before the first byte of the
+/// body, so nothing shown is ever repeated. The compacting layer is added by the agent.
 fn build_model(endpoint: &ClientConfig, stream: bool) -> Result<Box<dyn Model>, Error> {
     let retries = parse_max_retries(std::env::var("MINI_AGENT_REQUEST_MAX_RETRIES").ok().as_deref())?;
     let idle = parse_idle_timeout(std::env::var(IDLE_TIMEOUT_VARIABLE).ok().as_deref())?;
     // Replies, streamed text and errors are redacted once, at the seam (chapter 3).
     Ok(if stream {
         let client = StreamingClient::new(endpoint.clone())?.with_idle_timeout(idle);
-        Box::new(Redacted::new(Retrying::new(client, retries), redactor()))
+        Box::new(TextCallCheck { inner: Redacted::new(Retrying::new(client, retries), redactor()) })
     } else {
         let client = ChatClient::new(endpoint.clone())?.with_idle_timeout(idle);
-        Box::new(Redacted::new(Retrying::new(client, retries), redactor()))
+        Box::new(TextCallCheck { inner: Redacted::new(Retrying::new(client, retries), redactor()) })
     })
 }
 // ANCHOR_END: models
