@@ -17,6 +17,8 @@ mod daily_terminal;
 mod events;
 mod interrupts;
 mod model_replies;
+// Issue 11: a real model on a real server.
+mod daily_model;
 mod repl;
 mod robustness_journal;
 mod robustness_sse;
