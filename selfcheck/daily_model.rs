@@ -7,7 +7,7 @@
 //! * a tool call written as text is recognised, with the likely cause on stderr;
 //! * `edit_file` names each matching line once.
 
-use crate::harness::{Test, agent_command, call, records, session_files, text};
+use crate::harness::{Test, agent_command, call, session_files, text};
 use mini_agent::ch13_scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 use std::process::Stdio;
@@ -68,9 +68,11 @@ fn stream_retries_a_refused_connection_until_the_server_is_up() {
         .expect("start mini-agent");
     // The first request follows the `user` record at once; the first backoff is 0.25–0.5 s.
     let started = Instant::now();
+    // Read as text: the agent may be in the middle of appending a line.
     while !session_files(workspace.path())
         .first()
-        .is_some_and(|journal| records(journal).iter().any(|r| r["type"] == "user"))
+        .and_then(|journal| std::fs::read_to_string(journal).ok())
+        .is_some_and(|text| text.contains("\"type\":\"user\""))
     {
         assert!(started.elapsed() < Duration::from_secs(10), "the session never started");
         std::thread::sleep(Duration::from_millis(5));
