@@ -333,6 +333,7 @@ pub fn redact_error(r: &Redactor, error: Error) -> Error {
         Error::Usage(text) => Error::Usage(r.redact_string(text)),
         Error::Config(text) => Error::Config(r.redact_string(text)),
         Error::Network(text) => Error::Network(r.redact_string(text)),
+        Error::Refused(text) => Error::Refused(r.redact_string(text)),
         Error::Model(text) => Error::Model(r.redact_string(text)),
         Error::Session(text) => Error::Session(r.redact_string(text)),
         Error::Http { status, message, retry_after_ms, code } => {
@@ -341,6 +342,10 @@ pub fn redact_error(r: &Redactor, error: Error) -> Error {
         }
         Error::Io { context, source } => Error::Io { context: r.redact_string(context), source },
         Error::Interrupted => Error::Interrupted,
+        // Counts and a finish reason (only `length` or `content_filter`): nothing echoed.
+        cut @ Error::ReplyCut { .. } => cut,
+        // The tool name is the model's text: it could be anything.
+        Error::Stuck { name, repeats } => Error::Stuck { name: r.redact_string(name), repeats },
     }
 }
 
