@@ -21,20 +21,9 @@ use json_events::JsonEvents;
 use mini_agent::ch01_loop::{Error, Model, Observer, Outcome, plural};
 use mini_agent::ch02_model::{ChatClient, ClientConfig, IDLE_TIMEOUT_VARIABLE, parse_idle_timeout};
 use mini_agent::ch02_text_calls::TextCallCheck;
-<<<<<<< HEAD
-<<<<<<< HEAD
 use mini_agent::ch03_secrets::{
     Keys, Redacted, Redactor, install, redactor, wipe_credentials_in_command_line,
 };
-=======
-<<<<<<< HEAD
-use mini_agent::ch03_secrets::{Keys, Redacted, Redactor, install, redactor, wipe_userinfo_in_command_line};
-=======
->>>>>>> 91b0b87 (After the rebase: module order, and the translations of sections both sides changed accepted)
->>>>>>> 6b44643 (After the rebase: module order, and the translations of sections both sides changed accepted)
-=======
-use mini_agent::ch03_secrets::{Keys, Redacted, Redactor, install, redactor, wipe_userinfo_in_command_line};
->>>>>>> 65a7116 (Secrets: the new errors (refused, cut, stuck) are redacted like the others; translations accepted after the rebase)
 use mini_agent::ch04_sanitize::sanitize;
 use mini_agent::ch04_signals::stop_signal;
 use mini_agent::ch04_terminal::{
