@@ -79,11 +79,17 @@ fn compactions(stdout: &str) -> Vec<Value> {
         .collect()
 }
 
+/// About 200 lines of numbers, different on each call: the same call with the same result
+/// over and over is a model stuck in a loop, which chapter 7 stops (that is not this test).
+fn count_to_200(n: usize) -> String {
+    format!("seq {} {}", n + 1, n + 200)
+}
+
 #[test]
 fn with_a_small_window_compaction_shrinks_the_prompt() {
     // The issue: MINI_AGENT_CONTEXT_TOKENS=1024 against a 1,024-token server; compaction
     // summarised one line and the prompt grew until the server refused it.
-    let mut script: Vec<Value> = (0..6).map(|n| bash_call(&format!("c{n}"), "seq 1 200")).collect();
+    let mut script: Vec<Value> = (0..6).map(|n| bash_call(&format!("c{n}"), &count_to_200(n))).collect();
     script.push(answer("counted"));
     let fake = FakeLlama::start(2048, script);
     let run = Test::new()
@@ -112,7 +118,7 @@ fn with_a_small_window_compaction_shrinks_the_prompt() {
 fn a_context_overflow_from_the_server_is_compacted_and_retried_once() {
     // MINI_AGENT_CONTEXT_TOKENS says 4,096 but the server holds 2,048: the agent learns it
     // from llama.cpp's 400, compacts, and the retry fits.
-    let mut script: Vec<Value> = (0..8).map(|n| bash_call(&format!("c{n}"), "seq 1 200")).collect();
+    let mut script: Vec<Value> = (0..8).map(|n| bash_call(&format!("c{n}"), &count_to_200(n))).collect();
     script.push(answer("counted"));
     let fake = FakeLlama::start(2048, script);
     let run = Test::new()

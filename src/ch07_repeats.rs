@@ -6,7 +6,8 @@
 //! the same call (same tool, same arguments) giving the same result, several times in a row —
 //! so the agent sees it, in two steps:
 //!
-//! * [`RepeatNotes`] wraps the tools. At the [`TELL_AT`]-th identical call in a row, the tool
+//! * [`RepeatNotes`] wraps the tools. At the [`TELL_AT`]-th reply in a row making the same
+//!   call with the same result (the same call twice in one reply counts once), the tool
 //!   result carries a note telling the model that it is repeating itself. Models usually take
 //!   the hint: the note is in the very text they read next.
 //! * [`StopRepeats`] is an observer. If the streak reaches [`STOP_AT`], it refuses the next
@@ -29,16 +30,19 @@ pub const TELL_AT: usize = 3;
 /// The identical call in a row after which the turn is stopped.
 pub const STOP_AT: usize = 5;
 
-/// The last call's fingerprint (tool, arguments, result) and how many in a row had it.
+/// The last call's fingerprint (tool, arguments, result) and how many replies in a row made it.
 #[derive(Debug, Default)]
 pub struct RepeatState {
     last: Option<u64>,
     streak: usize,
     name: String,
+    /// A reply arrived since the last call was counted: a repeat now is the model asking again.
+    new_reply: bool,
 }
 
 impl RepeatState {
-    /// Counts `call` with its result; returns the length of the streak it is part of.
+    /// Counts `call` with its result; returns the length of the streak it is part of. The
+    /// same call twice in *one* reply is one request, not a model going round in circles.
     fn record(&mut self, call: &ToolCall, result: &str) -> usize {
         let mut hasher = DefaultHasher::new();
         call.name.hash(&mut hasher);
@@ -49,7 +53,11 @@ impl RepeatState {
         }
         result.hash(&mut hasher);
         let print = hasher.finish();
-        self.streak = if self.last == Some(print) { self.streak + 1 } else { 1 };
+        self.streak = match (self.last == Some(print), std::mem::take(&mut self.new_reply)) {
+            (true, true) => self.streak + 1,
+            (true, false) => self.streak,
+            (false, _) => 1,
+        };
         self.last = Some(print);
         self.name.clone_from(&call.name);
         self.streak
@@ -105,13 +113,17 @@ pub struct StopRepeats(Shared);
 
 impl Observer for StopRepeats {
     fn event(&mut self, event: Event) -> Result<(), Error> {
-        if let Event::Request { .. } = event {
-            let state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            if state.streak >= STOP_AT {
-                return Err(Error::Stuck { name: state.name.clone(), repeats: state.streak });
+        let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match event {
+            Event::Request { .. } if state.streak >= STOP_AT => {
+                Err(Error::Stuck { name: state.name.clone(), repeats: state.streak })
             }
+            Event::Reply(_) => {
+                state.new_reply = true;
+                Ok(())
+            }
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 // ANCHOR_END: repeats
@@ -167,6 +179,28 @@ mod tests {
             .collect();
         assert_eq!(results[..2], ["42", "42"]);
         assert!(results[2].contains("3 times in a row") && results[4].contains("5 times in a row"));
+    }
+
+    #[test]
+    fn many_identical_calls_in_one_reply_are_one_request() {
+        struct Batch(usize);
+        impl Model for Batch {
+            fn complete(&mut self, _: &Request, _: &mut dyn Observer) -> Result<Reply, Error> {
+                self.0 += 1;
+                let call = |i| ToolCall { id: format!("c{i}"), name: "bash".into(), arguments: "{}".into() };
+                Ok(match self.0 {
+                    1 => Reply { tool_calls: (0..20).map(call).collect(), ..Reply::default() },
+                    _ => Reply { content: Some("done".into()), ..Reply::default() },
+                })
+            }
+        }
+        let mut tools = RepeatNotes::new(Constant(0));
+        let mut stopper = tools.stopper();
+        let mut history = vec![Message::User { content: "go".into() }];
+        let outcome =
+            run_turn(&mut Batch(0), &mut tools, &mut history, &mut stopper, &Limits { max_turns: 5 });
+        assert!(matches!(outcome, Outcome::Completed(ref text) if text == "done"), "{outcome:?}");
+        assert_eq!(tools.inner.0, 20);
     }
 
     #[test]
