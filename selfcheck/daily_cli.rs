@@ -391,3 +391,14 @@ fn sessions_refuses_a_symlinked_session_directory() {
     run.expect_code(1).stderr_has("is a symlink");
     assert_eq!(run.stdout, "", "nothing of the other directory is listed");
 }
+
+#[test]
+fn the_json_session_event_names_the_endpoint() {
+    let run = Test::new().args(["--demo", "--json", "-p", "list the files"]).run();
+    run.expect_code(0);
+    let first = &events(&run)[0];
+    assert_eq!(
+        (first["type"].as_str(), first["endpoint"].as_str(), first["api"].as_str()),
+        (Some("session"), Some("demo"), Some("openai"))
+    );
+}

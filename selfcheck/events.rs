@@ -19,10 +19,13 @@ fn json_prints_one_object_per_event_with_stable_fields() {
     let events = json_lines(&run.stdout);
     let id = events[0]["id"].as_str().expect("a session id").to_string();
     let root = run.root().display().to_string();
+    let endpoint = events[0]["endpoint"].as_str().expect("the endpoint").to_string();
+    assert!(endpoint.starts_with("http://127.0.0.1:"), "{endpoint}");
     assert_eq!(
         events,
         [
-            json!({"type": "session", "id": id, "root": root, "model": "gpt-4o-mini", "resumed": false}),
+            json!({"type": "session", "id": id, "root": root, "model": "gpt-4o-mini", "api": "openai",
+                   "endpoint": endpoint, "resumed": false}),
             json!({"type": "request", "messages": 2}),
             json!({"type": "assistant", "text": null,
                    "tool_calls": [{"id": "call_0", "name": "list_files", "arguments": "{}"}]}),

@@ -148,6 +148,11 @@ impl Agent {
         &self.root
     }
 
+    /// The model and endpoint this run talks to.
+    pub fn origin(&self) -> &Origin {
+        &self.config.origin
+    }
+
     pub fn model_id(&self) -> &str {
         &self.config.origin.model
     }

@@ -10,7 +10,7 @@
 //!
 //! | `type` | fields |
 //! |---|---|
-//! | `session` | `id`, `root`, `model`, `resumed` |
+//! | `session` | `id`, `root`, `model`, `api`, `endpoint`, `resumed` |
 //! | `request` | `messages` (how many are sent) |
 //! | `assistant` | `text` (the reply's text, or null when it has none), `tool_calls` (`[{id, name, arguments}]`) |
 //! | `tool_started` | `id`, `name`, `arguments` |
@@ -23,6 +23,7 @@
 
 use mini_agent::ch01_loop::{Error, Event, Observer};
 use mini_agent::ch03_secrets::redactor;
+use mini_agent::ch05_sessions::Origin;
 use serde_json::{Value, json};
 use std::io::Write;
 
@@ -37,8 +38,11 @@ impl JsonEvents {
         let _ = writeln!(out, "{}", redactor().redact(&line)).and_then(|()| out.flush());
     }
 
-    pub fn session(&self, id: &str, root: &str, model: &str, resumed: bool) {
-        self.emit(json!({"type": "session", "id": id, "root": root, "model": model, "resumed": resumed}));
+    pub fn session(&self, id: &str, root: &str, origin: &Origin, resumed: bool) {
+        self.emit(json!({
+            "type": "session", "id": id, "root": root, "model": origin.model, "api": origin.api,
+            "endpoint": origin.endpoint, "resumed": resumed,
+        }));
     }
 
     pub fn final_answer(&self, answer: &str) {

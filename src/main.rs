@@ -213,7 +213,7 @@ fn one_shot(mut agent: Agent, task: String, options: &Options) -> Result<u8, Err
         json.session(
             agent.session_id(),
             &root,
-            agent.model_id(),
+            agent.origin(),
             options.continue_latest || options.resume.is_some(),
         );
     }
