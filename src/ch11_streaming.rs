@@ -16,11 +16,11 @@
 //! partial, and none of the half-received tool calls is run.
 
 use crate::ch01_loop::{Error, Event, Model, Observer, Reply, Request, ToolCall, interrupted};
+use crate::ch02_model::reply::content_text;
 use crate::ch02_model::{
     ChatClient, ClientConfig, DEFAULT_IDLE_TIMEOUT, INTERRUPT_POLL, MAX_REPLY_BYTES, idle_message,
     parse_reply, parse_usage, quote, read_capped, reply_too_large, server_message,
 };
-use crate::ch02_reply::content_text;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -3,8 +3,6 @@
 
 pub mod ch01_loop;
 pub mod ch02_model;
-pub mod ch02_reply;
-pub mod ch02_text_calls;
 pub mod ch03_bounds;
 pub mod ch03_glob;
 pub mod ch03_progress;

@@ -19,8 +19,8 @@ use app::{Agent, Asker, Config, Opened, open_session};
 use args::{Command, Options, Prompt};
 use json_events::JsonEvents;
 use mini_agent::ch01_loop::{Error, Model, Observer, Outcome, plural};
+use mini_agent::ch02_model::text_calls::TextCallCheck;
 use mini_agent::ch02_model::{ChatClient, ClientConfig, IDLE_TIMEOUT_VARIABLE, parse_idle_timeout};
-use mini_agent::ch02_text_calls::TextCallCheck;
 use mini_agent::ch03_secrets::{
     Keys, Redacted, Redactor, install, redactor, wipe_credentials_in_command_line,
 };

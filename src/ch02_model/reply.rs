@@ -13,8 +13,8 @@
 //! output limit) and `"content_filter"` mean the text is cut, and chapter 1 refuses to treat
 //! a cut reply as an answer.
 
+use super::quote;
 use crate::ch01_loop::{Error, Reply, ToolCall, Usage};
-use crate::ch02_model::quote;
 use serde_json::Value;
 
 // ANCHOR: parse_reply

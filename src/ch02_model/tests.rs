@@ -1,0 +1,302 @@
+//! Tests of chapter 2's client against a scripted server: reply shapes, errors, timeouts,
+//! interrupts.
+
+use super::*;
+use crate::ch01_loop::{Event, Message, ToolCall, Usage};
+use crate::ch13_scripted_server::{ScriptedServer, Step};
+use serde_json::Value;
+use serde_json::json;
+use std::time::UNIX_EPOCH;
+
+struct Quiet;
+impl Observer for Quiet {
+    fn event(&mut self, _: Event) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+fn client(server: &ScriptedServer) -> ChatClient {
+    ChatClient::new(ClientConfig { base_url: server.url.clone(), api_key: None, model: "m".into() })
+        .expect("loopback needs no key")
+}
+
+fn ask(steps: Vec<Step>) -> (Result<Reply, Error>, Vec<Value>) {
+    let server = ScriptedServer::scripted(steps).expect("server starts");
+    let messages = [Message::User { content: "hi".into() }];
+    let result = client(&server).complete(&Request { messages: &messages, tools: &[] }, &mut Quiet);
+    (result, server.requests())
+}
+
+fn reply_with(body: &str) -> Step {
+    Step::Reply { status: 200, headers: Vec::new(), body: body.into() }
+}
+
+#[test]
+fn a_plain_answer_is_text_with_usage() {
+    let (reply, _) = ask(vec![Step::text("hello")]);
+    assert_eq!(
+        reply.expect("ok"),
+        Reply {
+            content: Some("hello".into()),
+            tool_calls: vec![],
+            usage: Some(Usage { prompt_tokens: 10, completion_tokens: 5 }),
+            finish_reason: Some("stop".into()),
+        }
+    );
+}
+
+#[test]
+fn tool_calls_keep_string_arguments_and_serialise_object_arguments() {
+    let message = json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"x\"}"}},
+        {"id": "b", "type": "function", "function": {"name": "bash", "arguments": {"command": "ls"}}}
+    ]});
+    let (reply, _) = ask(vec![Step::message(message)]);
+    let reply = reply.expect("ok");
+    assert_eq!(reply.content, None);
+    assert_eq!(
+        reply.tool_calls,
+        vec![
+            ToolCall { id: "a".into(), name: "read_file".into(), arguments: r#"{"path":"x"}"#.into() },
+            ToolCall { id: "b".into(), name: "bash".into(), arguments: r#"{"command":"ls"}"#.into() },
+        ]
+    );
+}
+
+#[test]
+fn missing_content_extra_fields_and_reasoning_are_tolerated() {
+    let body = json!({"id": "x", "system_fingerprint": "fp", "choices": [{"index": 0, "logprobs": null,
+        "finish_reason": "stop", "message": {"role": "assistant", "reasoning_content": "hmm", "refusal": null,
+        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "list_files"}}]}}]});
+    let (reply, _) = ask(vec![reply_with(&body.to_string())]);
+    let reply = reply.expect("ok");
+    assert_eq!((reply.content, reply.usage), (None, None));
+    assert_eq!(
+        reply.tool_calls,
+        vec![ToolCall { id: "c".into(), name: "list_files".into(), arguments: "{}".into() }]
+    );
+}
+
+#[test]
+fn empty_choices_and_non_json_are_model_errors_quoting_the_body() {
+    let (reply, _) = ask(vec![reply_with(r#"{"choices": []}"#)]);
+    assert!(matches!(reply, Err(Error::Model(ref m)) if m.contains("choices")), "{reply:?}");
+    let (reply, _) = ask(vec![reply_with("Bad gateway, try later")]);
+    let error = reply.expect_err("not json").to_string();
+    assert_eq!(error, r#"unusable model reply: the server's reply is not JSON: "Bad gateway, try later""#);
+}
+
+#[test]
+fn a_401_reports_the_servers_message_and_the_hint() {
+    let (reply, _) = ask(vec![Step::error(401, "Invalid API Key")]);
+    assert_eq!(
+        reply.expect_err("401").to_string(),
+        "model request failed: 401 Invalid API Key — check OPENAI_API_KEY"
+    );
+}
+
+#[test]
+fn an_html_500_reports_its_title() {
+    let page = "<html><head><title>500 Internal Server Error</title></head><body><h1>oops</h1></body></html>";
+    let (reply, _) = ask(vec![Step::Reply { status: 500, headers: vec![], body: page.into() }]);
+    assert_eq!(
+        reply.expect_err("500").to_string(),
+        "model request failed: 500 Internal Server Error — the server failed; try again later"
+    );
+}
+
+#[test]
+fn error_codes_and_retry_after_are_kept() {
+    let body = json!({"error": {"message": "You exceeded your current quota", "type": "insufficient_quota",
+        "code": "insufficient_quota"}});
+    let headers = vec![("Retry-After".into(), "7".into())];
+    let (reply, _) = ask(vec![Step::Reply { status: 429, headers, body: body.to_string() }]);
+    match reply {
+        Err(Error::Http { status, message, retry_after_ms, code }) => {
+            assert_eq!((status, message.as_str()), (429, "You exceeded your current quota"));
+            assert_eq!((retry_after_ms, code.as_deref()), (Some(7000), Some("insufficient_quota")));
+        }
+        other => panic!("expected Http, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_refused_connection_names_the_url() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let mut client = ChatClient::new(ClientConfig {
+        base_url: format!("http://127.0.0.1:{port}/v1"),
+        api_key: None,
+        model: "m".into(),
+    })
+    .expect("client");
+    let error = client.complete(&Request { messages: &[], tools: &[] }, &mut Quiet).expect_err("refused");
+    assert!(matches!(error, Error::Refused(_)), "{error:?}");
+    let text = error.to_string();
+    assert!(
+        text.contains(&format!("127.0.0.1:{port}/v1/chat/completions")) && text.contains("--base-url"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_request_carries_roles_tool_pairing_and_tools() {
+    let server = ScriptedServer::scripted(vec![Step::text("done")]).expect("server");
+    let call = ToolCall { id: "call_1".into(), name: "bash".into(), arguments: r#"{"command":"ls"}"#.into() };
+    let messages = [
+        Message::System { content: "be brief".into() },
+        Message::User { content: "list".into() },
+        Message::Assistant { content: None, tool_calls: vec![call] },
+        Message::Tool { tool_call_id: "call_1".into(), content: "a.txt".into() },
+    ];
+    let tools = [json!({"type": "function", "function": {"name": "bash"}})];
+    client(&server).complete(&Request { messages: &messages, tools: &tools }, &mut Quiet).expect("ok");
+    assert_eq!(
+        server.requests(),
+        vec![json!({"model": "m", "tools": tools, "messages": [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "list"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"},
+        ]})]
+    );
+}
+
+#[test]
+fn a_request_without_tools_sends_no_tools_field() {
+    let (_, requests) = ask(vec![Step::text("ok")]);
+    assert_eq!(requests[0].get("tools"), None);
+}
+
+#[test]
+fn ctrl_c_abandons_a_request_the_server_never_answers() {
+    in_own_process("ch02_model::tests::ctrl_c_abandons_a_request_the_server_never_answers", || {
+        let server = ScriptedServer::scripted(vec![Step::Hang]).expect("server");
+        let pressed = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let press = pressed.clone();
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(200));
+            *press.lock().expect("lock") = Some(std::time::Instant::now());
+            crate::ch01_loop::set_interrupted(true);
+        });
+        let messages = [Message::User { content: "hi".into() }];
+        let result = client(&server).complete(&Request { messages: &messages, tools: &[] }, &mut Quiet);
+        assert!(matches!(result, Err(Error::Interrupted)), "{result:?}");
+        let pressed_at = pressed.lock().expect("lock").expect("Ctrl+C was pressed");
+        println!("figure: request abandoned {:?} after Ctrl+C", pressed_at.elapsed());
+    });
+}
+
+fn ask_within(idle: Duration, steps: Vec<Step>) -> (Result<Reply, Error>, Duration) {
+    let server = ScriptedServer::scripted(steps).expect("server starts");
+    let messages = [Message::User { content: "hi".into() }];
+    let started = std::time::Instant::now();
+    let result = client(&server)
+        .with_idle_timeout(idle)
+        .complete(&Request { messages: &messages, tools: &[] }, &mut Quiet);
+    (result, started.elapsed())
+}
+
+#[test]
+fn silence_before_the_headers_or_inside_the_body_hits_the_idle_timeout() {
+    let idle = Duration::from_millis(300);
+    for (what, step) in [
+        ("no headers", Step::delayed(60_000, Step::text("late"))),
+        ("stalled body", Step::drip(60_000, Step::text("never whole"))),
+    ] {
+        let (result, took) = ask_within(idle, vec![step]);
+        let error = result.expect_err(what).to_string();
+        assert_eq!(
+            error,
+            "model request failed: no byte from the server for 0.3 s (MINI_AGENT_IDLE_TIMEOUT_SECS); the server may have acted",
+            "{what}"
+        );
+        assert!(took < Duration::from_secs(5), "{what}: {took:?}");
+        println!("figure: {what}: idle timeout of 300 ms fired after {took:?}");
+    }
+}
+
+#[test]
+fn a_slow_reply_that_keeps_coming_is_never_cut() {
+    // Silent for 200 ms, then a byte every 10 ms: the whole reply takes several times the
+    // idle timeout, and each wait is well under it (issue 11: no hidden total limit).
+    let idle = Duration::from_millis(400);
+    let (result, took) =
+        ask_within(idle, vec![Step::delayed(200, Step::drip(10, Step::text("slow but sure")))]);
+    assert_eq!(result.expect("a reply that keeps coming").content.as_deref(), Some("slow but sure"));
+    assert!(took > idle * 3, "{took:?}");
+    println!("figure: a dripped reply took {took:?} under an idle timeout of {idle:?}");
+}
+
+#[test]
+fn a_server_that_stops_taking_the_request_hits_the_idle_timeout() {
+    // Accepts the connection and never reads: once the socket buffers are full, the
+    // request cannot be sent any further.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("address"));
+    let held = thread::spawn(move || listener.accept().map(|(socket, _)| socket));
+    let client = ChatClient::new(ClientConfig { base_url: url, api_key: None, model: "m".into() })
+        .expect("client")
+        .with_idle_timeout(Duration::from_millis(300));
+    let messages = [Message::User { content: "x".repeat(32 << 20) }];
+    let started = std::time::Instant::now();
+    let error = client.clone().complete(&Request { messages: &messages, tools: &[] }, &mut Quiet);
+    let took = started.elapsed();
+    let error = error.expect_err("stuck").to_string();
+    assert!(
+        error.contains("took no byte of the request for 0.3 s (MINI_AGENT_IDLE_TIMEOUT_SECS)"),
+        "{error}"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    println!("figure: a server that stopped reading the request was given up after {took:?}");
+    drop(held.join());
+}
+
+#[test]
+fn the_idle_timeout_variable_takes_whole_seconds() {
+    assert_eq!(parse_idle_timeout(None).expect("default"), DEFAULT_IDLE_TIMEOUT);
+    assert_eq!(parse_idle_timeout(Some(" ")).expect("default"), Duration::from_secs(300));
+    assert_eq!(parse_idle_timeout(Some("3")).expect("3"), Duration::from_secs(3));
+    for bad in ["0", "-1", "1.5", "soon"] {
+        let error = parse_idle_timeout(Some(bad)).expect_err(bad).to_string();
+        assert!(error.contains("MINI_AGENT_IDLE_TIMEOUT_SECS must be a whole number"), "{error}");
+    }
+}
+
+#[test]
+fn only_loopback_hosts_need_no_key() {
+    for url in
+        ["http://127.0.0.1:8080/v1", "http://localhost/v1", "http://[::1]:11434/v1", "http://127.1.2.3"]
+    {
+        assert!(!api_key_required(url), "{url}");
+    }
+    for url in ["https://api.openai.com/v1", "http://localhost.evil.com/v1", "http://10.0.0.1/v1"] {
+        assert!(api_key_required(url), "{url}");
+    }
+    let missing = ChatClient::new(ClientConfig {
+        base_url: "https://api.openai.com/v1".into(),
+        api_key: None,
+        model: "m".into(),
+    });
+    assert!(matches!(missing, Err(Error::Config(ref m)) if m.contains("OPENAI_API_KEY")));
+}
+
+#[test]
+fn retry_after_reads_seconds_and_http_dates() {
+    let now = UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+    assert_eq!(parse_retry_after("120", now), Some(120_000));
+    assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:47 GMT", now), Some(10_000));
+    assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:00 GMT", now), Some(0));
+    assert_eq!(parse_retry_after("soon", now), None);
+}
+
+#[test]
+fn server_messages_come_from_every_common_shape() {
+    assert_eq!(server_message(r#"{"error": "model not found"}"#).0.as_deref(), Some("model not found"));
+    assert_eq!(server_message(r#"{"detail": "bad"}"#).0.as_deref(), Some("bad"));
+    assert_eq!(
+        server_message("<html><body><p>Gateway\n  broke</p></body></html>").0.as_deref(),
+        Some("Gateway broke")
+    );
+    assert_eq!(server_message("").0, None);
+}
