@@ -21,10 +21,10 @@ use mini_agent::ch04_sanitize::sanitize;
 use mini_agent::ch04_terminal::{HostCommand, Look, ReplHost, TypeAhead, render_markdown};
 use mini_agent::ch05_sessions::{Origin, Recorder, SessionStore};
 use mini_agent::ch06_skills::{WithSkills, build_system_prompt};
+use mini_agent::ch07_context::repeats::RepeatNotes;
 use mini_agent::ch07_context::{
     Compacting, CompactionRecord, CompactionState, SharedCompaction, SharedStats, Stats,
 };
-use mini_agent::ch07_repeats::RepeatNotes;
 use mini_agent::ch09_journal::Journal;
 use mini_agent::ch10_recovery::{Resumed, resume};
 use mini_agent::ch12_permissions::{

@@ -19,8 +19,6 @@ pub mod ch04_terminal;
 pub mod ch05_sessions;
 pub mod ch06_skills;
 pub mod ch07_context;
-pub mod ch07_repeats;
-pub mod ch07_shrink;
 pub mod ch08_retry;
 pub mod ch09_journal;
 pub mod ch09_trust;

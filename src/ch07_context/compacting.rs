@@ -1,0 +1,357 @@
+//! [`Compacting`]: a [`Model`] around a `Model` that keeps the request inside the window —
+//! elide old large results first, then summarise older turns, and when the server still says
+//! "too long", learn its real window and retry once. The loop never knows.
+
+use super::cut::*;
+use super::estimate::*;
+use super::record::*;
+use super::shrink::{calibration, fit_pieces, is_context_overflow, scaled, summary_words};
+use super::transcript::*;
+use crate::ch01_loop::{Error, Event, Message, Model, Observer, Reply, Request};
+use crate::ch02_model::shorten;
+use serde_json::Value;
+use std::sync::{MutexGuard, PoisonError};
+
+/// The context window assumed when `MINI_AGENT_CONTEXT_TOKENS` is not set.
+pub const DEFAULT_CONTEXT_TOKENS: u64 = 128_000;
+
+/// Reads the value of `MINI_AGENT_CONTEXT_TOKENS` (`None` when unset); `main` passes it in.
+pub fn parse_context_tokens(value: Option<&str>) -> Result<u64, Error> {
+    let Some(value) = value else { return Ok(DEFAULT_CONTEXT_TOKENS) };
+    match value.trim().replace('_', "").parse::<u64>() {
+        Ok(tokens) if tokens >= 1_000 => Ok(tokens),
+        _ => Err(Error::Config(format!(
+            "MINI_AGENT_CONTEXT_TOKENS={value:?} is not a usable context window; \
+             give the model's window in tokens, at least 1000 (e.g. 128000)"
+        ))),
+    }
+}
+
+/// Automatic compaction starts when the estimated prompt passes this share of the window…
+pub const AUTO_COMPACT_PERCENT: u64 = 80;
+/// …and keeps about this share of the window as recent messages.
+pub const KEEP_RECENT_PERCENT: u64 = 30;
+
+pub(super) const SUMMARY_INSTRUCTIONS: &str = "You summarise the earlier part of a coding session so that \
+the work can continue with less context. Write a concise plain-text summary (at most about 300 \
+words): the user's goals and requests, decisions made, files read, created or changed (with \
+paths), commands run and their important results, errors met, and what remains to do. Keep exact \
+names, paths and values. No preamble.";
+
+/// A window learnt from a server's overflow error is never taken smaller than this.
+pub(super) const MIN_LEARNED_WINDOW: u64 = 256;
+
+/// The text to summarise may take at most this share of the window.
+pub(super) const SUMMARY_INPUT_PERCENT: u64 = 50;
+/// Automatic compaction stops after this many summaries for one request.
+pub(super) const MAX_COMPACTION_ROUNDS: usize = 8;
+
+/// A message text longer than this is clipped (head and tail) in the text to summarise.
+pub(super) const SUMMARY_CLIP_CHARS: usize = 2000;
+
+// ANCHOR: compacting
+/// A [`Model`] that sends a compacted view of the history when the full one grows too large.
+pub struct Compacting<M: Model> {
+    pub(super) inner: M,
+    context_tokens: u64,
+    state: SharedCompaction,
+    /// The server's prompt count for the last request, to estimate the next one from.
+    measured: Option<Measured>,
+    /// Server tokens per estimated token, learnt from `usage` (1.0 until then).
+    ratio: f64,
+    /// The window as the server showed it by refusing a request as too long, when smaller.
+    learned_window: Option<u64>,
+}
+
+pub(super) struct Measured {
+    generation: u64,
+    history_len: usize,
+    last_message: Message,
+    prompt_tokens: u64,
+}
+
+impl<M: Model> Compacting<M> {
+    /// `context_tokens` is the model's window (`MINI_AGENT_CONTEXT_TOKENS`, default 128000).
+    pub fn new(inner: M, context_tokens: u64) -> Self {
+        Self::with_state(inner, context_tokens, CompactionState::shared())
+    }
+
+    pub fn with_state(inner: M, context_tokens: u64, state: SharedCompaction) -> Self {
+        Compacting { inner, context_tokens, state, measured: None, ratio: 1.0, learned_window: None }
+    }
+
+    /// The shared state: restore it from the journal on resume, clear it on `/new`.
+    pub fn state(&self) -> SharedCompaction {
+        self.state.clone()
+    }
+
+    fn too_large(&self, estimate: u64) -> Error {
+        match self.learned_window.filter(|&learned| learned < self.context_tokens) {
+            Some(learned) => Error::Config(format!(
+                "the conversation does not fit in the server's context window even after compaction \
+                 (about {estimate} tokens; the server refused a request as too long, so its window is \
+                 taken as about {learned} tokens); start a new session"
+            )),
+            None => too_large(estimate, self.context_tokens),
+        }
+    }
+
+    /// The window compaction works to: the configured one, or what the server showed.
+    fn window(&self) -> u64 {
+        self.learned_window.map_or(self.context_tokens, |learned| learned.min(self.context_tokens))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, CompactionState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The prompt the next request will cost: the server's last count plus an estimate of
+    /// what was appended since, or a plain estimate when there is no usable count.
+    pub fn estimate_prompt(&self, history: &[Message], tools: &[Value]) -> u64 {
+        let state = self.lock();
+        if let Some(measured) = &self.measured
+            && measured.generation == state.generation
+            && measured.history_len.checked_sub(1).and_then(|i| history.get(i))
+                == Some(&measured.last_message)
+        {
+            let appended = estimate_messages_tokens(&history[measured.history_len..]);
+            return measured.prompt_tokens + scaled(appended, self.ratio);
+        }
+        scaled(estimate_request_tokens(&state.view(history), tools), self.ratio)
+    }
+
+    // ANCHOR_END: compacting
+    /// `/compact`: summarises everything before the most recent user message (or, in one
+    /// long turn, before its last assistant step). `None` when there is nothing to compact.
+    pub fn compact(
+        &mut self,
+        history: &[Message],
+        observer: &mut dyn Observer,
+    ) -> Result<Option<CompactionRecord>, Error> {
+        self.compact_with(history, None, observer)
+    }
+
+    // ANCHOR: compact_with
+    fn compact_with(
+        &mut self,
+        history: &[Message],
+        keep_tokens: Option<u64>,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<CompactionRecord>, Error> {
+        let (start, already, previous, elided, tokens_before) = {
+            let state = self.lock();
+            let start = system_prefix_len(history);
+            let replaced = state.replaced(history);
+            let previous = state.current.as_ref().filter(|_| replaced > 0).map(|r| r.summary.clone());
+            let elided = state.record_for(history).map_or(0, |r| r.elided);
+            let before = scaled(estimate_messages_tokens(&state.view(history)), self.ratio);
+            (start, start + replaced, previous, elided, before)
+        };
+        let Some(wanted) = choose_cut(history, already, keep_tokens) else { return Ok(None) };
+
+        // The text to summarise must fit too: if it would not, summarise fewer messages now
+        // (the next round summarises the rest, together with this summary).
+        let words = summary_words(self.window());
+        let header = transcript_header(previous.as_deref(), words);
+        let pieces: Vec<String> = history[already..wanted].iter().map(transcript_piece).collect();
+        let fixed = estimate_text_tokens(SUMMARY_INSTRUCTIONS) + estimate_text_tokens(&header);
+        let budget = share_of(self.window(), SUMMARY_INPUT_PERCENT).saturating_sub(fixed);
+        let mut used = 0;
+        let fitting = pieces.iter().take_while(|piece| {
+            used += estimate_text_tokens(piece);
+            used <= budget
+        });
+        let fits_until = already + fitting.count();
+        let cuts: Vec<usize> =
+            clean_cuts(history).into_iter().filter(|&c| c > already && c <= wanted).collect();
+        let whole: Vec<usize> = cuts.iter().copied().filter(|&c| c <= fits_until).collect();
+        let at_user = whole.iter().rev().find(|&&c| matches!(history[c], Message::User { .. }));
+        // No cut fits whole (one step larger than the summary's budget: a reply of a thousand
+        // calls): the nearest cut is summarised from as much of it as fits.
+        let Some(&cut) = at_user.or(whole.last()).or(cuts.first()) else {
+            let needed = fixed + pieces.iter().map(|piece| estimate_text_tokens(piece)).sum::<u64>();
+            return Err(self.too_large(needed));
+        };
+        let transcript = header + &fit_pieces(&pieces[..cut - already], budget, estimate_text_tokens);
+        let messages =
+            [Message::System { content: SUMMARY_INSTRUCTIONS.into() }, Message::User { content: transcript }];
+        let request = Request { messages: &messages, tools: &[] };
+        let reply = self.inner.complete(&request, &mut WithoutText(observer))?;
+        let summary = reply.content.as_deref().unwrap_or_default().trim();
+        if summary.is_empty() {
+            return Err(Error::Model("the model returned an empty summary when asked to compact".into()));
+        }
+        // A model that ignores the word limit must not fill a small window with its summary.
+        let summary = shorten(summary, words as usize * 8);
+        let replaced = cut - start;
+        let view = apply_compaction(history, &summary, replaced, elided);
+        let tokens_after = scaled(estimate_messages_tokens(&view), self.ratio);
+        // Automatic, and the summary is longer than all it could replace: it helps nobody. (A
+        // first round that covers less than `wanted` is kept: the next one goes further.)
+        if keep_tokens.is_some() && cut == wanted && tokens_after >= tokens_before {
+            return Ok(None);
+        }
+        let record =
+            CompactionRecord { summary, replaced, elided, tokens_before, tokens_after, usage: reply.usage };
+        // Recorded first: the journal must know the view before a request uses it.
+        observer.event(Event::Compaction {
+            summary: &record.summary,
+            replaced,
+            elided,
+            summarised: true,
+            tokens_before,
+            tokens_after,
+            usage: record.usage,
+        })?;
+        self.lock().set(record.clone(), history.get(start).cloned());
+        Ok(Some(record))
+    }
+    // ANCHOR_END: compact_with
+
+    // ANCHOR: elide_more
+    /// Elides large tool output further into the history, without a model call: first the
+    /// turns before the latest user message, then the steps before the latest one, then the
+    /// latest step's own arguments (the model has their results). The latest results are never
+    /// cut. `false` when that leaves nothing more to elide.
+    fn elide_more(&mut self, history: &[Message], observer: &mut dyn Observer) -> Result<bool, Error> {
+        let start = system_prefix_len(history);
+        let (summary, replaced, current, tokens_before) = {
+            let state = self.lock();
+            let before = scaled(estimate_messages_tokens(&state.view(history)), self.ratio);
+            match state.record_for(history) {
+                Some(r) => (r.summary.clone(), r.replaced, r.elided, before),
+                None => (String::new(), 0, 0, before),
+            }
+        };
+        let from = start + replaced.max(current);
+        let last_user = history.iter().rposition(|m| matches!(m, Message::User { .. })).unwrap_or(start);
+        let last_step = history
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()))
+            .filter(|&at| at > last_user);
+        let ends = [Some(last_user), last_step, last_step.map(|at| at + 1)];
+        let Some(end) = ends
+            .into_iter()
+            .flatten()
+            .find(|&end| end > from && history[from..end].iter().any(crate::ch07_context::shrink::elidable))
+        else {
+            return Ok(false);
+        };
+        let elided = end - start;
+        let view = apply_compaction(history, &summary, replaced, elided);
+        let tokens_after = scaled(estimate_messages_tokens(&view), self.ratio);
+        let record = CompactionRecord { summary, replaced, elided, tokens_before, tokens_after, usage: None };
+        observer.event(Event::Compaction {
+            summary: &record.summary,
+            replaced,
+            elided,
+            summarised: false,
+            tokens_before,
+            tokens_after,
+            usage: None,
+        })?;
+        self.lock().set(record, history.get(start).cloned());
+        Ok(true)
+    }
+    // ANCHOR_END: elide_more
+
+    // ANCHOR: fit
+    /// Compacts until the request's estimate is under the share of the window: elision first
+    /// (free), then summaries. Fails when even that cannot make it fit.
+    fn fit(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<(), Error> {
+        let history = request.messages;
+        let mut estimate = self.estimate_prompt(history, request.tools);
+        // Each round elides or summarises what fits in one summary request; a few rounds catch
+        // up with a history that grew far past the window (a resumed session, a huge paste).
+        for _ in 0..MAX_COMPACTION_ROUNDS {
+            if estimate <= share_of(self.window(), AUTO_COMPACT_PERCENT) {
+                break;
+            }
+            if self.elide_more(history, observer)? {
+                estimate = self.estimate_prompt(history, request.tools);
+                continue;
+            }
+            let keep = share_of(self.window(), KEEP_RECENT_PERCENT);
+            match self.compact_with(history, Some(keep), observer) {
+                Ok(Some(_)) => estimate = self.estimate_prompt(history, request.tools),
+                Ok(None) => break,
+                // A failed summary is not fatal while the full history still fits.
+                Err(error) if estimate <= self.window() && !matches!(error, Error::Interrupted) => {
+                    let text = format!("automatic compaction failed ({error}); sending the full history");
+                    observer.event(Event::Notice { kind: "warning", text: &text })?;
+                    break;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        if estimate > self.window() {
+            return Err(self.too_large(estimate));
+        }
+        Ok(())
+    }
+    // ANCHOR_END: fit
+
+    /// Sends the view, and learns from the server's count of it.
+    fn send(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
+        let history = request.messages;
+        let (view, generation) = {
+            let state = self.lock();
+            (state.view(history), state.generation)
+        };
+        let reply = self.inner.complete(&Request { messages: &view, tools: request.tools }, observer)?;
+        if let (Some(usage), Some(last_message)) = (reply.usage, history.last()) {
+            if let Some(ratio) =
+                calibration(usage.prompt_tokens, estimate_request_tokens(&view, request.tools))
+            {
+                self.ratio = ratio;
+            }
+            let last_message = last_message.clone();
+            let prompt_tokens = usage.prompt_tokens;
+            self.measured =
+                Some(Measured { generation, history_len: history.len(), last_message, prompt_tokens });
+        }
+        Ok(reply)
+    }
+}
+
+// ANCHOR: auto_compact
+impl<M: Model> Model for Compacting<M> {
+    fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
+        self.fit(request, observer)?;
+        match self.send(request, observer) {
+            Err(error) if is_context_overflow(&error) => {
+                // The server's window is smaller than what was just sent, whatever it was said
+                // to be: from now on it is taken a tenth smaller than that. Compact, try again.
+                let sent = estimate_request_tokens(&self.lock().view(request.messages), request.tools);
+                let learned = (scaled(sent, self.ratio) / 10 * 9).max(MIN_LEARNED_WINDOW).min(self.window());
+                self.learned_window = Some(learned);
+                self.measured = None;
+                let text = format!("{error}; compacting and retrying once");
+                observer.event(Event::Notice { kind: "warning", text: &text })?;
+                self.fit(request, observer)?;
+                self.send(request, observer).map_err(|error| match error {
+                    error if is_context_overflow(&error) => Error::Config(format!(
+                        "{error} — even after compaction; the server's window seems smaller than \
+                         MINI_AGENT_CONTEXT_TOKENS={}: set it to the server's context size",
+                        self.context_tokens
+                    )),
+                    error => error,
+                })
+            }
+            other => other,
+        }
+    }
+}
+// ANCHOR_END: auto_compact
+
+pub(super) fn share_of(tokens: u64, percent: u64) -> u64 {
+    tokens.saturating_mul(percent) / 100
+}
+
+pub(super) fn too_large(estimate: u64, window: u64) -> Error {
+    Error::Config(format!(
+        "the conversation does not fit in the model's context window even after compaction \
+         (about {estimate} tokens; the window is {window} tokens, set by MINI_AGENT_CONTEXT_TOKENS); \
+         start a new session"
+    ))
+}

@@ -1,0 +1,50 @@
+//! Chapter 7 — context: counting tokens, and forgetting wisely.
+//!
+//! A model reads the whole conversation on every request, and its context window is
+//! finite. A long session therefore needs three things, and none of them touches the loop:
+//!
+//! * **Counting.** The server's `usage` is the truth when it is sent; otherwise we estimate,
+//!   conservatively (letters about four bytes per token, punctuation two, a digit, a line
+//!   break or a CJK character one), scaled by what the server's last count taught us.
+//!   [`Stats`] is an [`Observer`](crate::ch01_loop::Observer) that adds up requests, tokens,
+//!   tool calls and time for `/stats`.
+//! * **Compaction.** [`Compacting`] is a [`Model`](crate::ch01_loop::Model) around a `Model`.
+//!   When the estimated prompt passes a share of the window (or on `/compact`), it asks the
+//!   inner model to summarise the
+//!   older messages and from then on sends `[system, summary, …recent messages]`. The history
+//!   itself — and the journal that mirrors it — stays complete and append-only: compaction
+//!   only changes the *view* that is sent, and is recorded as an event so that a resumed
+//!   session rebuilds the same view with [`apply_compaction`]. Before any summary, large old
+//!   tool results and arguments are elided ([`shrink`]), which costs no model call.
+//! * **A clear limit.** When even the compacted view cannot fit, the request is not sent;
+//!   the error says so. When the server says the prompt is too long, the agent compacts and
+//!   retries once.
+//!
+//! The cut between summary and recent messages never separates a tool call from its
+//! result: a model shown a result without its call (or the reverse) rejects the request.
+//!
+//! Submodules: [`estimate`] (counting), [`stats`] (`/stats`), [`record`] (the recorded
+//! compaction and the view it gives), [`compacting`] (the model wrapper), [`cut`] (where a
+//! summary may end), [`transcript`] (the text summarised), [`shrink`] (eliding, calibration,
+//! overflow errors) and [`repeats`] (a model stuck in a loop).
+
+pub mod compacting;
+pub mod cut;
+pub mod estimate;
+pub mod record;
+pub mod repeats;
+pub mod shrink;
+pub mod stats;
+pub mod transcript;
+
+pub use compacting::{
+    AUTO_COMPACT_PERCENT, Compacting, DEFAULT_CONTEXT_TOKENS, KEEP_RECENT_PERCENT, parse_context_tokens,
+};
+pub use estimate::{
+    estimate_message_tokens, estimate_messages_tokens, estimate_request_tokens, estimate_text_tokens,
+};
+pub use record::{CompactionRecord, CompactionState, SharedCompaction, apply_compaction};
+pub use stats::{SharedStats, Stats};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,152 @@
+//! `/stats`: an [`Observer`] that adds up requests, tokens, tool calls and time. It watches
+//! the events the loop already emits, so counting costs the loop nothing.
+
+use super::estimate::*;
+use crate::ch01_loop::{Error, Event, Message, Observer, Reply, Usage};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+// ANCHOR: stats
+/// What a session has used so far, for `/stats`. It is an [`Observer`]: it only counts events.
+#[derive(Clone, Debug)]
+pub struct Stats {
+    pub requests: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Replies that carried no `usage`: their tokens were estimated.
+    pub estimated_replies: u64,
+    pub tool_calls: u64,
+    pub compactions: u64,
+    /// Time spent waiting for the model (request sent → reply complete).
+    pub model_time: Duration,
+    pub started: Instant,
+    /// Estimated tokens of the messages seen so far: the prompt estimate when `usage` is absent.
+    history_tokens: u64,
+    request_sent: Option<Instant>,
+}
+
+// ANCHOR_END: stats
+impl Default for Stats {
+    fn default() -> Self {
+        Stats {
+            requests: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            estimated_replies: 0,
+            tool_calls: 0,
+            compactions: 0,
+            model_time: Duration::ZERO,
+            started: Instant::now(),
+            history_tokens: 0,
+            request_sent: None,
+        }
+    }
+}
+
+impl Stats {
+    pub fn new() -> Self {
+        Stats::default()
+    }
+
+    /// Adds a reply's tokens: the server's count when it sent one, an estimate otherwise.
+    fn add_usage(&mut self, usage: Option<Usage>, estimate: impl FnOnce() -> Usage) {
+        let usage = usage.unwrap_or_else(|| {
+            self.estimated_replies += 1;
+            estimate()
+        });
+        self.prompt_tokens += usage.prompt_tokens;
+        self.completion_tokens += usage.completion_tokens;
+    }
+}
+
+// ANCHOR: stats_events
+impl Observer for Stats {
+    fn event(&mut self, event: Event) -> Result<(), Error> {
+        match event {
+            Event::Request { .. } => {
+                self.requests += 1;
+                self.request_sent = Some(Instant::now());
+            }
+            Event::Reply(reply) => {
+                if let Some(sent) = self.request_sent.take() {
+                    self.model_time += sent.elapsed();
+                }
+                let prompt_tokens = self.history_tokens;
+                self.add_usage(reply.usage, || Usage {
+                    prompt_tokens,
+                    completion_tokens: estimate_reply_tokens(reply),
+                });
+            }
+            Event::Message(message) => self.history_tokens += estimate_message_tokens(message),
+            Event::ToolStarted(_) => self.tool_calls += 1,
+            Event::Compaction { summarised: false, tokens_after, .. } => self.history_tokens = tokens_after,
+            Event::Compaction { summary, tokens_before, tokens_after, usage, .. } => {
+                // The summary request was a model call too; after it, the view is smaller.
+                self.requests += 1;
+                self.compactions += 1;
+                self.history_tokens = tokens_after;
+                self.add_usage(usage, || Usage {
+                    prompt_tokens: tokens_before,
+                    completion_tokens: estimate_text_tokens(summary),
+                });
+            }
+            Event::Notice { .. } | Event::TextDelta(_) | Event::ToolFinished(..) | Event::Retry { .. } => {}
+        }
+        Ok(())
+    }
+}
+
+// ANCHOR_END: stats_events
+pub(super) fn estimate_reply_tokens(reply: &Reply) -> u64 {
+    let message = Message::Assistant { content: reply.content.clone(), tool_calls: reply.tool_calls.clone() };
+    estimate_message_tokens(&message)
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let estimated = match self.estimated_replies {
+            0 => String::new(),
+            n => format!(" ({n} {} estimated)", if n == 1 { "reply" } else { "replies" }),
+        };
+        let compactions = match self.compactions {
+            0 => String::new(),
+            1 => " (1 was a compaction)".to_string(),
+            n => format!(" ({n} were compactions)"),
+        };
+        writeln!(f, "requests     {}{compactions}", self.requests)?;
+        writeln!(
+            f,
+            "tokens       {} prompt + {} completion{estimated}",
+            self.prompt_tokens, self.completion_tokens
+        )?;
+        writeln!(f, "tool calls   {}", self.tool_calls)?;
+        writeln!(f, "model time   {}", human_duration(self.model_time))?;
+        write!(f, "wall time    {}", human_duration(self.started.elapsed()))
+    }
+}
+
+pub(super) fn human_duration(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    match seconds {
+        0..60 => format!("{:.1} s", duration.as_secs_f64()),
+        60..3600 => format!("{}m {:02}s", seconds / 60, seconds % 60),
+        _ => format!("{}h {:02}m", seconds / 3600, seconds % 3600 / 60),
+    }
+}
+
+/// [`Stats`] shared with the REPL (which prints it) while it observes the turn.
+#[derive(Clone, Default)]
+pub struct SharedStats(pub Arc<Mutex<Stats>>);
+
+impl SharedStats {
+    pub fn snapshot(&self) -> Stats {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+impl Observer for SharedStats {
+    fn event(&mut self, event: Event) -> Result<(), Error> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).event(event)
+    }
+}

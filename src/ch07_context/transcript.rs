@@ -1,0 +1,64 @@
+//! The text a summary is made from: the previous summary, then each older message as a
+//! paragraph, long texts clipped to head and tail so that the summary request fits too.
+
+use super::compacting::*;
+use crate::ch01_loop::{Error, Event, Message, Observer};
+use std::borrow::Cow;
+
+/// The text to summarise opens with the summary of what came before, if any…
+pub(super) fn transcript_header(previous: Option<&str>, words: u64) -> String {
+    let limit = if words < 300 {
+        format!(" Use at most {words} words: the context window is small.")
+    } else {
+        String::new()
+    };
+    match previous {
+        Some(previous) => format!(
+            "Summarise this earlier part of the session.{limit}\n\nSummary of what came before it:\n{previous}\n\n"
+        ),
+        None => format!("Summarise this earlier part of the session.{limit}\n\n"),
+    }
+}
+
+/// …then shows each older message as a paragraph, long texts clipped to head and tail.
+pub(super) fn transcript_piece(message: &Message) -> String {
+    match message {
+        Message::System { content } => format!("System: {}\n\n", clip(content)),
+        Message::User { content } => format!("User: {}\n\n", clip(content)),
+        Message::Assistant { content, tool_calls } => {
+            let mut text = String::new();
+            if let Some(content) = content.as_deref().filter(|c| !c.is_empty()) {
+                text.push_str(&format!("Assistant: {}\n\n", clip(content)));
+            }
+            for call in tool_calls {
+                text.push_str(&format!("Assistant called {} {}\n\n", call.name, clip(&call.arguments)));
+            }
+            // A reply of a thousand calls is one message: clipped as a whole too.
+            if text.len() > 4 * SUMMARY_CLIP_CHARS { format!("{}\n\n", clip(&text)) } else { text }
+        }
+        Message::Tool { content, .. } => format!("Tool result: {}\n\n", clip(content)),
+    }
+}
+
+pub(super) fn clip(text: &str) -> Cow<'_, str> {
+    let count = text.chars().count();
+    if count <= SUMMARY_CLIP_CHARS {
+        return Cow::Borrowed(text);
+    }
+    let half = SUMMARY_CLIP_CHARS / 2;
+    let head: String = text.chars().take(half).collect();
+    let tail: String = text.chars().skip(count - half).collect();
+    Cow::Owned(format!("{head}\n[… {} characters cut …]\n{tail}", count - 2 * half))
+}
+
+/// Passes everything on except streamed text: a summary is not the answer to show.
+pub(super) struct WithoutText<'a>(pub(super) &'a mut dyn Observer);
+
+impl Observer for WithoutText<'_> {
+    fn event(&mut self, event: Event) -> Result<(), Error> {
+        match event {
+            Event::TextDelta(_) => Ok(()),
+            other => self.0.event(other),
+        }
+    }
+}
