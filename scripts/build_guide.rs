@@ -29,7 +29,7 @@
 //!
 //!   ````text
 //!   ```rust
-//!   {{#include src/ch03_tools.rs:dispatch}}
+//!   {{#include src/ch03_tools/mod.rs:dispatch}}
 //!   ```
 //!   ````
 //!

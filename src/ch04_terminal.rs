@@ -674,8 +674,8 @@ impl Observer for TerminalObserver {
                     TOOL_LINE_OPEN.store(true, Ordering::SeqCst);
                     // The same line, with the time it has run (and for bash the last line of
                     // output), redrawn in place until the tool finishes.
-                    let detail =
-                        (call.name == "bash").then_some(crate::ch03_progress::last_line as fn() -> String);
+                    let detail = (call.name == "bash")
+                        .then_some(crate::ch03_tools::progress::last_line as fn() -> String);
                     let label = line.trim_start_matches("→ ").to_string();
                     self.spinner = Some(Spinner::start(&self.screen, label, detail));
                 }

@@ -20,7 +20,7 @@
 //! The reader is strict in the same way for everyone: `--status` and `--resume` use it.
 
 use crate::ch01_loop::{Error, ToolCall, ToolStatus, Usage};
-use crate::ch03_secrets::{REDACTED, redactor};
+use crate::ch03_tools::secrets::{REDACTED, redactor};
 use crate::ch05_sessions::{Append, Body, FORMAT_VERSION, Origin, Record, SessionStore, now_rfc3339};
 use crate::ch09_trust::{JOURNAL_MAX_BYTES, open_journal};
 use std::fs::{File, TryLockError};

@@ -3,12 +3,6 @@
 
 pub mod ch01_loop;
 pub mod ch02_model;
-pub mod ch03_bounds;
-pub mod ch03_glob;
-pub mod ch03_progress;
-pub mod ch03_reads;
-pub mod ch03_reaper;
-pub mod ch03_secrets;
 pub mod ch03_tools;
 pub mod ch04_line_state;
 pub mod ch04_markdown;

@@ -21,7 +21,7 @@ use json_events::JsonEvents;
 use mini_agent::ch01_loop::{Error, Model, Observer, Outcome, plural};
 use mini_agent::ch02_model::text_calls::TextCallCheck;
 use mini_agent::ch02_model::{ChatClient, ClientConfig, IDLE_TIMEOUT_VARIABLE, parse_idle_timeout};
-use mini_agent::ch03_secrets::{
+use mini_agent::ch03_tools::secrets::{
     Keys, Redacted, Redactor, install, redactor, wipe_credentials_in_command_line,
 };
 use mini_agent::ch04_sanitize::sanitize;

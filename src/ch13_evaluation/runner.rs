@@ -255,12 +255,12 @@ pub(super) fn wait(
 /// evaluation started from a terminal would let the agent open `/dev/tty` and ask the
 /// person at the keyboard whether a write is allowed — and the answer would depend on them.
 pub(super) fn without_terminal(command: &mut Command) {
-    crate::ch03_tools::in_new_session(command);
+    crate::ch03_tools::shell::in_new_session(command);
 }
 
 pub(super) fn send_signal(pid: u32, signal: i32) {
     if let Ok(pid) = i32::try_from(pid) {
-        crate::ch03_tools::send_signal(pid, signal);
+        crate::ch03_tools::shell::send_signal(pid, signal);
     }
 }
 

@@ -9,7 +9,9 @@
 //! regular files only (`/dev/zero`, a FIFO, a directory are refused), and reads at most
 //! `cap + 1` bytes, so a huge file costs no more than the part that is used.
 
-use crate::ch03_tools::{Workspace, regular_file, temp_prefix, through_fd};
+use crate::ch03_tools::Workspace;
+use crate::ch03_tools::output::temp_prefix;
+use crate::ch03_tools::resolve::{regular_file, through_fd};
 use std::ffi::OsString;
 use std::fs::{self, FileType};
 use std::io::Read;

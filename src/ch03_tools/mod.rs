@@ -1,0 +1,293 @@
+//! Chapter 3 — tools.
+//!
+//! The model acts on the world through six tools: read, write and edit a file, list files,
+//! search text, run a shell command. Their names and argument shapes are the ones models are
+//! trained on, and their schemas are short because they are sent with every request.
+//!
+//! Two ideas carry this chapter. First, **confinement**: every path is resolved the way the
+//! kernel would resolve it — following each symlink, applying `..` after it — and the result
+//! must lie inside the workspace root; then the file is opened without following a final
+//! symlink and the opened file's real location is checked again, so a path swapped for a
+//! symlink between the check and the use is still caught. Second, **bounds**: no tool
+//! answer grows without limit. Long outputs keep their head and tail, say how much was cut and
+//! where the whole was saved, and the shell never hangs on a command that leaves a daemon
+//! behind. A bad call is an `Error` result that tells the model how to retry, never a panic.
+//!
+//! This file holds the interface: [`Workspace`], the schemas and the dispatch. The pieces:
+//!
+//! * [`resolve`] — confinement: resolving a path as the kernel would, opening it without
+//!   following a final symlink, checking where the open file really is.
+//! * `files` — `read_file`, `write_file`, `edit_file`.
+//! * `walk` — `list_files` and `search`, one bounded walk that never follows symlinks.
+//! * [`output`] — head-and-tail answers and the spill file that keeps the whole.
+//! * [`shell`] — `bash`: a process group per command, a bounded capture, a wait that a
+//!   daemon holding the pipe cannot hang.
+//! * [`bounds`], [`glob`], [`progress`], [`reads`], [`reaper`], [`secrets`] — the limits on
+//!   disk and memory, the glob matcher, the live progress line, the agent's own reads of the
+//!   workspace, the reaper of escaped processes, and the handling of the API key.
+
+pub mod bounds;
+mod files;
+pub mod glob;
+pub mod output;
+pub mod progress;
+pub mod reads;
+pub mod reaper;
+pub mod resolve;
+pub mod secrets;
+pub mod shell;
+#[cfg(test)]
+mod tests;
+mod walk;
+
+use crate::ch01_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools};
+use crate::ch02_model::shorten;
+use crate::ch03_tools::secrets::redactor;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use walk::WALK_INTERRUPTED;
+
+/// Bytes of one tool answer the model sees; beyond it, head and tail are kept.
+const OUTPUT_LIMIT: usize = 30_000;
+const HEAD_BYTES: usize = OUTPUT_LIMIT / 2;
+const TAIL_BYTES: usize = OUTPUT_LIMIT / 2;
+const READ_MAX_LINES: u64 = 2_000;
+const READ_MAX_BYTES: usize = 50_000;
+const LINE_MAX_CHARS: usize = 2_000;
+/// Bytes of one line read into memory: enough for LINE_MAX_CHARS characters of any script.
+const LINE_MAX_BYTES: usize = LINE_MAX_CHARS * 4;
+/// Files larger than this are not loaded whole (edit) or searched.
+const WHOLE_FILE_MAX_BYTES: u64 = 10_000_000;
+const BINARY_SNIFF_BYTES: usize = 8_192;
+const LIST_MAX_ENTRIES: usize = 500;
+const SEARCH_MAX_MATCHES: usize = 200;
+const SEARCH_LINE_MAX_CHARS: usize = 200;
+const SKIPPED_DIRS: [&str; 4] = [".git", ".mini_agent", "target", "node_modules"];
+/// Directories `write_file` and `edit_file` never write into, at any depth.
+const PROTECTED_DIRS: [&str; 2] = [".mini_agent", ".git"];
+/// How a temporary file of `write_file` starts, so a stale one is recognisable.
+pub(crate) const TEMP_PREFIX: &str = ".mini-agent-tmp.";
+const MAX_SYMLINKS: usize = 40;
+/// Longer paths fail in the kernel anyway (PATH_MAX); refusing early avoids deep mkdir chains.
+const PATH_MAX_BYTES: usize = 4_096;
+const BASH_DEFAULT_TIMEOUT_SECS: u64 = 120;
+const BASH_MAX_TIMEOUT_SECS: u64 = 600;
+/// How often a running command is checked for timeout and Ctrl+C.
+const POLL: Duration = Duration::from_millis(20);
+/// Time a process group gets between SIGTERM and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_millis(500);
+/// Time we keep reading output after the command exited (a daemon may hold the pipe).
+const PIPE_GRACE: Duration = Duration::from_millis(200);
+
+// Open flags std does not name. The values differ between platforms, hence the cfgs.
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "aarch64", target_arch = "arm", target_arch = "powerpc64")
+))]
+const O_NOFOLLOW: i32 = 0o100_000;
+#[cfg(all(
+    target_os = "linux",
+    not(any(target_arch = "aarch64", target_arch = "arm", target_arch = "powerpc64"))
+))]
+const O_NOFOLLOW: i32 = 0o400_000;
+#[cfg(not(target_os = "linux"))]
+const O_NOFOLLOW: i32 = 0x100;
+#[cfg(target_os = "linux")]
+const O_NONBLOCK: i32 = 0o4_000;
+/// The error O_NOFOLLOW gives when the final component is a symlink.
+#[cfg(target_os = "linux")]
+const ELOOP: i32 = 40;
+#[cfg(not(target_os = "linux"))]
+const ELOOP: i32 = 62;
+#[cfg(not(target_os = "linux"))]
+const O_NONBLOCK: i32 = 0x4;
+
+const SIGKILL: i32 = 9;
+const SIGTERM: i32 = 15;
+/// The six tools, confined to one directory tree.
+pub struct Workspace {
+    root: PathBuf,
+}
+
+impl Workspace {
+    /// Opens a workspace at `root`, which must be an existing directory.
+    pub fn new(root: &Path) -> Result<Workspace, Error> {
+        let root = fs::canonicalize(root)
+            .map_err(|source| Error::io(format!("cannot use workspace root {}", root.display()), source))?;
+        if !root.is_dir() {
+            return Err(Error::Usage(format!("workspace root {} is not a directory", root.display())));
+        }
+        Ok(Workspace { root })
+    }
+
+    /// The canonical root every path is confined to.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+// ANCHOR: schemas
+/// Short schemas: they travel with every request, so every word must earn its place.
+fn tool_schemas() -> Vec<Value> {
+    let tool = |name: &str, description: &str, properties: Value, required: &[&str]| {
+        json!({"type": "function", "function": {"name": name, "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required}}})
+    };
+    let string = json!({"type": "string"});
+    vec![
+        tool(
+            "read_file",
+            "Read a text file as numbered lines.",
+            json!({"path": string, "offset": {"type": "integer", "description": "first line, 1-based"},
+                "limit": {"type": "integer", "description": "max lines"}}),
+            &["path"],
+        ),
+        tool(
+            "write_file",
+            "Create or overwrite a file.",
+            json!({"path": string, "content": string}),
+            &["path", "content"],
+        ),
+        tool(
+            "edit_file",
+            "Replace old_string with new_string in a file. old_string must match exactly, once unless replace_all.",
+            json!({"path": string, "old_string": string, "new_string": string,
+                "replace_all": {"type": "boolean"}}),
+            &["path", "old_string", "new_string"],
+        ),
+        tool(
+            "list_files",
+            "List files under a directory, or those matching a glob (*, **, ?).",
+            json!({"path": string, "pattern": {"type": "string", "description": "e.g. **/*.rs"}}),
+            &[],
+        ),
+        tool(
+            "search",
+            "Find lines containing a literal string (not a regex). Returns file:line: text.",
+            json!({"pattern": string, "path": string,
+                "glob": {"type": "string", "description": "file filter, e.g. *.rs"}}),
+            &["pattern"],
+        ),
+        tool(
+            "bash",
+            "Run a shell command in the workspace root. Returns output and exit code; background processes are stopped when it ends.",
+            json!({"command": string, "timeout_secs": {"type": "integer", "description": "default 120, max 600"}}),
+            &["command"],
+        ),
+    ]
+}
+// ANCHOR_END: schemas
+
+#[derive(Deserialize)]
+struct ReadArgs {
+    path: String,
+    offset: Option<u64>,
+    limit: Option<u64>,
+}
+#[derive(Deserialize)]
+struct WriteArgs {
+    path: String,
+    content: String,
+}
+#[derive(Deserialize)]
+struct EditArgs {
+    path: String,
+    old_string: String,
+    new_string: String,
+    replace_all: Option<bool>,
+}
+#[derive(Deserialize)]
+struct ListArgs {
+    path: Option<String>,
+    pattern: Option<String>,
+}
+#[derive(Deserialize)]
+struct SearchArgs {
+    pattern: String,
+    path: Option<String>,
+    glob: Option<String>,
+}
+#[derive(Deserialize)]
+struct BashArgs {
+    command: String,
+    timeout_secs: Option<u64>,
+}
+
+// ANCHOR: dispatch
+impl Tools for Workspace {
+    fn schemas(&self) -> Vec<Value> {
+        tool_schemas()
+    }
+
+    fn run(&mut self, call: &ToolCall) -> ToolOutput {
+        // Some models send "" for a call without arguments.
+        let arguments = if call.arguments.trim().is_empty() { "{}" } else { call.arguments.as_str() };
+        let name = call.name.as_str();
+        let result = match name {
+            "read_file" => parse(name, arguments).and_then(|args| self.read_file(args)),
+            "write_file" => parse(name, arguments).and_then(|args| self.write_file(args)),
+            "edit_file" => parse(name, arguments).and_then(|args| self.edit_file(args)),
+            "list_files" => parse(name, arguments).and_then(|args| self.list_files(args)),
+            "search" => parse(name, arguments).and_then(|args| self.search(args)),
+            "bash" => match parse(name, arguments) {
+                Ok(args) => {
+                    let output = self.bash(args);
+                    return ToolOutput { content: redactor().redact_string(output.content), ..output };
+                }
+                Err(message) => Err(message),
+            },
+            other => Err(format!(
+                "unknown tool `{}`; the tools are read_file, write_file, edit_file, list_files, search, bash",
+                shown(other)
+            )),
+        };
+        // Redacted before anything keeps it: the spill file, the journal, the next request.
+        let redact = |text| redactor().redact_string(text);
+        let result = result.map(redact).map_err(redact);
+        match result {
+            // read_file bounds itself (with an offset to continue); the others are cut here
+            Ok(content) if name == "read_file" => ToolOutput { content, status: ToolStatus::Ok },
+            Ok(content) => ToolOutput { content: self.bounded(name, content), status: ToolStatus::Ok },
+            Err(content) if content == WALK_INTERRUPTED => {
+                ToolOutput { content, status: ToolStatus::Interrupted }
+            }
+            Err(content) => ToolOutput { content: self.bounded(name, content), status: ToolStatus::Error },
+        }
+    }
+}
+
+/// Parses a call's JSON arguments; the error repeats the expected shape so the model can retry.
+fn parse<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T, String> {
+    serde_json::from_str(arguments)
+        .map_err(|error| format!("invalid arguments for {tool}: {error}; expected {}", expected_shape(tool)))
+}
+// ANCHOR_END: dispatch
+
+/// `{"path": string, "offset"?: integer}` — the schema of `tool`, in one line.
+fn expected_shape(tool: &str) -> String {
+    let schemas = tool_schemas();
+    let Some(function) = schemas.iter().map(|s| &s["function"]).find(|f| f["name"] == tool) else {
+        return "{}".into();
+    };
+    let required = &function["parameters"]["required"];
+    let properties = function["parameters"]["properties"].as_object().into_iter().flatten();
+    let is_required = |key: &str| required.as_array().is_some_and(|r| r.iter().any(|n| n == key));
+    let mut fields: Vec<(bool, String)> = properties
+        .map(|(key, spec)| {
+            let optional = if is_required(key) { "" } else { "?" };
+            (!is_required(key), format!("\"{key}\"{optional}: {}", spec["type"].as_str().unwrap_or("any")))
+        })
+        .collect();
+    fields.sort(); // required fields first
+    let fields: Vec<String> = fields.into_iter().map(|(_, field)| field).collect();
+    format!("{{{}}}", fields.join(", "))
+}
+
+/// A path as the model wrote it, cut short so a 10,000-character name does not flood the answer.
+fn shown(path: &str) -> String {
+    shorten(path, 200)
+}

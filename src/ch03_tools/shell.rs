@@ -1,0 +1,251 @@
+//! `bash`: a command runs in its own session and process group, so a timeout or Ctrl+C kills
+//! everything it started; its output is read by a thread into a bounded capture, and the wait
+//! ends when the command exits *and* its pipe closes — or shortly after, so a daemon left
+//! holding the pipe cannot hang the agent.
+
+use super::output::{Capture, OutputStore};
+use super::*;
+
+use crate::ch01_loop::{ToolOutput, ToolStatus, interrupted};
+use crate::ch03_tools::reaper::{MARK_VARIABLE, kill_escaped, new_mark};
+use crate::ch03_tools::secrets::{redactor, remove_keys};
+use std::io::{self, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+unsafe extern "C" {
+    /// POSIX kill(2); a negative pid signals a whole process group.
+    fn kill(pid: i32, signal: i32) -> i32;
+    /// POSIX setsid(2): a new session and process group, with no controlling terminal.
+    fn setsid() -> i32;
+}
+
+/// How a command run ended.
+pub(super) enum Ending {
+    Exited(ExitStatus),
+    TimedOut,
+    Interrupted,
+    WaitFailed(io::Error),
+}
+
+// ANCHOR: process_group
+/// Starts `bash -c command` (or `sh -c` where bash is missing) in its own session — hence its
+/// own process group, killable as one, and no controlling terminal, so a password prompt
+/// (`sudo`, `git`, `ssh`) fails at once instead of stopping the command until the timeout.
+/// Stdin is /dev/null; stdout and stderr share one pipe so the model sees them interleaved.
+/// `mark` goes into the environment, which every descendant inherits: what left the group is
+/// found by it afterwards (`reaper`).
+pub(super) fn spawn_shell(
+    root: &Path,
+    command: &str,
+    mark: &str,
+    output: io::PipeWriter,
+) -> io::Result<Child> {
+    let mut last_error = io::Error::new(io::ErrorKind::NotFound, "no shell found");
+    for shell in ["bash", "sh"] {
+        let mut shell_command = Command::new(shell);
+        shell_command
+            .arg("-c")
+            .arg(command)
+            .current_dir(root)
+            .env(MARK_VARIABLE, mark)
+            .stdin(Stdio::null())
+            .stdout(output.try_clone()?)
+            .stderr(output.try_clone()?);
+        // The key is the agent's, not the command's: `env` must not print it.
+        remove_keys(&mut shell_command);
+        in_new_session(&mut shell_command);
+        let spawned = shell_command.spawn();
+        match spawned {
+            Ok(child) => return Ok(child),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => last_error = error,
+            Err(error) => return Err(error),
+        }
+    }
+    Err(last_error)
+    // `output` drops here: only the child holds the write end now, so EOF means it is done.
+}
+
+/// Makes `command` start in a session of its own: its own process group, no controlling
+/// terminal. Chapter 13's evaluation starts the agent the same way.
+pub(crate) fn in_new_session(command: &mut Command) {
+    // SAFETY: runs in the forked child before exec; setsid(2) is async-signal-safe and
+    // touches no memory. It fails only for a group leader, which a fresh child is not.
+    unsafe {
+        command.pre_exec(|| if setsid() == -1 { Err(io::Error::last_os_error()) } else { Ok(()) });
+    }
+}
+
+/// kill(2): sends `signal` to process `pid`, or to a whole group when `pid` is negative.
+pub(crate) fn send_signal(pid: i32, signal: i32) {
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+    unsafe {
+        kill(pid, signal);
+    }
+}
+
+pub(super) fn signal_group(group: i32, signal: i32) {
+    send_signal(-group, signal);
+}
+
+pub(super) fn group_alive(group: i32) -> bool {
+    // SAFETY: as above; signal 0 only checks whether the group still has members.
+    unsafe { kill(-group, 0) == 0 }
+}
+
+/// SIGTERM to the whole group, a short grace, then SIGKILL to whatever is left.
+pub(super) fn terminate_group(group: i32, child: &mut Child) {
+    signal_group(group, SIGTERM);
+    let deadline = Instant::now() + KILL_GRACE;
+    while Instant::now() < deadline && !matches!(child.try_wait(), Ok(Some(_))) {
+        thread::sleep(Duration::from_millis(10));
+    }
+    signal_group(group, SIGKILL);
+    let _ = child.wait();
+}
+// ANCHOR_END: process_group
+
+impl Workspace {
+    // ANCHOR: bash
+    pub(super) fn bash(&self, args: BashArgs) -> ToolOutput {
+        let seconds = args.timeout_secs.unwrap_or(BASH_DEFAULT_TIMEOUT_SECS).clamp(1, BASH_MAX_TIMEOUT_SECS);
+        let failed = |content: String| ToolOutput { content, status: ToolStatus::Error };
+        let (pipe, writer) = match io::pipe() {
+            Ok(ends) => ends,
+            Err(error) => return failed(format!("cannot create a pipe for the command: {error}")),
+        };
+        let mark = new_mark();
+        let mut child = match spawn_shell(&self.root, &args.command, &mark, writer) {
+            Ok(child) => child,
+            Err(error) => return failed(format!("cannot start the shell: {error}")),
+        };
+        let group = child.id() as i32;
+        let capture = Arc::new(Mutex::new(Capture::new(OutputStore { root: self.root.clone() })));
+        let closed = start_reader(pipe, Arc::clone(&capture));
+        let (ending, mut pipe_closed) = wait_for(&mut child, &closed, Duration::from_secs(seconds));
+        let mut note = "";
+        match &ending {
+            Ending::Exited(_) => {
+                if !pipe_closed {
+                    pipe_closed = closed.recv_timeout(PIPE_GRACE).is_ok();
+                    if !pipe_closed {
+                        note = "\n[background processes still held the output; they were stopped]";
+                    }
+                }
+                // A command's processes end with it: nothing is left running behind the agent.
+                if group_alive(group) {
+                    signal_group(group, SIGKILL);
+                }
+            }
+            Ending::TimedOut | Ending::Interrupted | Ending::WaitFailed(_) => {
+                terminate_group(group, &mut child)
+            }
+        }
+        // What left the group (`setsid`, a daemon) was re-parented to us: it ends here too.
+        let escaped = kill_escaped(&mark, group);
+        let escaped_note = match escaped {
+            0 => String::new(),
+            1 => "\n[1 process that left the command's group was stopped]".to_string(),
+            n => format!("\n[{n} processes that left the command's group were stopped]"),
+        };
+        if !pipe_closed {
+            // After the kill the pipe closes, unless a process escaped the group: then give up.
+            let _ = closed.recv_timeout(PIPE_GRACE);
+        }
+        let output = {
+            let mut capture = capture.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            capture.abandoned = true;
+            capture.render()
+        };
+        let output = if output.is_empty() { "(no output)".to_string() } else { output };
+        let (status_line, status) = describe_ending(ending, seconds);
+        ToolOutput { content: format!("{output}{note}{escaped_note}\n[{status_line}]"), status }
+    }
+    // ANCHOR_END: bash
+}
+
+/// Reads the command's output on a thread into `capture`; the receiver hears when the pipe
+/// closed, which is when every process holding it has exited.
+pub(super) fn start_reader(mut pipe: io::PipeReader, capture: Arc<Mutex<Capture>>) -> mpsc::Receiver<()> {
+    let (closed_tx, closed_rx) = mpsc::channel();
+    crate::ch03_tools::progress::clear();
+    thread::spawn(move || {
+        let mut buffer = vec![0u8; 64 * 1024];
+        // Redacted as it arrives, so that the spill file never holds a secret either.
+        let mut redacting = redactor().stream();
+        loop {
+            match pipe.read(&mut buffer) {
+                Ok(0) => {
+                    let rest = redacting.finish();
+                    capture.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(&rest);
+                    break;
+                }
+                Ok(n) => {
+                    let chunk = redacting.push(&buffer[..n]);
+                    crate::ch03_tools::progress::note(&chunk);
+                    if !capture.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(&chunk) {
+                        break; // closing our end: a writer left behind gets EPIPE
+                    }
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let _ = closed_tx.send(());
+    });
+    closed_rx
+}
+
+// ANCHOR: wait_for
+/// Waits for the shell to exit, for the timeout, or for Ctrl+C, whichever comes first.
+/// Also says whether the output pipe has closed already.
+pub(super) fn wait_for(child: &mut Child, closed: &mpsc::Receiver<()>, timeout: Duration) -> (Ending, bool) {
+    let started = Instant::now();
+    let mut pipe_closed = false;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return (Ending::Exited(status), pipe_closed),
+            Ok(None) => {}
+            Err(error) => return (Ending::WaitFailed(error), pipe_closed),
+        }
+        if interrupted() {
+            return (Ending::Interrupted, pipe_closed);
+        }
+        if started.elapsed() >= timeout {
+            return (Ending::TimedOut, pipe_closed);
+        }
+        if pipe_closed {
+            thread::sleep(Duration::from_millis(1)); // output done: the exit is imminent
+        } else {
+            // Waking on the pipe's close makes a quick command cost ~1 ms, not a whole POLL.
+            pipe_closed = closed.recv_timeout(POLL).is_ok();
+        }
+    }
+}
+// ANCHOR_END: wait_for
+
+/// The last line of a bash answer, and the status the loop records.
+pub(super) fn describe_ending(ending: Ending, seconds: u64) -> (String, ToolStatus) {
+    match ending {
+        Ending::Exited(exit) => match (exit.code(), exit.signal()) {
+            (Some(code), _) => (format!("exit code {code}"), ToolStatus::Ok),
+            (None, Some(signal)) => (format!("killed by signal {signal}"), ToolStatus::Ok),
+            (None, None) => ("ended".to_string(), ToolStatus::Ok),
+        },
+        Ending::TimedOut => (
+            format!("timed out after {seconds} s; the command and its process group were killed"),
+            ToolStatus::Error,
+        ),
+        Ending::Interrupted => (
+            "interrupted by the user; the command and its process group were killed".to_string(),
+            ToolStatus::Interrupted,
+        ),
+        Ending::WaitFailed(error) => {
+            (format!("lost track of the command ({error}); it was killed"), ToolStatus::Error)
+        }
+    }
+}
