@@ -17,7 +17,7 @@
 use crate::sessions_table::sessions_table;
 use mini_agent::ch01_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, plural, run_turn};
 use mini_agent::ch03_tools::Workspace;
-use mini_agent::ch04_sanitize::sanitize;
+use mini_agent::ch04_terminal::sanitize::sanitize;
 use mini_agent::ch04_terminal::{HostCommand, Look, ReplHost, TypeAhead, render_markdown};
 use mini_agent::ch05_sessions::{Origin, Recorder, SessionStore};
 use mini_agent::ch06_skills::{WithSkills, build_system_prompt};

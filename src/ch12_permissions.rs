@@ -12,8 +12,8 @@
 //! through its own terminal handling and tests can answer from a script.
 
 use crate::ch01_loop::{ToolCall, ToolOutput, ToolStatus, Tools, plural};
-use crate::ch04_sanitize::sanitize_command;
 use crate::ch04_terminal::question_open;
+use crate::ch04_terminal::sanitize::sanitize_command;
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};

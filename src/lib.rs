@@ -4,11 +4,6 @@
 pub mod ch01_loop;
 pub mod ch02_model;
 pub mod ch03_tools;
-pub mod ch04_line_state;
-pub mod ch04_markdown;
-pub mod ch04_sanitize;
-pub mod ch04_signals;
-pub mod ch04_spinner;
 pub mod ch04_terminal;
 pub mod ch05_sessions;
 pub mod ch06_skills;

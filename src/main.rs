@@ -24,8 +24,8 @@ use mini_agent::ch02_model::{ChatClient, ClientConfig, IDLE_TIMEOUT_VARIABLE, pa
 use mini_agent::ch03_tools::secrets::{
     Keys, Redacted, Redactor, install, redactor, wipe_credentials_in_command_line,
 };
-use mini_agent::ch04_sanitize::sanitize;
-use mini_agent::ch04_signals::stop_signal;
+use mini_agent::ch04_terminal::sanitize::sanitize;
+use mini_agent::ch04_terminal::signals::stop_signal;
 use mini_agent::ch04_terminal::{
     LineReader, Screen, TerminalObserver, install_interrupt_handler, render_markdown, run_repl,
 };

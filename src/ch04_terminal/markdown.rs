@@ -9,10 +9,10 @@
 //!
 //! Text is word-wrapped at the terminal's width, read at each render (one `ioctl`), so a
 //! resized window gets answers that fit it. A streamed reply is rendered a complete line at a
-//! time by [`StreamRenderer`], which keeps the little state that spans lines: an open code
+//! time by [`StreamRenderer`](super::stream::StreamRenderer), which keeps the little state that spans lines: an open code
 //! fence and the rows of a table.
 
-use crate::ch04_sanitize::sanitize;
+use super::sanitize::sanitize;
 use unicode_width::UnicodeWidthStr;
 
 /// How answers are shown: exactly as written (a pipe), laid out without escape codes (a
@@ -37,7 +37,7 @@ pub fn terminal_width() -> usize {
 }
 
 /// Narrower than this, wrapping would leave a word a line; wider, lines are hard to read.
-const MIN_WIDTH: usize = 20;
+pub(super) const MIN_WIDTH: usize = 20;
 
 // ANCHOR: markdown
 /// Markdown for the terminal at its current width: see [`render_markdown_at`].
@@ -162,19 +162,19 @@ pub fn render_markdown_at(text: &str, look: Look, width: usize) -> String {
     rendered
 }
 
-const RESET: &str = "\x1b[0m";
-const BOLD: &str = "\x1b[1m";
-const ITALIC: &str = "\x1b[3m";
-const STRIKE: &str = "\x1b[9m";
-const CODE: &str = "\x1b[36m";
-const LINK: &str = "\x1b[4;34m";
+pub(super) const RESET: &str = "\x1b[0m";
+pub(super) const BOLD: &str = "\x1b[1m";
+pub(super) const ITALIC: &str = "\x1b[3m";
+pub(super) const STRIKE: &str = "\x1b[9m";
+pub(super) const CODE: &str = "\x1b[36m";
+pub(super) const LINK: &str = "\x1b[4;34m";
 
 // ANCHOR: styles
 /// Keeps the state Markdown needs across events: open styles (ANSI has no "undo one
 /// style", so closing one resets and re-applies the rest), list nesting, the line prefix,
 /// and the column, for wrapping.
 #[derive(Default)]
-struct Renderer {
+pub(super) struct Renderer {
     text: String,
     color: bool,
     width: usize,
@@ -389,288 +389,9 @@ impl Renderer {
 
 /// The cells of a table, collected until its end: a column's width depends on every row.
 #[derive(Default)]
-struct Table {
+pub(super) struct Table {
     alignments: Vec<pulldown_cmark::Alignment>,
     rows: Vec<Vec<String>>,
     cell: String,
     head: bool,
-}
-
-// ANCHOR: stream
-/// A streamed reply, rendered a complete line at a time: a line is final once its newline
-/// has arrived. What spans lines is kept here: an open code fence (its lines are code, not
-/// Markdown) and the rows of a table (laid out together when the table ends).
-pub struct StreamRenderer {
-    look: Look,
-    /// Fixed for tests; else the terminal's, read at each line.
-    width: Option<usize>,
-    partial: String,
-    fence: Option<&'static str>,
-    table: Vec<String>,
-    blank: bool,
-    started: bool,
-}
-
-impl StreamRenderer {
-    pub fn new(look: Look) -> StreamRenderer {
-        StreamRenderer {
-            look,
-            width: None,
-            partial: String::new(),
-            fence: None,
-            table: Vec::new(),
-            blank: false,
-            started: false,
-        }
-    }
-
-    /// At a fixed width instead of the terminal's.
-    pub fn with_width(look: Look, width: usize) -> StreamRenderer {
-        StreamRenderer { width: Some(width), ..StreamRenderer::new(look) }
-    }
-
-    fn width(&self) -> usize {
-        self.width.unwrap_or_else(terminal_width)
-    }
-
-    /// Takes a piece of the reply; returns what can be shown now.
-    pub fn push(&mut self, delta: &str) -> String {
-        self.partial.push_str(delta);
-        let mut out = String::new();
-        while let Some(end) = self.partial.find('\n') {
-            let line: String = self.partial.drain(..=end).collect();
-            out.push_str(&self.line(&line[..line.len() - 1]));
-        }
-        out.push_str(&self.long_prose());
-        out
-    }
-
-    /// A paragraph written as one long line can take many seconds to arrive. Its rows are
-    /// shown as soon as they are full, when nothing in them can change any more: the text
-    /// up to the last space renders to more than one row, and has no open emphasis, code
-    /// span or link. The last row waits, since the next words may still join it.
-    fn long_prose(&mut self) -> String {
-        let width = self.width().max(MIN_WIDTH);
-        let starts_prose = self.partial.chars().next().is_some_and(char::is_alphabetic);
-        if self.fence.is_some() || !self.table.is_empty() || !starts_prose || self.partial.width() <= width {
-            return String::new();
-        }
-        let Some(cut) = self.partial.rfind(' ') else { return String::new() };
-        let rendered = render_markdown_at(&self.partial[..cut], self.look, width);
-        let rows: Vec<&str> = rendered.lines().collect();
-        if rows.len() < 2 {
-            return String::new();
-        }
-        let full = &rows[..rows.len() - 1];
-        // The rows show the source's words, one for one: skip as many in the source.
-        let shown: usize = full.iter().map(|row| without_styles(row).split_whitespace().count()).sum();
-        let Some(rest_word) = self.partial.split_whitespace().nth(shown) else { return String::new() };
-        let offset = rest_word.as_ptr() as usize - self.partial.as_ptr() as usize;
-        // What is shown must be final: every emphasis, code span and strike closed within it
-        // (delimiter runs, not characters, pair up), no link or escape whose rendering
-        // differs from its words.
-        let done = &self.partial[..offset];
-        let even = |marker: char| done.split(|c| c != marker).filter(|run| !run.is_empty()).count() % 2 == 0;
-        if !['*', '_', '`', '~'].into_iter().all(even) || done.contains(['[', '<', '\\', '|']) {
-            return String::new();
-        }
-        let mut out = full.join("\n");
-        out.push('\n');
-        self.partial.drain(..offset);
-        self.started = true;
-        self.blank = false;
-        out
-    }
-
-    /// The reply is complete: the last line, and a table still open.
-    pub fn finish(&mut self) -> String {
-        let rest = std::mem::take(&mut self.partial);
-        let mut out = if rest.is_empty() { String::new() } else { self.line(&rest) };
-        out.push_str(&self.flush_table());
-        out
-    }
-
-    fn line(&mut self, line: &str) -> String {
-        let trimmed = line.trim_start();
-        let is_row = self.fence.is_none() && trimmed.starts_with('|');
-        let mut out = if is_row { String::new() } else { self.flush_table() };
-        if is_row {
-            self.table.push(line.to_string());
-            return out;
-        }
-        if let Some(fence) = self.fence {
-            if trimmed.starts_with(fence) {
-                self.fence = None;
-            } else if self.look == Look::Color {
-                out.push_str(&format!("  {CODE}{}{RESET}\n", sanitize(line)));
-            } else {
-                out.push_str(&format!("  {}\n", sanitize(line)));
-            }
-            return out;
-        }
-        if let Some(fence) = ["```", "~~~"].into_iter().find(|fence| trimmed.starts_with(fence)) {
-            self.fence = Some(fence);
-            return out;
-        }
-        if trimmed.is_empty() {
-            if self.started && !self.blank {
-                out.push('\n');
-            }
-            self.blank = true;
-            return out;
-        }
-        self.blank = false;
-        self.started = true;
-        // A nested list item keeps its indentation; four spaces would make it code.
-        let indent = if line.len() - trimmed.len() < 4 { line.len() - trimmed.len() } else { 0 };
-        let source = if indent > 0 { trimmed } else { line };
-        let rendered = render_markdown_at(source, self.look, self.width().saturating_sub(indent));
-        for rendered_line in rendered.lines() {
-            out.push_str(&format!("{}{rendered_line}\n", " ".repeat(indent)));
-        }
-        out
-    }
-
-    fn flush_table(&mut self) -> String {
-        if self.table.is_empty() {
-            return String::new();
-        }
-        let table = std::mem::take(&mut self.table).join("\n");
-        self.started = true;
-        self.blank = false;
-        render_markdown_at(&table, self.look, self.width())
-    }
-}
-
-/// Rendered text without the renderer's own escape codes (model text has none left).
-fn without_styles(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            chars.by_ref().find(|&c| c == 'm');
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-// ANCHOR_END: stream
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn plain(markdown: &str) -> String {
-        let styled = render_markdown(markdown, Look::Color);
-        let mut out = String::new();
-        let mut chars = styled.chars();
-        while let Some(c) = chars.next() {
-            if c == '\x1b' {
-                chars.by_ref().find(|&c| c == 'm');
-            } else {
-                out.push(c);
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn markdown_is_laid_out_for_the_terminal() {
-        let text = "# Title\n\nSome *emphasis* and `code`.\n\n- one\n- two\n  1. inner\n  2. next\n\n\
-                    ```rust\nfn main() {}\n```\n\n> quoted\n\nSee [the docs](https://example.org).\n";
-        assert_eq!(
-            plain(text),
-            "Title\n\nSome emphasis and code.\n\n• one\n• two\n  1. inner\n  2. next\n\n  fn main() {}\n\n\
-             │ quoted\n\nSee the docs (https://example.org).\n"
-        );
-    }
-
-    #[test]
-    fn markdown_styles_use_ansi_and_are_closed() {
-        let styled = render_markdown("**bold** then `code` and _it_", Look::Color);
-        assert_eq!(styled, "\x1b[1mbold\x1b[0m then \x1b[36mcode\x1b[0m and \x1b[3mit\x1b[0m\n");
-        // A style ends with its line: the blank line and the list marker stay plain.
-        assert_eq!(render_markdown("# T\n\n- `a`", Look::Color), "\x1b[1mT\x1b[0m\n\n• \x1b[36ma\x1b[0m\n");
-        let link = render_markdown("<https://example.org>", Look::Color);
-        assert!(!link.contains("(https"), "an autolink shows its URL once: {link:?}");
-    }
-
-    #[test]
-    fn without_color_the_text_is_unchanged() {
-        assert_eq!(render_markdown("# Title\n\n*x*  \n", Look::Raw), "# Title\n\n*x*\n");
-        let hostile = "\x1b]52;c;aGk=\x07 **b**\r\x1b[2K";
-        assert_eq!(render_markdown(hostile, Look::Plain), "\\x1b]52;c;aGk=\\x07 b\\r\\x1b[2K\n");
-        assert_eq!(
-            render_markdown(hostile, Look::Color),
-            "\\x1b]52;c;aGk=\\x07 \x1b[1mb\x1b[0m\\r\\x1b[2K\n"
-        );
-    }
-
-    #[test]
-    fn answers_wrap_at_the_width_without_breaking_words() {
-        let text = "The quick brown fox jumps over the lazy dog and keeps running far away.";
-        assert_eq!(
-            render_markdown_at(text, Look::Plain, 24),
-            "The quick brown fox\njumps over the lazy dog\nand keeps running far\naway.\n"
-        );
-        let nested = "> quoted words that need wrapping here\n\n- a list item that wraps too\n";
-        assert_eq!(
-            render_markdown_at(nested, Look::Plain, 20),
-            "│ quoted words that\n│ need wrapping here\n\n• a list item that\n  wraps too\n"
-        );
-        for line in render_markdown_at(&"word ".repeat(100), Look::Color, 30).lines() {
-            assert!(plain(line).chars().count() <= 30, "{line:?}");
-        }
-    }
-
-    #[test]
-    fn tables_are_laid_out_in_columns() {
-        let table = "| name | size |\n|---|--:|\n| a.rs | 10 |\n| main.rs | 2048 |\n";
-        assert_eq!(
-            render_markdown_at(table, Look::Plain, 80),
-            "name    │ size\n────────┼─────\na.rs    │   10\nmain.rs │ 2048\n"
-        );
-        assert!(render_markdown_at(table, Look::Color, 80).starts_with("\x1b[1mname    │ size\x1b[0m\n"));
-    }
-
-    #[test]
-    fn a_quoted_line_does_not_look_like_the_prompt() {
-        assert_eq!(render_markdown_at("> rm -rf ~", Look::Plain, 80), "│ rm -rf ~\n");
-        assert_eq!(render_markdown_at("# Plan", Look::Plain, 80), "# Plan\n");
-    }
-
-    #[test]
-    fn a_long_streamed_paragraph_shows_its_full_rows_as_they_fill() {
-        for look in [Look::Plain, Look::Color] {
-            let mut stream = StreamRenderer::with_width(look, 24);
-            let mut shown = String::new();
-            let text = "Streaming a long paragraph shows **full rows** while the rest of it is \
-                        still on its way, and `code spans` stay whole.\n";
-            for piece in text.split_inclusive(' ') {
-                let now = stream.push(piece);
-                if piece.starts_with("way,") {
-                    assert!(without_styles(&shown).contains("paragraph shows full\n"), "{shown:?}");
-                }
-                shown.push_str(&now);
-            }
-            shown.push_str(&stream.finish());
-            let whole = render_markdown_at(text, look, 24);
-            assert_eq!(shown, whole, "shown early or not, the rows are the same");
-        }
-        // An open emphasis waits for its end: a row must never change after it is shown.
-        let mut stream = StreamRenderer::with_width(Look::Plain, 20);
-        assert_eq!(stream.push("Some *words that run on and on and "), "");
-    }
-
-    #[test]
-    fn a_stream_is_rendered_a_complete_line_at_a_time() {
-        let mut stream = StreamRenderer::new(Look::Plain);
-        assert_eq!(stream.push("# Ti"), "");
-        assert_eq!(stream.push("tle\n\nSome **bo"), "# Title\n\n");
-        assert_eq!(stream.push("ld**\n```rust\nlet x = 1;\n"), "Some bold\n  let x = 1;\n");
-        assert_eq!(stream.push("```\n- one\n  - two\n| a | b |\n|---|---|\n"), "• one\n  • two\n");
-        assert_eq!(stream.push("| 1 | 2 |\n> quote"), "");
-        assert_eq!(stream.finish(), "a │ b\n──┼──\n1 │ 2\n│ quote\n");
-    }
 }

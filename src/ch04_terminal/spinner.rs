@@ -6,8 +6,8 @@
 //! last line of output. It shares the terminal with the permission question, so the two take
 //! turns under one lock. Only a live terminal gets it; pipes and `--json` never see a frame.
 
-use crate::ch04_sanitize::sanitize;
-use crate::ch04_terminal::Screen;
+use super::observer::Screen;
+use super::sanitize::sanitize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -44,7 +44,7 @@ impl Spinner {
             let (mut frame, mut drawn) = (0, 0);
             // Fixed width, so a later frame covers exactly the earlier one, and short enough
             // not to wrap: the line is rewritten in place.
-            let width = crate::ch04_markdown::terminal_width().saturating_sub(1).clamp(20, 100);
+            let width = super::markdown::terminal_width().saturating_sub(1).clamp(20, 100);
             let label: String = label.chars().take(width / 2).collect();
             // A quick reply should not flash a spinner.
             std::thread::park_timeout(Duration::from_millis(200));

@@ -1,0 +1,251 @@
+//! Showing what happens: [`Screen`] is the one place output goes, and [`TerminalObserver`]
+//! draws the loop's events on it — streamed text, tool lines, the spinner, notices.
+
+use super::markdown::{Look, render_markdown};
+use super::sanitize::{sanitize, sanitize_command};
+use super::spinner::{Spinner, TOOL_LINE_OPEN};
+use super::stream::StreamRenderer;
+use super::type_ahead::*;
+use crate::ch01_loop::{Error, Event, Observer, ToolCall, ToolOutput, ToolStatus, describe_call};
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+/// Where output goes and how it looks. Cloning shares the writers.
+#[derive(Clone)]
+pub struct Screen {
+    out: Arc<Mutex<Box<dyn Write + Send>>>,
+    err: Arc<Mutex<Box<dyn Write + Send>>>,
+    /// How answers on stdout look: raw for a pipe, laid out on a terminal, styled with colour.
+    pub look: Look,
+    /// stderr is a terminal: draw the spinner, rewrite status lines in place.
+    pub live: bool,
+    /// Show tool arguments and results.
+    pub verbose: bool,
+}
+
+impl Screen {
+    /// `color` styles answers; without it they are printed as the model wrote them.
+    pub fn new(out: Box<dyn Write + Send>, err: Box<dyn Write + Send>, color: bool, live: bool) -> Screen {
+        let look = if color { Look::Color } else { Look::Raw };
+        Screen { out: Arc::new(Mutex::new(out)), err: Arc::new(Mutex::new(err)), look, live, verbose: false }
+    }
+
+    /// The real stdout and stderr; colour only on a terminal without `NO_COLOR`, and what the
+    /// model wrote unchanged only when stdout is not a terminal.
+    pub fn stdio(verbose: bool) -> Screen {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
+        let dumb = std::env::var_os("TERM").is_some_and(|term| term == "dumb");
+        let terminal = std::io::stdout().is_terminal();
+        let live = std::io::stderr().is_terminal();
+        let mut screen = Screen::new(
+            Box::new(std::io::stdout()),
+            Box::new(std::io::stderr()),
+            terminal && !no_color && !dumb,
+            live,
+        );
+        if terminal && screen.look == Look::Raw {
+            screen.look = Look::Plain;
+        }
+        screen.verbose = verbose;
+        screen
+    }
+
+    /// Writes to stdout (answers). A closed pipe is not worth an error here.
+    pub fn print(&self, text: &str) {
+        write_to(&self.out, text);
+    }
+
+    /// Writes to stderr (status, tool lines, notices).
+    pub fn status(&self, text: &str) {
+        write_to(&self.err, text);
+    }
+}
+
+pub(super) fn write_to(sink: &Mutex<Box<dyn Write + Send>>, text: &str) {
+    let mut writer = sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _ = writer.write_all(text.as_bytes());
+    let _ = writer.flush();
+}
+
+/// Draws a turn: spinner while waiting, streamed or rendered text on stdout, one line per
+/// tool call on stderr. It also hands the loop the lines typed meanwhile.
+pub struct TerminalObserver {
+    screen: Screen,
+    type_ahead: Option<TypeAhead>,
+    spinner: Option<Spinner>,
+    waiting_for_model: bool,
+    streamed: Option<char>,
+    /// The streamed reply on a terminal, rendered a line at a time.
+    stream: Option<StreamRenderer>,
+}
+
+impl TerminalObserver {
+    /// `type_ahead` is the REPL's queue; `None` for `-p`.
+    pub fn new(screen: Screen, type_ahead: Option<TypeAhead>) -> TerminalObserver {
+        TerminalObserver {
+            screen,
+            type_ahead,
+            spinner: None,
+            waiting_for_model: false,
+            streamed: None,
+            stream: None,
+        }
+    }
+
+    fn spin(&mut self, label: &str) {
+        if self.screen.live {
+            self.spinner = Some(Spinner::start(&self.screen, label.to_string(), None));
+        }
+    }
+
+    fn tool_line(&self, call: &ToolCall, output: Option<&ToolOutput>) -> String {
+        // Short enough not to wrap, so a live line can be rewritten in place.
+        let summary = one_line(&sanitize_command(&describe_call(call)), 72);
+        let Some(output) = output else { return format!("→ {summary}") };
+        let (mark, word) = match output.status {
+            ToolStatus::Ok => ("✓", ""),
+            ToolStatus::Error => ("✗", ""),
+            ToolStatus::Denied => ("⊘", " denied"),
+            ToolStatus::Interrupted => ("✗", " interrupted"),
+            ToolStatus::NotRun => ("·", " not run"),
+            ToolStatus::Unknown => ("?", " unknown outcome"),
+        };
+        let mut line = format!("{mark} {summary}{word}");
+        if output.status == ToolStatus::Error && !self.screen.verbose {
+            line.push_str(&format!(" — {}", one_line(&sanitize(&output.content), 100)));
+        }
+        line
+    }
+}
+
+// ANCHOR: observer
+impl Observer for TerminalObserver {
+    fn event(&mut self, event: Event) -> Result<(), Error> {
+        match event {
+            Event::Request { .. } => {
+                self.waiting_for_model = true;
+                self.streamed = None;
+                self.stream = None;
+                self.spin("thinking…");
+            }
+            Event::TextDelta(text) => {
+                if self.screen.look == Look::Raw {
+                    self.spinner = None;
+                    self.screen.print(text);
+                    self.streamed = text.chars().last().or(self.streamed);
+                } else {
+                    // Rendered a complete line at a time; the spinner runs until the first.
+                    let look = self.screen.look;
+                    let lines = self.stream.get_or_insert_with(|| StreamRenderer::new(look)).push(text);
+                    if !lines.is_empty() {
+                        self.spinner = None;
+                        self.screen.print(&lines);
+                    }
+                    self.streamed = Some('\n');
+                }
+            }
+            Event::Reply(reply) => {
+                self.waiting_for_model = false;
+                self.spinner = None;
+                if let Some(mut stream) = self.stream.take() {
+                    self.screen.print(&stream.finish());
+                }
+                match (self.streamed, reply.content.as_deref()) {
+                    (Some(last), _) if last != '\n' => self.screen.print("\n"),
+                    (Some(_), _) | (None, None) => {}
+                    (None, Some(text)) if text.trim().is_empty() => {}
+                    (None, Some(text)) => self.screen.print(&render_markdown(text, self.screen.look)),
+                }
+            }
+            Event::Message(_) => {}
+            Event::ToolStarted(call) => {
+                self.spinner = None;
+                if self.screen.live {
+                    let line = self.tool_line(call, None);
+                    self.screen.status(&line);
+                    TOOL_LINE_OPEN.store(true, Ordering::SeqCst);
+                    // The same line, with the time it has run (and for bash the last line of
+                    // output), redrawn in place until the tool finishes.
+                    let detail = (call.name == "bash")
+                        .then_some(crate::ch03_tools::progress::last_line as fn() -> String);
+                    let label = line.trim_start_matches("→ ").to_string();
+                    self.spinner = Some(Spinner::start(&self.screen, label, detail));
+                }
+            }
+            Event::ToolFinished(call, output) => {
+                self.spinner = None;
+                TOOL_LINE_OPEN.store(false, Ordering::SeqCst);
+                let clear = if self.screen.live { "\r\x1b[2K" } else { "" };
+                self.screen.status(&format!("{clear}{}\n", self.tool_line(call, Some(output))));
+                if self.screen.verbose {
+                    self.screen.status(&indented(&sanitize(&format!("arguments: {}", call.arguments)), 40));
+                    self.screen.status(&indented(&sanitize(&output.content), 40));
+                }
+            }
+            Event::Retry { attempt, wait_ms, reason } => {
+                self.spinner = None;
+                let seconds = wait_ms as f64 / 1000.0;
+                self.screen.status(&format!(
+                    "retry {attempt} in {seconds:.1}s: {}\n",
+                    one_line(&sanitize(reason), 120)
+                ));
+                if self.waiting_for_model {
+                    self.spin("retrying…");
+                }
+            }
+            Event::Compaction { replaced, summarised, tokens_before, tokens_after, .. } => {
+                self.spinner = None;
+                let what = if summarised {
+                    format!("{replaced} earlier messages summarised")
+                } else {
+                    "large old tool output elided".to_string()
+                };
+                self.screen.status(&format!(
+                    "compaction: {what} to save context (about {tokens_before} → {tokens_after} tokens)\n"
+                ));
+                if self.waiting_for_model {
+                    self.spin("thinking…");
+                }
+            }
+            Event::Notice { kind, text } => {
+                self.spinner = None;
+                self.screen.status(&format!("{kind}: {}\n", sanitize(text)));
+                if self.waiting_for_model {
+                    self.spin("thinking…");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn queued_input(&mut self) -> Vec<String> {
+        let lines = self.type_ahead.as_ref().map(TypeAhead::take_messages).unwrap_or_default();
+        for line in &lines {
+            self.screen
+                .status(&format!("↳ sending with the next request: {}\n", one_line(&sanitize(line), 100)));
+        }
+        lines
+    }
+}
+// ANCHOR_END: observer
+
+/// The argument a person recognises a call by: the command, the path or the pattern.
+pub(super) fn one_line(text: &str, max_chars: usize) -> String {
+    let first = text.trim().lines().next().unwrap_or("");
+    let more = text.trim().lines().nth(1).is_some();
+    let mut line: String = first.chars().take(max_chars).collect();
+    if more || first.chars().count() > max_chars {
+        line.push('…');
+    }
+    line
+}
+
+pub(super) fn indented(text: &str, max_lines: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: String = lines.iter().take(max_lines).map(|line| format!("    {line}\n")).collect();
+    if lines.len() > max_lines {
+        out.push_str(&format!("    … {} more lines\n", lines.len() - max_lines));
+    }
+    out
+}
