@@ -187,7 +187,7 @@ fn default_api() -> String {
 }
 
 /// The one definition of a URL without its credentials lives with the other secrets.
-pub use crate::ch03_tools::secrets::without_credentials;
+pub use crate::ch03_tools::url_credentials::without_credentials;
 // ANCHOR_END: origin
 
 /// Anything records can be appended to: an in-memory list here, a durable journal in

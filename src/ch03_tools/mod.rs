@@ -24,7 +24,8 @@
 //!   daemon holding the pipe cannot hang.
 //! * [`bounds`], [`glob`], [`progress`], [`reads`], [`reaper`], [`secrets`] — the limits on
 //!   disk and memory, the glob matcher, the live progress line, the agent's own reads of the
-//!   workspace, the reaper of escaped processes, and the handling of the API key.
+//!   workspace, the reaper of escaped processes, and the handling of the API key (with
+//!   [`url_credentials`], the secrets a base URL can carry).
 
 pub mod bounds;
 mod files;
@@ -38,6 +39,7 @@ pub mod secrets;
 pub mod shell;
 #[cfg(test)]
 mod tests;
+pub mod url_credentials;
 mod walk;
 
 use crate::ch01_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools};

@@ -31,6 +31,8 @@ use std::borrow::Cow;
 use std::process::Command;
 use std::sync::OnceLock;
 
+use super::url_credentials::{credentials_of, has_credentials, redact_userinfo};
+
 /// What replaces a secret.
 pub const REDACTED: &str = "[redacted]";
 /// Shorter values are placeholders (`sk-...`, `none`), and redacting them would mangle text.
@@ -392,97 +394,6 @@ impl Observer for RedactingObserver<'_> {
     }
 }
 
-/// `https://user:pw@host/v1?api-version=1&key=sk` → `https://host/v1?api-version=1`: the
-/// userinfo and any query parameter named like a credential are dropped.
-pub fn without_credentials(url: &str) -> String {
-    // A fragment is never sent to a server: nothing of it is worth keeping.
-    let before_fragment = url.split_once('#').map_or(url, |(kept, _)| kept);
-    let (base, query) =
-        before_fragment.split_once('?').map_or((before_fragment, None), |(a, b)| (a, Some(b)));
-    let mut clean = match base.split_once("://") {
-        Some((scheme, rest)) => {
-            let authority_end = rest.find('/').unwrap_or(rest.len());
-            let (authority, path) = rest.split_at(authority_end);
-            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-            format!("{scheme}://{host}{path}")
-        }
-        None => base.to_string(),
-    };
-    let kept: Vec<&str> = query
-        .into_iter()
-        .flat_map(|q| q.split('&'))
-        .filter(|pair| !pair.is_empty() && !credential_name(pair.split('=').next().unwrap_or_default()))
-        .collect();
-    if !kept.is_empty() {
-        clean.push('?');
-        clean.push_str(&kept.join("&"));
-    }
-    clean
-}
-
-/// Whether `url` holds a password or token (`user:pass@`, `?key=…`).
-fn has_credentials(url: &str) -> bool {
-    !credentials_of(url).is_empty()
-}
-
-/// A query parameter that carries a credential (`api-key`, `token`, `sig`…).
-fn credential_name(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    ["key", "token", "secret", "pass", "sig", "auth"].iter().any(|word| name.contains(word))
-}
-
-/// The credentials in a URL: the user-info password and credential query values.
-fn credentials_of(url: &str) -> Vec<&str> {
-    let mut found: Vec<&str> = password_of(url).into_iter().collect();
-    if let Some((_, query)) = url.split_once('?') {
-        let query = query.split('#').next().unwrap_or_default();
-        for pair in query.split('&') {
-            if let Some((name, value)) = pair.split_once('=')
-                && credential_name(name)
-                && !value.is_empty()
-            {
-                found.push(value);
-            }
-        }
-    }
-    found
-}
-
-/// The password of a URL's user-info (`pass` in `http://user:pass@host`), if any.
-fn password_of(url: &str) -> Option<&str> {
-    let (_, rest) = url.split_once("://")?;
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let userinfo = &rest[..rest[..end].rfind('@')?];
-    userinfo.split_once(':').map(|(_, password)| password).filter(|p| !p.is_empty())
-}
-
-/// Every `scheme://user:pass@` in `text` becomes `scheme://[redacted]@`; `None` if none.
-fn redact_userinfo(text: &str) -> Option<String> {
-    if !text.contains('@') || !text.contains("://") {
-        return None;
-    }
-    let mut out = String::with_capacity(text.len());
-    let (mut copied, mut from) = (0, 0);
-    while let Some(found) = text[from..].find("://") {
-        let start = from + found + 3;
-        let end = text[start..]
-            .find(|c: char| c.is_whitespace() || "/?#\"'<>`()[]{},;\\".contains(c))
-            .map_or(text.len(), |i| start + i);
-        if let Some(at) = text[start..end].rfind('@')
-            && at > 0
-        {
-            out.push_str(&text[copied..start]);
-            out.push_str(REDACTED);
-            copied = start + at;
-        }
-        from = end.max(start);
-    }
-    (copied > 0).then(|| {
-        out.push_str(&text[copied..]);
-        out
-    })
-}
-
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     if needle.is_empty() || haystack.len() < needle.len() {
         return None;
@@ -536,16 +447,6 @@ mod tests {
             r.redact("mail me at a@b.c, see https://x.org/@me"),
             "mail me at a@b.c, see https://x.org/@me"
         );
-    }
-
-    #[test]
-    fn without_credentials_and_password_of() {
-        assert_eq!(without_credentials("http://u:p@h:1/v1"), "http://h:1/v1");
-        assert_eq!(without_credentials("https://h/v1/@x"), "https://h/v1/@x");
-        assert!(has_credentials("https://h/v1?api-key=abc") && !has_credentials("https://h/v1?v=1"));
-        assert_eq!(password_of("http://u:p4ssw0rd@h/v1"), Some("p4ssw0rd"));
-        assert_eq!(password_of("http://u@h/v1"), None);
-        assert_eq!(credentials_of("http://u:pw@h/v1?v=1&api-key=abc#x"), ["pw", "abc"]);
     }
 
     #[test]
