@@ -1,0 +1,113 @@
+//! Chapter 5 — the recorder: an observer of the chapter-1 loop that writes each fact once.
+//!
+//! The loop does not know it is being written down. A tool result arrives twice (as
+//! `ToolFinished` with its status and as `Message::Tool`); the recorder keeps the first, so
+//! replay sees every fact exactly once.
+
+use super::*;
+use crate::ch01_loop::{Error, Event, Message, Observer, ToolStatus, Usage};
+use std::collections::HashSet;
+
+// ANCHOR: recorder
+/// Turns the loop's events into records. Each fact is written once: a tool result arrives
+/// both as `ToolFinished` (with its status) and as `Message::Tool`; the first is recorded.
+pub struct Recorder<A: Append> {
+    log: A,
+    /// Usage of the reply whose assistant message comes next.
+    pending_usage: Option<Usage>,
+    /// Tool results recorded from `ToolFinished`, awaiting their `Message::Tool`.
+    finished: HashSet<String>,
+}
+
+// ANCHOR_END: recorder
+impl<A: Append> Recorder<A> {
+    pub fn new(log: A) -> Self {
+        Recorder { log, pending_usage: None, finished: HashSet::new() }
+    }
+
+    /// Records a message the caller put in the history itself (the system prompt, the
+    /// user's line before `run_turn`): the loop only announces what it appends.
+    pub fn message(&mut self, message: &Message) -> Result<(), Error> {
+        self.event(Event::Message(message))
+    }
+
+    /// The turn ended on Ctrl+C.
+    pub fn interrupted(&mut self) -> Result<(), Error> {
+        self.log.append(Body::Interrupted {}).map(drop)
+    }
+
+    /// The turn failed (or hit its limit); `message` is what the user was told.
+    pub fn error(&mut self, message: &str) -> Result<(), Error> {
+        self.log.append(Body::Error { message: message.to_string() }).map(drop)
+    }
+
+    pub fn log(&self) -> &A {
+        &self.log
+    }
+
+    pub fn into_log(self) -> A {
+        self.log
+    }
+}
+
+// ANCHOR: recorder_events
+impl<A: Append> Observer for Recorder<A> {
+    fn event(&mut self, event: Event) -> Result<(), Error> {
+        let body = match event {
+            Event::Message(Message::System { content }) => Body::System { content: content.clone() },
+            Event::Message(Message::User { content }) => Body::User { content: content.clone() },
+            Event::Message(Message::Assistant { content, tool_calls }) => Body::Assistant {
+                content: content.clone(),
+                tool_calls: tool_calls.clone(),
+                usage: self.pending_usage.take(),
+            },
+            Event::Message(Message::Tool { tool_call_id, content }) => {
+                if self.finished.remove(tool_call_id) {
+                    return Ok(());
+                }
+                // A result nobody announced with `ToolFinished`: still part of the history.
+                Body::ToolFinished {
+                    id: tool_call_id.clone(),
+                    status: ToolStatus::Ok,
+                    content: content.clone(),
+                }
+            }
+            Event::Reply(reply) => {
+                self.pending_usage = reply.usage;
+                return Ok(());
+            }
+            Event::ToolStarted(call) => Body::ToolStarted {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            },
+            Event::ToolFinished(call, output) => {
+                self.finished.insert(call.id.clone());
+                Body::ToolFinished {
+                    id: call.id.clone(),
+                    status: output.status,
+                    content: output.content.clone(),
+                }
+            }
+            Event::Retry { attempt, wait_ms, reason } => {
+                Body::Retry { attempt, wait_ms, reason: reason.to_string() }
+            }
+            Event::Compaction { summary, replaced, elided, usage, .. } => {
+                let summary = summary.to_string();
+                self.log.append(Body::Compaction { summary, replaces: replaced, elided })?;
+                // The summary was a model call of its own: its tokens count too.
+                match usage {
+                    Some(Usage { prompt_tokens, completion_tokens }) => {
+                        Body::Usage { prompt_tokens, completion_tokens }
+                    }
+                    None => return Ok(()),
+                }
+            }
+            Event::Notice { kind: "partial", text } => Body::Partial { content: text.to_string() },
+            // Requests, stream deltas and other notices are for the screen, not the record.
+            Event::Request { .. } | Event::TextDelta(_) | Event::Notice { .. } => return Ok(()),
+        };
+        self.log.append(body).map(drop)
+    }
+}
+// ANCHOR_END: recorder_events

@@ -1,0 +1,209 @@
+//! Chapter 5 — the store: the sessions of one workspace root.
+//!
+//! A session is its file under `<root>/.mini_agent/sessions/`; the store creates that
+//! directory privately, finds a session by id, prefix or "the latest", and summarises one for
+//! `/list` by reading only what it shows.
+
+use super::*;
+use crate::ch01_loop::Error;
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+// ANCHOR: store
+/// The sessions of one workspace root.
+#[derive(Clone, Debug)]
+pub struct SessionStore {
+    root: PathBuf,
+    dir: PathBuf,
+}
+
+/// One line of `/list`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionSummary {
+    pub id: String,
+    pub path: PathBuf,
+    pub created: String,
+    pub first_prompt: Option<String>,
+    pub user_turns: usize,
+}
+
+impl SessionStore {
+    pub fn new(root: &Path) -> Self {
+        SessionStore { root: root.to_path_buf(), dir: root.join(".mini_agent").join("sessions") }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn path_of(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.jsonl"))
+    }
+
+    /// Creates a new, empty session file (0600, in a 0700 directory) under a fresh id.
+    pub fn create_file(&self) -> Result<(String, PathBuf, File), Error> {
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(|e| Error::io(format!("cannot create {}", self.dir.display()), e))?;
+        for salt in 0..64 {
+            let id = new_session_id(SystemTime::now(), salt);
+            let path = self.path_of(&id);
+            // `create_new` makes two processes starting in the same second pick different ids.
+            match OpenOptions::new().read(true).append(true).create_new(true).mode(0o600).open(&path) {
+                Ok(file) => return Ok((id, path, file)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::io(format!("cannot create {}", path.display()), e)),
+            }
+        }
+        Err(Error::Session(format!("cannot find a free session id in {}", self.dir.display())))
+    }
+
+    // ANCHOR_END: store
+    // ANCHOR: resolve
+    /// Session ids of this root, oldest first (ids sort by time).
+    pub fn ids(&self) -> Result<Vec<String>, Error> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(format!("cannot list {}", self.dir.display()), e)),
+        };
+        let mut ids: Vec<String> = entries
+            .filter_map(|entry| entry.ok())
+            .filter_map(|entry| entry.file_name().to_str()?.strip_suffix(".jsonl").map(str::to_string))
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// The session `-c` continues: the newest one that got a model reply. A start that
+    /// failed (no key, a refused connection) or a REPL left at once leaves a session with no
+    /// reply; skipping those keeps the last real conversation one `-c` away. When no session
+    /// has a reply, the newest is taken; `-r ID` opens any of them.
+    pub fn latest(&self) -> Result<PathBuf, Error> {
+        let ids = self.ids()?;
+        let Some(newest) = ids.last() else {
+            return Err(Error::Session(format!(
+                "no session to continue in {}; start one without -c",
+                self.root.display()
+            )));
+        };
+        let replied = ids.iter().rev().map(|id| self.path_of(id)).find(|path| got_a_reply(path));
+        Ok(replied.unwrap_or_else(|| self.path_of(newest)))
+    }
+
+    /// `--resume` argument → journal path: a path to a file, an id, or a unique id prefix.
+    pub fn resolve(&self, wanted: &str) -> Result<PathBuf, Error> {
+        let as_path = Path::new(wanted);
+        if wanted.contains('/') || wanted.ends_with(".jsonl") {
+            if as_path.is_file() {
+                return Ok(as_path.to_path_buf());
+            }
+            return Err(Error::Session(format!("no session file at {wanted}")));
+        }
+        let ids = self.ids()?;
+        if ids.iter().any(|id| id == wanted) {
+            return Ok(self.path_of(wanted));
+        }
+        let matching: Vec<&String> = ids.iter().filter(|id| id.starts_with(wanted)).collect();
+        match matching.as_slice() {
+            [only] => Ok(self.path_of(only)),
+            [] => Err(Error::Session(format!(
+                "no session matches '{wanted}' in {}; `mini-agent sessions` (or /list) shows them",
+                self.dir.display()
+            ))),
+            several => {
+                // The newest ten are named; a prefix such as `2026` may match hundreds.
+                let newest = &several[several.len().saturating_sub(AMBIGUOUS_SHOWN)..];
+                let shown: Vec<&str> = newest.iter().map(|id| id.as_str()).collect();
+                let more = several.len() - shown.len();
+                let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+                Err(Error::Session(format!(
+                    "'{wanted}' matches {} sessions: {}{more}; give more of the id",
+                    several.len(),
+                    shown.join(", ")
+                )))
+            }
+        }
+    }
+
+    // ANCHOR_END: resolve
+    /// The sessions of this root, oldest first, for `/list`.
+    pub fn list(&self) -> Result<Vec<SessionSummary>, Error> {
+        self.ids()?.into_iter().map(|id| self.summary(id)).collect()
+    }
+
+    /// What `/list` shows of one session; an error for a file that is not a session.
+    pub fn summary(&self, id: String) -> Result<SessionSummary, Error> {
+        summarize(&self.path_of(&id), id)
+    }
+}
+
+/// How many candidates an ambiguous prefix names.
+const AMBIGUOUS_SHOWN: usize = 10;
+
+/// Whether a journal holds a model reply, by its `type` pattern alone (no parsing). It is
+/// opened as chapter 9 opens any journal (no symlink, no FIFO, bounded); one that cannot be
+/// is not a candidate, and opening it for real reports why.
+fn got_a_reply(path: &Path) -> bool {
+    let Ok(file) = crate::ch09_trust::open_journal(path, false) else { return false };
+    BufReader::new(file)
+        .split(b'\n')
+        .map_while(Result::ok)
+        .any(|line| contains(&line, br#","type":"assistant","#))
+}
+
+/// Reads only what `/list` shows: records are parsed up to the first user message; the
+/// remaining lines are counted by their `type` without parsing them. (A JSON string cannot
+/// contain an unescaped `"`, so this pattern only matches the record's own field.)
+fn summarize(path: &Path, id: String) -> Result<SessionSummary, Error> {
+    // Not through a symlink, not blocking on a FIFO, regular files only: a repository can
+    // plant anything under a session's name (chapter 9 says more).
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(Error::Session(format!(
+            "{} is not a regular file, so it is not a session",
+            path.display()
+        )));
+    }
+    let mut summary = SessionSummary {
+        id,
+        path: path.to_path_buf(),
+        created: String::new(),
+        first_prompt: None,
+        user_turns: 0,
+    };
+    for line in BufReader::new(file).split(b'\n') {
+        let line = line.map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+        if summary.first_prompt.is_some() {
+            summary.user_turns += usize::from(contains(&line, br#","type":"user","#));
+            continue;
+        }
+        // Unreadable lines are the journal reader's business (chapter 9); a list skips them.
+        match serde_json::from_slice::<Record>(&line).map(|record| record.body) {
+            Ok(Body::Session { created, .. }) => summary.created = created,
+            Ok(Body::User { content }) => {
+                summary.first_prompt = Some(content);
+                summary.user_turns = 1;
+            }
+            Ok(_) | Err(_) => {}
+        }
+    }
+    Ok(summary)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|window| window == needle)
+}
