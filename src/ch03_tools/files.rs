@@ -94,7 +94,7 @@ impl Workspace {
 
     /// [`Workspace::write_confined`] for content produced piece by piece by `fill` (an edit
     /// written as it is made, never held whole).
-    pub(super) fn write_confined_with(
+    fn write_confined_with(
         &self,
         real: &Path,
         fill: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
@@ -146,7 +146,7 @@ impl Workspace {
     /// what happened, and `.git/` holds a config and hooks that git runs: a file tool that
     /// could write either would turn write permission into rewriting history or running
     /// code. `real` is a resolved path; any component, at any depth, counts.
-    pub(super) fn not_protected(&self, real: &Path, shown_path: &str) -> Result<(), String> {
+    fn not_protected(&self, real: &Path, shown_path: &str) -> Result<(), String> {
         let Ok(inside) = real.strip_prefix(&self.root) else { return Ok(()) };
         let protected = inside.components().find_map(|component| {
             let name = component.as_os_str().to_str()?;
@@ -166,7 +166,7 @@ impl Workspace {
     // ANCHOR_END: protected
 
     /// Creates the missing directories of `directory` one by one, each inside a checked parent.
-    pub(super) fn create_parents(&self, directory: &Path) -> Result<(), String> {
+    fn create_parents(&self, directory: &Path) -> Result<(), String> {
         let relative = directory
             .strip_prefix(&self.root)
             .map_err(|_| "refused: outside the workspace root".to_string())?;
@@ -248,7 +248,7 @@ impl Workspace {
     // ANCHOR_END: edit_file
 }
 
-pub(super) fn line_number_at(text: &str, byte: usize) -> usize {
+fn line_number_at(text: &str, byte: usize) -> usize {
     text[..byte].matches('\n').count() + 1
 }
 
@@ -277,7 +277,7 @@ pub(super) fn match_lines(text: &str, starts: &[usize]) -> String {
 }
 
 /// The lines most like the first line of `wanted`, so the model can see what is really there.
-pub(super) fn nearest_lines(text: &str, wanted: &str) -> String {
+fn nearest_lines(text: &str, wanted: &str) -> String {
     let needle = wanted.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or("");
     let mut scored: Vec<(f64, usize, &str)> = text
         .lines()
@@ -301,7 +301,7 @@ pub(super) fn nearest_lines(text: &str, wanted: &str) -> String {
 }
 
 /// Dice coefficient over character pairs: 1.0 for equal strings, 0.0 for nothing in common.
-pub(super) fn similarity(a: &str, b: &str) -> f64 {
+fn similarity(a: &str, b: &str) -> f64 {
     let pairs = |s: &str| -> Vec<(char, char)> {
         let chars: Vec<char> = s.chars().take(SEARCH_LINE_MAX_CHARS).collect();
         chars.windows(2).map(|w| (w[0], w[1])).collect()

@@ -20,7 +20,7 @@ pub(crate) fn temp_prefix(name: &OsStr) -> String {
     format!("{TEMP_PREFIX}{}.", shorten_name(&name.to_string_lossy(), 120))
 }
 
-pub(super) fn shorten_name(name: &str, max_bytes: usize) -> &str {
+fn shorten_name(name: &str, max_bytes: usize) -> &str {
     let mut end = name.len().min(max_bytes);
     while !name.is_char_boundary(end) {
         end -= 1;
@@ -42,7 +42,7 @@ pub(super) struct OutputStore {
 
 impl OutputStore {
     /// A new file for one tool's full output, and its path relative to the root.
-    pub(super) fn create(&self, tool: &str) -> io::Result<(File, String)> {
+    fn create(&self, tool: &str) -> io::Result<(File, String)> {
         let mut directory = self.root.clone();
         for part in [".mini_agent", "outputs"] {
             directory.push(part);
@@ -93,7 +93,7 @@ impl Workspace {
     }
 }
 
-pub(super) fn omission_note(omitted: u64, saved: io::Result<String>) -> String {
+fn omission_note(omitted: u64, saved: io::Result<String>) -> String {
     match saved {
         Ok(name) if name.starts_with('(') => format!("[… {omitted} bytes omitted; full output {name}]"),
         Ok(name) => format!("[… {omitted} bytes omitted; full output: {name}]"),
@@ -117,7 +117,7 @@ pub(super) struct Capture {
 }
 
 /// The last line of a spill file that reached FILE_MAX_BYTES.
-pub(super) const SPILL_CUT_NOTE: &str = "\n[… the output went on; this file was cut at its size limit]\n";
+const SPILL_CUT_NOTE: &str = "\n[… the output went on; this file was cut at its size limit]\n";
 
 impl Capture {
     pub(super) fn new(store: OutputStore) -> Capture {
@@ -133,7 +133,7 @@ impl Capture {
     }
 
     /// Appends to the spill file, up to FILE_MAX_BYTES in all (the cut note included).
-    pub(super) fn save(&mut self, bytes: &[u8]) {
+    fn save(&mut self, bytes: &[u8]) {
         let room = (FILE_MAX_BYTES - SPILL_CUT_NOTE.len() as u64).saturating_sub(self.saved);
         let Some(Ok((file, _))) = &mut self.spill else { return };
         if room == 0 {

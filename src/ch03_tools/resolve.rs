@@ -12,12 +12,12 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
-pub(super) enum Step {
+enum Step {
     Up,
     Name(OsString),
 }
 
-pub(super) fn steps_of(path: &Path) -> Vec<Step> {
+fn steps_of(path: &Path) -> Vec<Step> {
     let mut steps: Vec<Step> = path
         .components()
         .filter_map(|component| match component {

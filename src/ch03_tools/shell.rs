@@ -25,7 +25,7 @@ unsafe extern "C" {
 }
 
 /// How a command run ended.
-pub(super) enum Ending {
+enum Ending {
     Exited(ExitStatus),
     TimedOut,
     Interrupted,
@@ -39,12 +39,7 @@ pub(super) enum Ending {
 /// Stdin is /dev/null; stdout and stderr share one pipe so the model sees them interleaved.
 /// `mark` goes into the environment, which every descendant inherits: what left the group is
 /// found by it afterwards (`reaper`).
-pub(super) fn spawn_shell(
-    root: &Path,
-    command: &str,
-    mark: &str,
-    output: io::PipeWriter,
-) -> io::Result<Child> {
+fn spawn_shell(root: &Path, command: &str, mark: &str, output: io::PipeWriter) -> io::Result<Child> {
     let mut last_error = io::Error::new(io::ErrorKind::NotFound, "no shell found");
     for shell in ["bash", "sh"] {
         let mut shell_command = Command::new(shell);
@@ -88,17 +83,17 @@ pub(crate) fn send_signal(pid: i32, signal: i32) {
     }
 }
 
-pub(super) fn signal_group(group: i32, signal: i32) {
+fn signal_group(group: i32, signal: i32) {
     send_signal(-group, signal);
 }
 
-pub(super) fn group_alive(group: i32) -> bool {
+fn group_alive(group: i32) -> bool {
     // SAFETY: as above; signal 0 only checks whether the group still has members.
     unsafe { kill(-group, 0) == 0 }
 }
 
 /// SIGTERM to the whole group, a short grace, then SIGKILL to whatever is left.
-pub(super) fn terminate_group(group: i32, child: &mut Child) {
+fn terminate_group(group: i32, child: &mut Child) {
     signal_group(group, SIGTERM);
     let deadline = Instant::now() + KILL_GRACE;
     while Instant::now() < deadline && !matches!(child.try_wait(), Ok(Some(_))) {
@@ -170,7 +165,7 @@ impl Workspace {
 
 /// Reads the command's output on a thread into `capture`; the receiver hears when the pipe
 /// closed, which is when every process holding it has exited.
-pub(super) fn start_reader(mut pipe: io::PipeReader, capture: Arc<Mutex<Capture>>) -> mpsc::Receiver<()> {
+fn start_reader(mut pipe: io::PipeReader, capture: Arc<Mutex<Capture>>) -> mpsc::Receiver<()> {
     let (closed_tx, closed_rx) = mpsc::channel();
     crate::ch03_tools::progress::clear();
     thread::spawn(move || {
@@ -203,7 +198,7 @@ pub(super) fn start_reader(mut pipe: io::PipeReader, capture: Arc<Mutex<Capture>
 // ANCHOR: wait_for
 /// Waits for the shell to exit, for the timeout, or for Ctrl+C, whichever comes first.
 /// Also says whether the output pipe has closed already.
-pub(super) fn wait_for(child: &mut Child, closed: &mpsc::Receiver<()>, timeout: Duration) -> (Ending, bool) {
+fn wait_for(child: &mut Child, closed: &mpsc::Receiver<()>, timeout: Duration) -> (Ending, bool) {
     let started = Instant::now();
     let mut pipe_closed = false;
     loop {
@@ -229,7 +224,7 @@ pub(super) fn wait_for(child: &mut Child, closed: &mpsc::Receiver<()>, timeout: 
 // ANCHOR_END: wait_for
 
 /// The last line of a bash answer, and the status the loop records.
-pub(super) fn describe_ending(ending: Ending, seconds: u64) -> (String, ToolStatus) {
+fn describe_ending(ending: Ending, seconds: u64) -> (String, ToolStatus) {
     match ending {
         Ending::Exited(exit) => match (exit.code(), exit.signal()) {
             (Some(code), _) => (format!("exit code {code}"), ToolStatus::Ok),

@@ -17,7 +17,7 @@ pub(super) const WALK_INTERRUPTED: &str = "interrupted by the user; the walk sto
 
 /// One entry met by the walk: its real path, its path relative to where the walk started,
 /// and its type (never followed).
-pub(super) struct Entry {
+struct Entry {
     real: PathBuf,
     from_start: String,
     file_type: fs::FileType,
@@ -26,7 +26,7 @@ pub(super) struct Entry {
 impl Workspace {
     /// Visits entries breadth-first (shallow ones first, so a cut listing still shows the
     /// top of the tree), skipping `.git`, `target`… Stops when `visit` returns false.
-    pub(super) fn walk(&self, start: &Path, visit: &mut dyn FnMut(&Entry) -> bool) -> Result<(), String> {
+    fn walk(&self, start: &Path, visit: &mut dyn FnMut(&Entry) -> bool) -> Result<(), String> {
         let mut queue = VecDeque::from([(start.to_path_buf(), String::new())]);
         while let Some((directory, prefix)) = queue.pop_front() {
             // A huge tree takes a while: Ctrl+C (or SIGTERM) ends the walk between directories.
@@ -61,7 +61,7 @@ impl Workspace {
     }
 
     /// Resolves an optional directory argument (default: the root).
-    pub(super) fn resolve_start(&self, path: Option<&str>) -> Result<PathBuf, String> {
+    fn resolve_start(&self, path: Option<&str>) -> Result<PathBuf, String> {
         let start = match path {
             None => return Ok(self.root.clone()),
             Some(path) if path.trim().is_empty() => return Ok(self.root.clone()),
