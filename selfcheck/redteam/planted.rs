@@ -749,3 +749,68 @@ fn a_write_killed_for_real_leaves_no_temporary_file_after_resume() {
     }
     eprintln!("real kills that landed mid-write: {caught} of 2");
 }
+
+// ---------------------------------------------------------------------------------------
+// 3 (continued). Listing sessions reads planted journals too: bounded like opening one.
+
+/// Runs `mini-agent ARGS` in `root` (through `sh`, so the figure is the agent's own, not
+/// inherited from this large test process) and returns (exit code, stdout, peak RSS in kB).
+fn peak_rss_of(root: &Path, args: &[&str]) -> (Option<i32>, String, i64) {
+    // SAFETY: prctl with an integer argument; it only changes who adopts orphans.
+    assert_eq!(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }, 0);
+    let template = crate::harness::agent_command(root);
+    let out = root.join(".mini_agent-test-stdout");
+    let mut command = std::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(r#"agent="$1"; out="$2"; shift 2; "$agent" "$@" </dev/null >"$out" 2>&1 & echo $!"#)
+        .arg("sh")
+        .arg(template.get_program())
+        .arg(&out)
+        .args(args)
+        .current_dir(root);
+    for (key, value) in template.get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    let started = std::time::Instant::now();
+    let output = command.output().expect("start sh");
+    let pid: libc::pid_t = String::from_utf8_lossy(&output.stdout).trim().parse().expect("a pid");
+    let (status, usage) = loop {
+        let mut status = 0;
+        // SAFETY: rusage is plain data; wait4 fills it for a child of ours (adopted).
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) } == pid {
+            break (status, usage);
+        }
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            // SAFETY: kill sends a signal to the agent we started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("mini-agent {args:?} hung and was killed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let printed = std::fs::read_to_string(&out).unwrap_or_default();
+    let _ = std::fs::remove_file(&out);
+    eprintln!(
+        "[planted] mini-agent {args:?}: peak RSS {:.1} MB, {:.2} s",
+        usage.ru_maxrss as f64 / 1000.0,
+        started.elapsed().as_secs_f64()
+    );
+    (libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)), printed, usage.ru_maxrss)
+}
+
+#[test]
+fn listing_sessions_does_not_read_a_huge_planted_journal_whole() {
+    // A 1 GB sparse file with no newline under a session's name: `mini-agent sessions` (and
+    // `/list`, the same table) must refuse it as `-c` does, not hold it as one line.
+    let workspace = repository_with(".mini_agent/sessions/20261201-000000-aaaa.jsonl", &planted_journal("x"));
+    let huge = workspace.path().join(".mini_agent/sessions/20261201-000001-bbbb.jsonl");
+    std::fs::File::create(&huge).unwrap().set_len(1 << 30).unwrap();
+    let (code, printed, peak_kb) = peak_rss_of(workspace.path(), &["sessions"]);
+    assert_eq!(code, Some(0), "{printed}");
+    assert!(printed.contains("20261201-000000-aaaa"), "the other session is still listed:\n{printed}");
+    assert!(peak_kb < 64 * 1000, "peak RSS {peak_kb} kB listing a planted 1 GB journal");
+}

@@ -332,3 +332,34 @@ fn the_screen_check_itself_sees_a_raw_sequence() {
     assert_eq!(foreign_controls(CLIPBOARD).len(), 2);
     assert_eq!(foreign_controls("\x1b[31m \u{9b}").len(), 2);
 }
+
+// ---------------------------------------------------------------------------------------
+// The sessions table (`mini-agent sessions`, `/list`) shows what a planted repository wrote:
+// a journal's file name (the id), its header's `created`, the name of a FIFO left in the
+// sessions directory. Each is the repository's text, not the agent's, so it reaches the
+// terminal only through the sanitiser.
+
+#[test]
+fn the_sessions_table_and_its_warnings_show_planted_names_and_dates_escaped() {
+    let workspace = TempDir::new();
+    let sessions = workspace.path().join(".mini_agent/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let header = json!({"seq": 1, "ts": "2026-12-01T00:00:00.000Z", "type": "session", "version": 1,
+        "id": "20261201-000000-abcd", "root": workspace.path(), "model": "m",
+        "created": "\x1b]0;TITLE\x07\x1b[2J2026-12-01T00:00:00.000Z"});
+    let user = json!({"seq": 2, "ts": "2026-12-01T00:00:00.000Z", "type": "user", "content": "hi"});
+    let journal = format!("{header}\n{user}\n");
+    std::fs::write(sessions.join("20261201-000000-abcd.jsonl"), &journal).unwrap();
+    std::fs::write(sessions.join("20261201-000001-\x1b]52;c;cHduZWQ=\x07.jsonl"), &journal).unwrap();
+    let fifo = sessions.join("\x1b]0;FIFO\x07.jsonl");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().expect("run mkfifo");
+    assert!(status.success());
+    let output = crate::harness::agent_command(workspace.path())
+        .arg("sessions")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run mini-agent sessions");
+    let screen = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(screen.contains("20261201-000000-abcd"), "the real session is listed:\n{screen}");
+    assert_no_foreign_controls(&screen);
+}
