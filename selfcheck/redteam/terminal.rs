@@ -363,3 +363,26 @@ fn the_sessions_table_and_its_warnings_show_planted_names_and_dates_escaped() {
     assert!(screen.contains("20261201-000000-abcd"), "the real session is listed:\n{screen}");
     assert_no_foreign_controls(&screen);
 }
+
+#[test]
+fn a_resumed_planted_journal_cannot_style_the_banner_or_its_warnings() {
+    // The journal's file name is the session id the banner and `/stats` show; its header
+    // names the model; a torn last line is a warning naming the file. All three come from the
+    // repository.
+    let workspace = TempDir::new();
+    let sessions = workspace.path().join(".mini_agent/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let id = format!("20991231-{TITLE}");
+    let header = json!({"seq": 1, "ts": "2099-12-31T00:00:00.000Z", "type": "session", "version": 1,
+        "id": id, "root": workspace.path(), "model": format!("m{CLIPBOARD}"), "api": "openai",
+        "endpoint": "demo", "created": "2099-12-31T00:00:00.000Z"});
+    let user = json!({"seq": 2, "ts": "2099-12-31T00:00:00.000Z", "type": "user", "content": "hi"});
+    let reply = json!({"seq": 3, "ts": "2099-12-31T00:00:00.000Z", "type": "assistant", "content": "yo",
+        "tool_calls": []});
+    std::fs::write(sessions.join(format!("{id}.jsonl")), format!("{header}\n{user}\n{reply}\n{{torn")).unwrap();
+    let mut terminal = Terminal::start(workspace.path(), &["-c"]);
+    terminal.wait_for("> ");
+    let screen = terminal.exit();
+    assert!(screen.contains("resumed session"), "{screen:?}");
+    assert_no_foreign_controls(&screen);
+}
