@@ -420,3 +420,25 @@ fn wide_invisible_fillers_cannot_push_the_end_of_a_command_away() {
     assert!(raw_invisible(&question).is_empty(), "{question:?}");
     assert!(question.len() < 2_000, "400 fillers are shown as a count, not as 400 escapes: {question:?}");
 }
+
+#[test]
+fn resuming_a_planted_journal_from_the_repl_cannot_style_the_note() {
+    // `/resume` of a session recorded elsewhere prints a note naming the recorded model and
+    // endpoint: the journal's words, shown, never obeyed.
+    let workspace = TempDir::new();
+    let sessions = workspace.path().join(".mini_agent/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let header = json!({"seq": 1, "ts": "2099-12-31T00:00:00.000Z", "type": "session", "version": 1,
+        "id": "20991231-000000-abcd", "root": workspace.path(), "model": format!("m{CLIPBOARD}"),
+        "api": "openai", "endpoint": format!("http://127.0.0.1:9/v1{TITLE}"),
+        "created": "2099-12-31T00:00:00.000Z"});
+    let user = json!({"seq": 2, "ts": "2099-12-31T00:00:00.000Z", "type": "user", "content": "hi"});
+    std::fs::write(sessions.join("20991231-000000-abcd.jsonl"), format!("{header}\n{user}\n")).unwrap();
+    let mut terminal = Terminal::start(workspace.path(), &["--demo"]);
+    terminal.wait_for("> ");
+    terminal.type_keys("/resume 20991231\r");
+    terminal.wait_for("resumed session");
+    terminal.wait_for("> ");
+    let screen = terminal.exit();
+    assert_no_foreign_controls(&screen);
+}
