@@ -484,3 +484,39 @@ fn a_planted_journal_cannot_choose_where_the_key_is_sent() {
         assert!(head.contains(KEY), "the user's own endpoint is still sent the key: {head}");
     }
 }
+
+#[test]
+fn a_token_as_the_url_user_is_in_no_child_and_not_in_ps() {
+    // `https://TOKEN@host/v1` (a token as the user-info user, no password: how GitHub-style
+    // tokens are put in URLs) is a credential as much as `user:password@` is. A command that
+    // encodes what it finds gets past any redaction of its output, so the rule is checked
+    // where it must hold: in the child's environment and on the agent's command line.
+    let token = "ghp-redteam-token-5e6f7a8b9c";
+    for via_flag in [false, true] {
+        let server = ScriptedServer::scripted(vec![
+            bash("{ printenv OPENAI_BASE_URL; tr '\\0' ' ' < /proc/$PPID/cmdline; } | base64 -w0"),
+            text("done"),
+        ])
+        .expect("start the scripted server");
+        let url = server.url.replacen("http://", &format!("http://{token}@"), 1);
+        let test = Test::new().args(["--allow-shell", "-p", "go"]);
+        let run = if via_flag { test.base_url(&url).run() } else { test.env("OPENAI_BASE_URL", &url).base_url(&url).run() };
+        run.expect_code(0);
+        let encoded = last_tool_result(&server.requests());
+        let decoded = std::process::Command::new("base64")
+            .arg("-d")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(encoded.trim().as_bytes())?;
+                child.wait_with_output()
+            })
+            .expect("base64 -d");
+        let decoded = String::from_utf8_lossy(&decoded.stdout);
+        assert!(decoded.contains("--base-url"), "the command ran: {decoded}");
+        assert!(!decoded.contains(token), "a child found the token (flag: {via_flag}): {decoded}");
+        assert_nowhere(&run, token);
+    }
+}
