@@ -520,3 +520,31 @@ fn a_token_as_the_url_user_is_in_no_child_and_not_in_ps() {
         assert_nowhere(&run, token);
     }
 }
+
+#[test]
+fn a_command_cannot_open_the_agents_memory() {
+    // The agent holds the key in memory (it must, to send it). Without Yama (Debian's
+    // default, most containers) a process of the same user may open `/proc/<agent>/mem` and
+    // read it: `bash` found the key there. The agent is made non-dumpable, which the kernel
+    // checks for every same-user reader of its memory. Root reads any process, so as root
+    // the agent runs as `nobody` here, an ordinary user like the one the rule is for.
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let server = ScriptedServer::scripted(vec![
+        bash("if exec 3</proc/$PPID/mem; then echo MEM-OPENED; else echo MEM-REFUSED; fi"),
+        text("done"),
+    ])
+    .expect("start the scripted server");
+    let workspace = crate::harness::TempDir::new();
+    let mut command = agent_command(workspace.path());
+    command.args(["--base-url", &server.url, "--allow-shell", "-p", "go"]).env("OPENAI_API_KEY", KEY);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        std::fs::set_permissions(workspace.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        command.uid(65534).gid(65534);
+    }
+    let output = command.stdin(Stdio::null()).output().expect("run mini-agent");
+    let result = last_tool_result(&server.requests());
+    assert!(result.contains("MEM-"), "the command ran: {result}\n{output:?}");
+    assert!(result.contains("MEM-REFUSED"), "a command opened the agent's memory: {result}");
+}
