@@ -548,3 +548,19 @@ fn a_command_cannot_open_the_agents_memory() {
     assert!(result.contains("MEM-"), "the command ran: {result}\n{output:?}");
     assert!(result.contains("MEM-REFUSED"), "a command opened the agent's memory: {result}");
 }
+
+#[test]
+fn the_repl_history_file_holds_no_key() {
+    // The line editor keeps what was typed in `.mini_agent/history`: a record the agent
+    // writes, like the journal, so the key pasted into a message is `[redacted]` there too.
+    let workspace = crate::harness::TempDir::new();
+    let mut terminal = crate::pty::Terminal::start_with_env(workspace.path(), &["--demo"], &[("OPENAI_API_KEY", KEY)]);
+    terminal.wait_for("> ");
+    terminal.type_keys(&format!("use {KEY} to list files\r"));
+    terminal.wait_for("> ");
+    terminal.exit();
+    let history = std::fs::read_to_string(workspace.path().join(".mini_agent/history")).unwrap_or_default();
+    assert!(history.contains("to list files"), "the line is in the history: {history:?}");
+    assert!(!history.contains(KEY), "the history holds the key: {history:?}");
+    assert!(!files_under(workspace.path()).contains(KEY), "a record holds the key");
+}
