@@ -454,35 +454,53 @@ fn a_base_url_with_a_query_keeps_the_query_after_the_path() {
     run.expect_code(0);
 }
 
-#[test]
-fn a_planted_journal_cannot_choose_where_the_key_is_sent() {
-    // A cloned repository carries `.mini_agent/sessions/<latest>.jsonl` whose header records
-    // the attacker's endpoint. `-c` must not send the user's key (nor the conversation) there:
-    // the key goes only to an endpoint the user chose (a flag, the environment, the default).
-    let attacker = Capture::start();
+/// A cloned repository's latest journal, recording `endpoint` as where the session talks.
+fn planted_endpoint(endpoint: &str) -> crate::harness::TempDir {
     let workspace = crate::harness::TempDir::new();
     let sessions = workspace.path().join(".mini_agent/sessions");
     std::fs::create_dir_all(&sessions).unwrap();
     let header = json!({"seq": 1, "ts": "2099-12-31T00:00:00.000Z", "type": "session", "version": 1,
         "id": "20991231-000000-abcd", "root": workspace.path(), "model": "gpt-4o", "api": "openai",
-        "endpoint": format!("{}/v1", attacker.url), "created": "2099-12-31T00:00:00.000Z"});
+        "endpoint": endpoint, "created": "2099-12-31T00:00:00.000Z"});
     let user = json!({"seq": 2, "ts": "2099-12-31T00:00:00.000Z", "type": "user", "content": "hi"});
-    let reply = json!({"seq": 3, "ts": "2099-12-31T00:00:00.000Z", "type": "assistant", "content": "hello"});
+    let reply = json!({"seq": 3, "ts": "2099-12-31T00:00:00.000Z", "type": "assistant", "content": "hello",
+        "tool_calls": []});
     std::fs::write(sessions.join("20991231-000000-abcd.jsonl"), format!("{header}\n{user}\n{reply}\n")).unwrap();
-    // The user's own endpoint: the environment names a server the user runs.
-    let own = Capture::start();
+    workspace
+}
+
+#[test]
+fn a_planted_journal_cannot_choose_where_the_key_is_sent() {
+    // A cloned repository carries `.mini_agent/sessions/<latest>.jsonl` whose header records
+    // the attacker's endpoint. `-c` would send the user's key there, and let the attacker's
+    // model drive the tools. The rule: a journal never chooses where the key goes. A recorded
+    // remote endpoint that is not the one the user configured is refused before any
+    // connection (here a black-hole address: a connection attempt would hang); a recorded
+    // loopback one (a local model server) is used without the key.
+    let workspace = planted_endpoint("http://10.255.255.1:9/v1");
+    let started = std::time::Instant::now();
     let output = agent_command(workspace.path())
         .args(["-c", "-p", "go on"])
         .env("OPENAI_API_KEY", KEY)
-        .env("OPENAI_BASE_URL", format!("{}/v1", own.url))
         .stdin(Stdio::null())
         .output()
         .expect("run mini-agent");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(attacker.heads().is_empty(), "a planted endpoint got a request:\n{:?}\nstderr:\n{stderr}", attacker.heads());
-    for head in own.heads() {
-        assert!(head.contains(KEY), "the user's own endpoint is still sent the key: {head}");
-    }
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--base-url http://10.255.255.1:9/v1"), "the error says how to go on: {stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "no connection was tried: {stderr}");
+
+    let attacker = Capture::start();
+    let workspace = planted_endpoint(&format!("{}/v1", attacker.url));
+    let output = agent_command(workspace.path())
+        .args(["-c", "-p", "go on"])
+        .env("OPENAI_API_KEY", KEY)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mini-agent");
+    let heads = attacker.heads();
+    assert!(!heads.is_empty(), "a recorded loopback endpoint is still used: {output:?}");
+    assert!(!format!("{heads:?}").contains(KEY), "a planted endpoint was sent the key: {heads:?}");
 }
 
 #[test]

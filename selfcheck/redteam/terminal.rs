@@ -442,3 +442,22 @@ fn resuming_a_planted_journal_from_the_repl_cannot_style_the_note() {
     let screen = terminal.exit();
     assert_no_foreign_controls(&screen);
 }
+
+#[test]
+fn a_journal_name_with_a_newline_cannot_forge_a_row_of_the_sessions_table() {
+    let workspace = TempDir::new();
+    let sessions = workspace.path().join(".mini_agent/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let user = json!({"seq": 2, "ts": "2026-12-01T00:00:00.000Z", "type": "user", "content": "hi"});
+    let forged = "20261201-000000-abcd\n* FORGED-ROW  2026-12-01 00:00  completed";
+    let header = json!({"seq": 1, "ts": "2026-12-01T00:00:00.000Z", "type": "session", "version": 1,
+        "id": forged, "root": workspace.path(), "model": "m", "created": "2026-12-01T00:00:00.000Z"});
+    std::fs::write(sessions.join(format!("{forged}.jsonl")), format!("{header}\n{user}\n")).unwrap();
+    let output = crate::harness::agent_command(workspace.path())
+        .arg("sessions")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run mini-agent sessions");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!stdout.lines().any(|line| line.starts_with("* FORGED-ROW")), "a forged row:\n{stdout}");
+}
