@@ -814,3 +814,23 @@ fn listing_sessions_does_not_read_a_huge_planted_journal_whole() {
     assert!(printed.contains("20261201-000000-aaaa"), "the other session is still listed:\n{printed}");
     assert!(peak_kb < 64 * 1000, "peak RSS {peak_kb} kB listing a planted 1 GB journal");
 }
+
+#[test]
+fn a_huge_planted_history_file_is_not_read_at_start_up() {
+    // `.mini_agent/history` is a file of the workspace like any other: a repository can
+    // carry a 1 GB one (sparse: it costs nothing to ship). The line editor must not load it.
+    let workspace = repository();
+    std::fs::create_dir_all(workspace.path().join(".mini_agent")).unwrap();
+    std::fs::File::create(workspace.path().join(".mini_agent/history")).unwrap().set_len(1 << 30).unwrap();
+    let mut terminal = crate::pty::Terminal::start(workspace.path(), &["--demo"]);
+    terminal.wait_for("> ");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", terminal.pid())).unwrap_or_default();
+    let peak_kb: i64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/<pid>/status");
+    let screen = terminal.exit();
+    eprintln!("[planted] REPL start with a 1 GB history: peak RSS {:.1} MB", peak_kb as f64 / 1000.0);
+    assert!(peak_kb < 64 * 1000, "peak RSS {peak_kb} kB\n{screen}");
+}
