@@ -834,3 +834,21 @@ fn a_huge_planted_history_file_is_not_read_at_start_up() {
     eprintln!("[planted] REPL start with a 1 GB history: peak RSS {:.1} MB", peak_kb as f64 / 1000.0);
     assert!(peak_kb < 64 * 1000, "peak RSS {peak_kb} kB\n{screen}");
 }
+
+#[test]
+fn thousands_of_planted_skills_cost_a_bounded_start_up() {
+    // Skills that all claim one name are refused one by one: each must still count against
+    // the cap on what is read, or a repository makes start-up read (and warn about) every
+    // file it ships.
+    let workspace = repository();
+    let skills = workspace.path().join("skills");
+    std::fs::create_dir_all(&skills).unwrap();
+    for n in 0..3_000 {
+        std::fs::write(skills.join(format!("s{n:05}.md")), "---\nname: same\n---\nbody\n").unwrap();
+    }
+    let run = Test::new().args(["-p", "hi"]).server(vec![text("ok")]).run_in(workspace);
+    run.expect_code(0);
+    let warnings = run.stderr.lines().filter(|line| line.contains("warning")).count();
+    eprintln!("[planted] 3,000 skills of one name: {warnings} warning lines");
+    assert!(warnings <= 10, "{warnings} warning lines at start-up");
+}
