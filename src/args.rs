@@ -401,7 +401,9 @@ OPTIONS
       --model ID             model id (default: a resumed session's own model, else
                              $MODEL_ID, else gpt-4o-mini)
       --base-url URL         API base URL (default: a resumed session's own endpoint, else
-                             $OPENAI_BASE_URL, else https://api.openai.com/v1)
+                             $OPENAI_BASE_URL, else https://api.openai.com/v1; a session
+                             file never sends the key elsewhere: a recorded remote
+                             endpoint that is not that one needs this flag)
   -h, --help                 show this help
   -V, --version              show the version
   Values can follow the flag (--model gpt-4o) or be attached (--model=gpt-4o); each is

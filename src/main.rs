@@ -20,9 +20,11 @@ use args::{Command, Options, Prompt};
 use json_events::JsonEvents;
 use mini_agent::ch01_loop::{Error, Model, Observer, Outcome, plural};
 use mini_agent::ch02_model::text_calls::TextCallCheck;
-use mini_agent::ch02_model::{ChatClient, ClientConfig, IDLE_TIMEOUT_VARIABLE, parse_idle_timeout};
+use mini_agent::ch02_model::{
+    ChatClient, ClientConfig, IDLE_TIMEOUT_VARIABLE, api_key_required, parse_idle_timeout,
+};
 use mini_agent::ch03_tools::secrets::{
-    Keys, Redacted, Redactor, install, redactor, wipe_credentials_in_command_line,
+    Keys, Redacted, Redactor, install, redactor, seal_memory, wipe_credentials_in_command_line,
 };
 use mini_agent::ch04_terminal::sanitize::sanitize;
 use mini_agent::ch04_terminal::signals::stop_signal;
@@ -54,6 +56,7 @@ fn main() -> ExitCode {
         wipe_credentials_in_command_line(&words);
         Keys::take()
     };
+    seal_memory();
     let result = run(&words, &keys);
     match (&result, stop_signal()) {
         (Err(Error::Interrupted), Some(signal)) => say(&format!(
@@ -262,6 +265,9 @@ fn turn_limit_message(max_turns: usize) -> String {
     )
 }
 
+/// The largest `.mini_agent/history` the line editor loads (it keeps 1,000 lines).
+const HISTORY_MAX_BYTES: u64 = 8 << 20;
+
 // ANCHOR: repl
 /// No `-p`: the REPL of chapter 4, with this session as its host.
 fn repl(
@@ -273,9 +279,14 @@ fn repl(
 ) -> Result<u8, Error> {
     // A history file planted as a symlink would have typed lines appended to its target.
     let history = root.join(".mini_agent").join("history");
+    // A planted 1 GB one would be loaded whole by the line editor: it is read only when small.
     let history = match std::fs::symlink_metadata(&history) {
-        Ok(meta) if !meta.is_file() => {
-            say(&format!("mini-agent: warning: {} is not a regular file; history is off", history.display()));
+        Ok(meta) if !meta.is_file() || meta.len() > HISTORY_MAX_BYTES => {
+            say(&format!(
+                "mini-agent: warning: {} is not a regular file of at most {} MiB; history is off",
+                history.display(),
+                HISTORY_MAX_BYTES >> 20
+            ));
             None
         }
         _ => Some(history),
@@ -290,8 +301,8 @@ fn repl(
     screen.status(&format!(
         "mini-agent {} · {verb} session {} · {} · /help for commands\n",
         env!("CARGO_PKG_VERSION"),
-        agent.session_id(),
-        agent.model_id()
+        sanitize(agent.session_id()),
+        sanitize(agent.model_id())
     ));
     if resumed && let Some(last) = agent.last_exchange(screen.look) {
         screen.status(&last);
@@ -363,7 +374,9 @@ fn print_stdout(text: &str) -> Result<u8, Error> {
 
 /// One line on stderr; a closed stderr is not worth a panic.
 fn say(line: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "{}", redactor().redact(line));
+    // What the host says quotes the workspace (a path, a journal's id or model): shown, never
+    // obeyed, like model text.
+    let _ = writeln!(std::io::stderr().lock(), "{}", redactor().redact(&sanitize(line)));
 }
 
 /// Text squeezed onto one line, with control characters (a NUL in a path, an escape sequence
@@ -380,6 +393,8 @@ struct Chosen {
     demo: bool,
     base_url: String,
     model: String,
+    /// Whether the key goes with the requests: never to an endpoint only a journal named.
+    send_key: bool,
 }
 
 /// Flags win. Then a resumed session's own record (chapter 5's `Origin`): `-c` goes back to
@@ -400,15 +415,26 @@ fn choose_endpoint(options: &Options, keys: &Keys, recorded: Option<&Origin>) ->
     let kept = recorded.filter(|_| !moved);
     let kept_endpoint = kept.and_then(|origin| origin.endpoint.as_deref());
     let demo = options.demo || kept_endpoint == Some(DEMO_ENDPOINT);
-    let base_url = match (&options.base_url, kept_endpoint) {
-        (Some(flag), _) => flag.clone(),
+    // Where the user sends the key: the environment's URL, else the default.
+    let configured = keys.base_url.clone().unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+    let (base_url, send_key) = match (&options.base_url, kept_endpoint) {
+        (Some(flag), _) => (flag.clone(), true),
         // The record has no password; the environment's URL may hold it for the same server.
-        (None, Some(endpoint)) => keys
-            .base_url
-            .clone()
-            .filter(|url| without_credentials(url) == endpoint)
-            .unwrap_or_else(|| endpoint.to_string()),
-        (None, None) => keys.base_url.clone().unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
+        (None, Some(endpoint)) if without_credentials(&configured) == endpoint => (configured, true),
+        (None, Some(endpoint)) if demo => (endpoint.to_string(), false),
+        // A journal is a file of the workspace: a cloned repository can plant one that names
+        // its author's server. It may bring the session back to a local model server (a
+        // loopback address, no key needed), never send the key or the conversation away.
+        (None, Some(endpoint)) if !api_key_required(endpoint) => (endpoint.to_string(), false),
+        (None, Some(endpoint)) => {
+            return Err(Error::Config(format!(
+                "this session talked to {endpoint}, not to {} where your key goes; a session file \
+                 cannot choose where the key and the conversation are sent: run with --base-url \
+                 {endpoint} to continue there",
+                without_credentials(&configured)
+            )));
+        }
+        (None, None) => (configured, true),
     };
     let model = options
         .model
@@ -417,7 +443,7 @@ fn choose_endpoint(options: &Options, keys: &Keys, recorded: Option<&Origin>) ->
         .or_else(|| demo.then(|| "demo".to_string()))
         .or_else(|| env("MODEL_ID"))
         .unwrap_or_else(|| DEFAULT_MODEL.into());
-    Ok(Chosen { demo, base_url, model })
+    Ok(Chosen { demo, base_url, model, send_key })
 }
 
 /// The client's settings, once the demo server (when chosen) listens at `demo_url`.
@@ -426,7 +452,7 @@ fn client_config(chosen: &Chosen, keys: &Keys, demo_url: Option<&str>) -> Client
         Some(url) => ClientConfig { base_url: url.to_string(), api_key: None, model: chosen.model.clone() },
         None => ClientConfig {
             base_url: chosen.base_url.clone(),
-            api_key: keys.api_key.clone(),
+            api_key: keys.api_key.clone().filter(|_| chosen.send_key),
             model: chosen.model.clone(),
         },
     }

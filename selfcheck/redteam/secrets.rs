@@ -111,6 +111,10 @@ fn the_agents_own_proc_environ_no_longer_holds_the_key() {
         .run();
     run.expect_code(0);
     let result = run.only_tool_result();
+    // An ordinary user is refused outright (the agent is non-dumpable); root reads it.
+    if result.contains("Permission denied") {
+        return;
+    }
     assert!(result.contains("NO_COLOR=1"), "the agent's environment was readable: {result}");
     // Wiped, not merely redacted on the way out: not even the variable's name is left.
     assert!(!result.contains("OPENAI_API_KEY") && !result.contains("[redacted]"), "{result}");
@@ -424,7 +428,8 @@ impl Capture {
                 let mut body = vec![0; length];
                 let _ = reader.read_exact(&mut body);
                 seen.lock().unwrap().push(head);
-                let reply = r#"{"choices":[{"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}"#;
+                let reply =
+                    r#"{"choices":[{"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}"#;
                 let mut stream = stream;
                 let _ = write!(
                     stream,
@@ -465,7 +470,8 @@ fn planted_endpoint(endpoint: &str) -> crate::harness::TempDir {
     let user = json!({"seq": 2, "ts": "2099-12-31T00:00:00.000Z", "type": "user", "content": "hi"});
     let reply = json!({"seq": 3, "ts": "2099-12-31T00:00:00.000Z", "type": "assistant", "content": "hello",
         "tool_calls": []});
-    std::fs::write(sessions.join("20991231-000000-abcd.jsonl"), format!("{header}\n{user}\n{reply}\n")).unwrap();
+    std::fs::write(sessions.join("20991231-000000-abcd.jsonl"), format!("{header}\n{user}\n{reply}\n"))
+        .unwrap();
     workspace
 }
 
@@ -518,7 +524,11 @@ fn a_token_as_the_url_user_is_in_no_child_and_not_in_ps() {
         .expect("start the scripted server");
         let url = server.url.replacen("http://", &format!("http://{token}@"), 1);
         let test = Test::new().args(["--allow-shell", "-p", "go"]);
-        let run = if via_flag { test.base_url(&url).run() } else { test.env("OPENAI_BASE_URL", &url).base_url(&url).run() };
+        let run = if via_flag {
+            test.base_url(&url).run()
+        } else {
+            test.env("OPENAI_BASE_URL", &url).base_url(&url).run()
+        };
         run.expect_code(0);
         let encoded = last_tool_result(&server.requests());
         let decoded = std::process::Command::new("base64")
@@ -572,7 +582,8 @@ fn the_repl_history_file_holds_no_key() {
     // The line editor keeps what was typed in `.mini_agent/history`: a record the agent
     // writes, like the journal, so the key pasted into a message is `[redacted]` there too.
     let workspace = crate::harness::TempDir::new();
-    let mut terminal = crate::pty::Terminal::start_with_env(workspace.path(), &["--demo"], &[("OPENAI_API_KEY", KEY)]);
+    let mut terminal =
+        crate::pty::Terminal::start_with_env(workspace.path(), &["--demo"], &[("OPENAI_API_KEY", KEY)]);
     terminal.wait_for("> ");
     terminal.type_keys(&format!("use {KEY} to list files\r"));
     terminal.wait_for("> ");

@@ -100,6 +100,16 @@ pub fn api_key_required(base_url: &str) -> bool {
     !loopback
 }
 
+/// `{base_url}/chat/completions`, with the path added before a query (Azure-style endpoints
+/// carry `?api-version=…`), never glued onto it; a fragment is never sent, so it is dropped.
+pub fn chat_completions_url(base_url: &str) -> String {
+    let without_fragment = base_url.split_once('#').map_or(base_url, |(kept, _)| kept);
+    match without_fragment.split_once('?') {
+        Some((path, query)) => format!("{}/chat/completions?{query}", path.trim_end_matches('/')),
+        None => format!("{}/chat/completions", without_fragment.trim_end_matches('/')),
+    }
+}
+
 impl ChatClient {
     pub fn new(config: ClientConfig) -> Result<ChatClient, Error> {
         let base = config.base_url.trim_end_matches('/');
@@ -117,7 +127,7 @@ impl ChatClient {
         }
         Ok(ChatClient {
             agent: new_agent(),
-            url: format!("{base}/chat/completions"),
+            url: chat_completions_url(base),
             api_key,
             model: config.model,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,

@@ -300,3 +300,11 @@ fn server_messages_come_from_every_common_shape() {
     );
     assert_eq!(server_message("").0, None);
 }
+
+#[test]
+fn the_path_goes_before_the_query_of_a_base_url() {
+    use super::chat_completions_url as url;
+    assert_eq!(url("http://h/v1"), "http://h/v1/chat/completions");
+    assert_eq!(url("http://h/v1/?api-version=2"), "http://h/v1/chat/completions?api-version=2");
+    assert_eq!(url("http://h/v1?a=1&b=2#frag"), "http://h/v1/chat/completions?a=1&b=2");
+}

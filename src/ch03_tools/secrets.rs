@@ -98,6 +98,20 @@ impl Keys {
 }
 // ANCHOR_END: take
 
+/// Makes this process non-dumpable (Linux). Without Yama (`ptrace_scope` 0: Debian's
+/// default, most containers) any process of the same user may open `/proc/<pid>/mem` and
+/// read the key the agent must hold to send it: a command `bash` runs found it there. A
+/// non-dumpable process's memory, environment and file descriptors are closed to every
+/// other process of its user (root excepted); the commands it starts are dumpable again,
+/// as `exec` resets the flag.
+pub fn seal_memory() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl with integer arguments only changes this process's dumpable flag.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
+}
+
 unsafe extern "C" {
     /// The C library's environment: a null-terminated array of `NAME=value` strings.
     static mut environ: *mut *mut std::ffi::c_char;

@@ -47,9 +47,10 @@ pub(super) fn credential_name(name: &str) -> bool {
     ["key", "token", "secret", "pass", "sig", "auth"].iter().any(|word| name.contains(word))
 }
 
-/// The credentials in a URL: the user-info password and credential query values.
+/// The credentials in a URL: the user-info password (or the user alone, when there is no
+/// password: `https://TOKEN@host` is how tokens are put in URLs) and credential query values.
 pub(super) fn credentials_of(url: &str) -> Vec<&str> {
-    let mut found: Vec<&str> = password_of(url).into_iter().collect();
+    let mut found: Vec<&str> = password_of(url).or_else(|| lone_user_of(url)).into_iter().collect();
     if let Some((_, query)) = url.split_once('?') {
         let query = query.split('#').next().unwrap_or_default();
         for pair in query.split('&') {
@@ -70,6 +71,14 @@ pub(super) fn password_of(url: &str) -> Option<&str> {
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let userinfo = &rest[..rest[..end].rfind('@')?];
     userinfo.split_once(':').map(|(_, password)| password).filter(|p| !p.is_empty())
+}
+
+/// The user of a URL's user-info that has no password (`TOKEN` in `https://TOKEN@host`).
+fn lone_user_of(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let userinfo = &rest[..rest[..end].rfind('@')?];
+    (!userinfo.is_empty() && !userinfo.contains(':')).then_some(userinfo)
 }
 
 /// Every `scheme://user:pass@` in `text` becomes `scheme://[redacted]@`; `None` if none.
@@ -111,5 +120,6 @@ mod tests {
         assert_eq!(password_of("http://u:p4ssw0rd@h/v1"), Some("p4ssw0rd"));
         assert_eq!(password_of("http://u@h/v1"), None);
         assert_eq!(credentials_of("http://u:pw@h/v1?v=1&api-key=abc#x"), ["pw", "abc"]);
+        assert_eq!(credentials_of("https://ghp-token-123@h/v1"), ["ghp-token-123"]);
     }
 }

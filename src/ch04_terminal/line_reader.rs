@@ -142,8 +142,10 @@ impl LineReader {
         if let Source::Editor { editor, history } = &mut self.source
             && !line.trim().is_empty()
         {
+            // The history file is a record like the journal: a pasted key is `[redacted]`.
+            let line = crate::ch03_tools::secrets::redactor().redact(line);
             // Failing to save history is not worth interrupting the user.
-            let _ = editor.add_history_entry(line);
+            let _ = editor.add_history_entry(line.as_ref());
             if let Some(path) = history {
                 let _ = editor.append_history(path);
             }
