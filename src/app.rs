@@ -201,7 +201,10 @@ impl Agent {
             Outcome::Failed(error) => self.recorder.error(&error.to_string()),
         };
         if let Err(error) = written {
-            eprintln!("mini-agent: warning: could not record how the turn ended: {error}");
+            eprintln!(
+                "mini-agent: warning: could not record how the turn ended: {}",
+                sanitize(&error.to_string())
+            );
         }
     }
 
@@ -316,7 +319,7 @@ impl ReplHost for Agent {
                     eprintln!("mini-agent: warning: {}", sanitize(warning));
                 }
                 if let Some(note) = self.moved_note(&opened.origin) {
-                    eprintln!("mini-agent: note: {note}");
+                    eprintln!("mini-agent: note: {}", sanitize(&note));
                 }
                 self.switch_to(Recorder::new(opened.journal), opened.history, opened.compaction)?;
                 let last = self.last_exchange(Look::Plain).unwrap_or_default();

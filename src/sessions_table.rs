@@ -23,11 +23,11 @@ pub fn sessions_table(store: &SessionStore, current: Option<&str>) -> Result<Str
     for id in store.ids()? {
         match store.summary(id) {
             Ok(summary) => sessions.push(summary),
-            Err(error) => eprintln!("mini-agent: warning: {error}"),
+            Err(error) => eprintln!("mini-agent: warning: {}", sanitize(&error.to_string())),
         }
     }
     if sessions.is_empty() {
-        return Ok(format!("no sessions yet in {}", store.root().display()));
+        return Ok(sanitize(&format!("no sessions yet in {}", store.root().display())));
     }
     let lines: Vec<String> = sessions
         .iter()
@@ -37,10 +37,12 @@ pub fn sessions_table(store: &SessionStore, current: Option<&str>) -> Result<Str
             let prompt: String = prompt.lines().next().unwrap_or_default().chars().take(60).collect();
             let date = s.created.get(..16).unwrap_or(&s.created).replace('T', " ");
             let turns = plural(s.user_turns, "turn");
-            format!("{mark} {}  {date}  {:<11}  {turns:>9}  {}", s.id, state_word(&s.path), sanitize(&prompt))
+            format!("{mark} {}  {date}  {:<11}  {turns:>9}  {prompt}", s.id, state_word(&s.path))
         })
         .collect();
-    Ok(lines.join("\n"))
+    // Ids are file names and dates come from the header: the repository's text, like the
+    // prompt. The table is printed as it is by `mini-agent sessions`, so it is made safe here.
+    Ok(sanitize(&lines.join("\n")))
 }
 
 /// Where a session stopped, in one word (chapter 10 has the whole story).

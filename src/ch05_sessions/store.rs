@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::ch01_loop::Error;
+use crate::ch03_tools::bounds::read_line_capped;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -79,6 +80,9 @@ impl SessionStore {
         let mut ids: Vec<String> = entries
             .filter_map(|entry| entry.ok())
             .filter_map(|entry| entry.file_name().to_str()?.strip_suffix(".jsonl").map(str::to_string))
+            // An id is shown in tables, banners and errors: a name the agent could not have
+            // made (a newline, an escape sequence) is a planted file, not a session.
+            .filter(|id| !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)))
             .collect();
         ids.sort();
         Ok(ids)
@@ -165,19 +169,10 @@ fn got_a_reply(path: &Path) -> bool {
 /// remaining lines are counted by their `type` without parsing them. (A JSON string cannot
 /// contain an unescaped `"`, so this pattern only matches the record's own field.)
 fn summarize(path: &Path, id: String) -> Result<SessionSummary, Error> {
-    // Not through a symlink, not blocking on a FIFO, regular files only: a repository can
-    // plant anything under a session's name (chapter 9 says more).
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return Err(Error::Session(format!(
-            "{} is not a regular file, so it is not a session",
-            path.display()
-        )));
-    }
+    // Opened as chapter 9 opens any journal: not through a symlink, not blocking on a FIFO,
+    // a regular file within the size a session may have. A repository can plant anything
+    // under a session's name (chapter 9 says more).
+    let file = crate::ch09_trust::open_journal(path, false)?;
     let mut summary = SessionSummary {
         id,
         path: path.to_path_buf(),
@@ -185,10 +180,20 @@ fn summarize(path: &Path, id: String) -> Result<SessionSummary, Error> {
         first_prompt: None,
         user_turns: 0,
     };
-    for line in BufReader::new(file).split(b'\n') {
-        let line = line.map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+    // Lines are read with a cap: a list needs the start of each record, never a whole
+    // 200 MB line held in memory (a longer first message shows as its size).
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    while let Some(length) = read_line_capped(&mut reader, SUMMARY_LINE_BYTES, &mut line)
+        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?
+    {
         if summary.first_prompt.is_some() {
             summary.user_turns += usize::from(contains(&line, br#","type":"user","#));
+            continue;
+        }
+        if length > line.len() as u64 && contains(&line, br#","type":"user","#) {
+            summary.first_prompt = Some(format!("(a message of {length} bytes)"));
+            summary.user_turns = 1;
             continue;
         }
         // Unreadable lines are the journal reader's business (chapter 9); a list skips them.
@@ -203,6 +208,9 @@ fn summarize(path: &Path, id: String) -> Result<SessionSummary, Error> {
     }
     Ok(summary)
 }
+
+/// How much of one journal line `/list` keeps to read it.
+const SUMMARY_LINE_BYTES: usize = 1 << 20;
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|window| window == needle)
