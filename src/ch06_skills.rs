@@ -150,6 +150,11 @@ fn load_skills(workspace: &Workspace, warnings: &mut Vec<String>) -> Vec<Skill> 
         }
     };
     let mut skills: Vec<Skill> = Vec::new();
+    let first_warning = warnings.len();
+    // Every file considered counts, loaded or not: a repository of 3,000 skills that all
+    // claim one name must not make start-up read (and warn about) each of them.
+    let mut considered = 0;
+    let mut capped = false;
     for (name, kind) in entries {
         let name = name.to_string_lossy();
         let relative = if name.ends_with(".md") && !kind.is_dir() {
@@ -159,10 +164,11 @@ fn load_skills(workspace: &Workspace, warnings: &mut Vec<String>) -> Vec<Skill> 
         } else {
             continue;
         };
-        if skills.len() == MAX_SKILLS {
-            warnings.push(format!("more than {MAX_SKILLS} skills; the rest of skills/ was not loaded"));
+        if considered == MAX_SKILLS {
+            capped = true;
             break;
         }
+        considered += 1;
         let file = match workspace.read_workspace_file(&relative, SKILL_FILE_CAP) {
             Ok(Some(file)) => file,
             Ok(None) => continue,
@@ -184,9 +190,21 @@ fn load_skills(workspace: &Workspace, warnings: &mut Vec<String>) -> Vec<Skill> 
         }
         skills.push(skill);
     }
+    // A few warnings say what is wrong; hundreds would bury the prompt at every start.
+    if warnings.len() - first_warning > MAX_SKILL_WARNINGS {
+        let more = warnings.len() - first_warning - MAX_SKILL_WARNINGS;
+        warnings.truncate(first_warning + MAX_SKILL_WARNINGS);
+        warnings.push(format!("… and {more} more warnings about skills/"));
+    }
+    if capped {
+        warnings.push(format!("more than {MAX_SKILLS} skill files; the rest of skills/ was not read"));
+    }
     skills.sort_by(|a, b| a.name.cmp(&b.name));
     skills
 }
+
+/// Warnings about `skills/` shown at start, at most.
+const MAX_SKILL_WARNINGS: usize = 5;
 
 // ANCHOR: front_matter
 /// Reads the optional front matter (`---`, `key: value` lines, `---`). Without it the name is
