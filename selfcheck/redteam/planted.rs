@@ -852,3 +852,21 @@ fn thousands_of_planted_skills_cost_a_bounded_start_up() {
     eprintln!("[planted] 3,000 skills of one name: {warnings} warning lines");
     assert!(warnings <= 10, "{warnings} warning lines at start-up");
 }
+
+#[test]
+fn continue_is_not_held_by_planted_journals_without_a_reply() {
+    // `-c` looks for the newest session with a model reply. Forty planted 250 MB journals
+    // (sparse: free to ship) with none must not be read through, nor any held as one line.
+    let workspace = repository_with(".mini_agent/sessions/20261201-000000-aaaa.jsonl", &planted_journal("x"));
+    for n in 0..40 {
+        let path = workspace.path().join(format!(".mini_agent/sessions/20991231-0000{n:02}-bbbb.jsonl"));
+        std::fs::File::create(path).unwrap().set_len(250 << 20).unwrap();
+    }
+    let started = std::time::Instant::now();
+    let (_, printed, peak_kb) = peak_rss_of(workspace.path(), &["-c", "--status"]);
+    let took = started.elapsed();
+    // With no reply anywhere the newest is opened, and a journal is read whole (up to its
+    // 256 MiB cap, by design): the bound is that one file, not forty.
+    assert!(peak_kb < 64 * 1000 * 5, "peak RSS {peak_kb} kB\n{printed}");
+    assert!(took < std::time::Duration::from_secs(30), "-c took {took:?}\n{printed}");
+}

@@ -8,7 +8,7 @@ use super::*;
 use crate::ch01_loop::Error;
 use crate::ch03_tools::bounds::read_line_capped;
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -100,7 +100,14 @@ impl SessionStore {
                 self.root.display()
             )));
         };
-        let replied = ids.iter().rev().map(|id| self.path_of(id)).find(|path| got_a_reply(path));
+        // The newest few are looked at: a repository can plant hundreds of 256 MiB journals
+        // with no reply, and reading each would hold `-c` for minutes.
+        let replied = ids
+            .iter()
+            .rev()
+            .take(LATEST_CANDIDATES)
+            .map(|id| self.path_of(id))
+            .find(|path| got_a_reply(path));
         Ok(replied.unwrap_or_else(|| self.path_of(newest)))
     }
 
@@ -159,11 +166,21 @@ const AMBIGUOUS_SHOWN: usize = 10;
 /// is not a candidate, and opening it for real reports why.
 fn got_a_reply(path: &Path) -> bool {
     let Ok(file) = crate::ch09_trust::open_journal(path, false) else { return false };
-    BufReader::new(file)
-        .split(b'\n')
-        .map_while(Result::ok)
-        .any(|line| contains(&line, br#","type":"assistant","#))
+    // The type is near the start of a record: a line's head is enough, never a whole line;
+    // and a first reply comes early, so only the start of the file is looked through.
+    let mut reader = BufReader::new(std::io::Read::take(file, REPLY_SCAN_BYTES));
+    let mut head = Vec::new();
+    while let Ok(Some(_)) = read_line_capped(&mut reader, 256, &mut head) {
+        if contains(&head, br#","type":"assistant","#) {
+            return true;
+        }
+    }
+    false
 }
+
+/// How many of the newest sessions `-c` looks through for one with a reply, and how far.
+const LATEST_CANDIDATES: usize = 20;
+const REPLY_SCAN_BYTES: u64 = 16 << 20;
 
 /// Reads only what `/list` shows: records are parsed up to the first user message; the
 /// remaining lines are counted by their `type` without parsing them. (A JSON string cannot
