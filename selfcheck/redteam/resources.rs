@@ -33,6 +33,15 @@ pub(crate) struct Measured {
 /// while one forked from a small `sh` inherits only that of `sh`, a megabyte or two.
 pub(crate) fn measure(name: &str, workspace: TempDir, args: &[&str], steps: Vec<Step>) -> Measured {
     let server = ScriptedServer::scripted(steps).expect("start the scripted server");
+    let mut args: Vec<&str> = args.to_vec();
+    args.extend(["--base-url", &server.url]);
+    let mut measured = measure_command(name, workspace, &args);
+    measured.requests = server.requests();
+    measured
+}
+
+/// Like [`measure`], without a server: the command line alone.
+pub(crate) fn measure_command(name: &str, workspace: TempDir, args: &[&str]) -> Measured {
     // SAFETY: prctl with an integer argument; it only changes who adopts orphans.
     assert_eq!(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }, 0);
     let template = agent_command(workspace.path());
@@ -45,7 +54,6 @@ pub(crate) fn measure(name: &str, workspace: TempDir, args: &[&str], steps: Vec<
         .arg(template.get_program())
         .arg(&errors)
         .args(args)
-        .args(["--base-url", &server.url])
         .current_dir(workspace.path())
         .stdin(Stdio::null())
         .stderr(Stdio::inherit());
@@ -83,7 +91,7 @@ pub(crate) fn measure(name: &str, workspace: TempDir, args: &[&str], steps: Vec<
         peak_rss_kb as f64 / 1000.0,
         started.elapsed().as_secs_f64()
     );
-    let measured = Measured { code, stderr, peak_rss_kb, requests: server.requests(), workspace };
+    let measured = Measured { code, stderr, peak_rss_kb, requests: Vec::new(), workspace };
     assert!(
         measured.peak_rss_kb < RSS_LIMIT_KB,
         "{name}: peak RSS {} kB is over the bar\n{}",
@@ -384,4 +392,118 @@ fn a_reply_of_a_thousand_calls_runs_at_most_64() {
     let finished =
         records(&session_files(run.root())[0]).iter().filter(|r| r["type"] == "tool_finished").count();
     assert_eq!(finished, 1000);
+}
+
+// ---- rt-b: the reply cap counts everything a reply makes us hold, not only text and arguments.
+
+/// A streamed reply of `calls` tool calls, each opened under a new index with a 1 MB name:
+/// no text, no arguments, so a cap that counts only those never fires.
+fn streamed_calls_with_huge_names(calls: u64) -> Step {
+    let name = "n".repeat(1 << 20);
+    let mut chunks: Vec<String> = (0..calls)
+        .map(|index| {
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": index,
+                "id": format!("c{index}"), "function": {"name": name, "arguments": ""}}]}}]})
+            .to_string()
+        })
+        .collect();
+    chunks.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}).to_string());
+    Step::Stream { chunks, delay_ms: 0, finish: true }
+}
+
+#[test]
+fn a_streamed_reply_of_many_huge_names_has_the_same_cap() {
+    // Found by rt-b: 300 such calls took 1.2 GB of RSS and left a 381 MB journal.
+    let run = measure(
+        "streamed 80 calls with 1 MB names",
+        TempDir::new(),
+        &["-p", "go", "--stream"],
+        vec![streamed_calls_with_huge_names(80), text("done")],
+    );
+    run.expect_code(1);
+    assert!(run.stderr.contains("larger than 10 MiB"), "{}", run.stderr);
+    let journal = &session_files(run.root())[0];
+    let size = std::fs::metadata(journal).unwrap().len();
+    eprintln!("[resources] journal after 80 MB of streamed names: {size} bytes");
+    assert!(size < 11 * MIB, "{size}");
+}
+
+#[test]
+fn a_reply_of_twenty_thousand_calls_costs_the_history_64() {
+    // Found by rt-b: every call past 64 was answered with its own refusal, each two journal
+    // records with an fsync; 200,000 calls took minutes (SIGTERM was not heard meanwhile),
+    // left a 44 MB journal, and resuming it took 384 s. A reply's footprint in the history is
+    // bounded: at most 64 of its calls are kept, and the model is told the rest were dropped.
+    let calls: Vec<(String, String)> = (0..20_000)
+        .map(|n| ("read_file".to_string(), json!({"path": format!("f{n}")}).to_string()))
+        .collect();
+    let calls: Vec<(&str, &str)> = calls.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let started = Instant::now();
+    let run = measure(
+        "20,000 calls in one reply",
+        TempDir::new(),
+        &RUN_ALL,
+        vec![Step::tool_calls(&calls), text("done")],
+    );
+    let took = started.elapsed();
+    run.expect_code(0);
+    let journal = &session_files(run.root())[0];
+    let size = std::fs::metadata(journal).unwrap().len();
+    let finished = records(journal).iter().filter(|r| r["type"] == "tool_finished").count();
+    eprintln!("[resources] 20,000 calls: {took:?}, journal {size} bytes, {finished} results");
+    assert!(finished <= 64, "{finished} results recorded for one reply");
+    let last = messages(&run.requests[1]);
+    let results: Vec<&Value> = last.iter().filter(|m| m["role"] == "tool").collect();
+    assert!(results.len() <= 64, "{} results sent back", results.len());
+    let said = results.last().unwrap()["content"].as_str().unwrap();
+    assert!(said.contains("19936") && said.contains("at most 64"), "{said}");
+}
+
+#[test]
+fn listing_sessions_reads_only_the_head_of_a_huge_journal() {
+    // Found by rt-b: `mini-agent sessions` with one 381 MB journal took 83 s and 310 MB.
+    let workspace = TempDir::new();
+    let dir = workspace.path().join(".mini_agent/sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("20260101-000000-aaaa.jsonl");
+    let root = workspace.path().canonicalize().unwrap();
+    let header = json!({"seq": 1, "ts": "2026-01-01T00:00:00.000Z", "type": "session", "version": 1,
+        "id": "20260101-000000-aaaa", "root": root, "model": "demo", "api": "openai",
+        "endpoint": "demo", "created": "2026-01-01T00:00:00.000Z"});
+    let user = json!({"seq": 2, "ts": "2026-01-01T00:00:00.000Z", "type": "user", "content": "hello"});
+    let text = format!("{header}\n{user}\n");
+    let filler = json!({"seq": 3, "ts": "2026-01-01T00:00:00.000Z", "type": "user",
+        "content": "x".repeat(1 << 20)});
+    let filler = format!("{filler}\n");
+    let mut file = std::fs::File::create(&path).unwrap();
+    use std::io::Write;
+    file.write_all(text.as_bytes()).unwrap();
+    for _ in 0..200 {
+        file.write_all(filler.as_bytes()).unwrap();
+    }
+    drop(file);
+    let started = Instant::now();
+    let measured = measure_command("sessions with a 200 MB journal", workspace, &["sessions"]);
+    eprintln!("[resources] `sessions` over a 200 MB journal: {:?}", started.elapsed());
+    assert_eq!(measured.code, Some(0), "{}", measured.stderr);
+}
+
+#[test]
+fn a_summary_larger_than_the_window_cannot_end_the_session() {
+    // Found by rt-b: asked to compact, the model answered with a 40 KB "summary"; the run
+    // ended "does not fit … even after compaction". What compaction keeps is bounded by the
+    // window, whatever the model writes: a session can always continue.
+    let summary = "summary ".repeat(5000);
+    let run = crate::harness::Test::new()
+        .args(["-p", "go", "--allow-shell"])
+        .env("MINI_AGENT_CONTEXT_TOKENS", "4000")
+        .server(vec![
+            call("bash", json!({"command": "seq 1 3000"})),
+            text(&summary),
+            text(&summary),
+            text("done"),
+        ])
+        .run();
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stdout.contains("done"), "{}", run.stdout);
 }
