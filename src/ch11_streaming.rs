@@ -123,9 +123,12 @@ pub struct StreamAssembler {
     finish_reason: Option<String>,
     /// `[DONE]` arrived: the stream is over.
     done: bool,
-    /// Bytes of text and arguments gathered: at most MAX_REPLY_BYTES, as without streaming.
+    /// Bytes held (text, arguments, names, ids, calls): at most MAX_REPLY_BYTES, as without streaming.
     received: usize,
 }
+
+/// What one more call costs to hold, beyond its strings (the map entry, three empty strings).
+const CALL_OVERHEAD_BYTES: usize = 128;
 
 #[derive(Default)]
 struct PartialCall {
@@ -196,8 +199,15 @@ impl StreamAssembler {
                 None => 0,
             },
         };
-        let call = self.calls.entry(index).or_default();
+        // Everything held is counted against the cap, not only text and arguments: a new call
+        // (its entry), a longer id or name. Eighty calls with 1 MB names took 335 MB before.
+        let mut held = 0;
+        let call = self.calls.entry(index).or_insert_with(|| {
+            held += CALL_OVERHEAD_BYTES;
+            PartialCall::default()
+        });
         if let Some(id) = id {
+            held += id.len().saturating_sub(call.id.len());
             call.id = id.to_owned();
         }
         let function = fragment.get("function");
@@ -205,15 +215,16 @@ impl StreamAssembler {
         if let Some(name) =
             function.and_then(|f| f.get("name")).and_then(Value::as_str).filter(|n| !n.is_empty())
         {
+            held += name.len().saturating_sub(call.name.len());
             call.name = name.to_owned();
         }
         let piece = match function.and_then(|f| f.get("arguments")) {
             Some(Value::String(piece)) => Cow::Borrowed(piece.as_str()),
-            Some(Value::Null) | None => return Ok(()),
+            Some(Value::Null) | None => return self.count(held),
             Some(whole) => Cow::Owned(whole.to_string()),
         };
         call.arguments.push_str(&piece);
-        self.count(piece.len())
+        self.count(held + piece.len())
     }
 
     /// Counts gathered bytes against [`MAX_REPLY_BYTES`], the cap of a non-streamed reply.
