@@ -182,8 +182,8 @@ pub enum Outcome {
 }
 // ANCHOR_END: events
 
-/// Tool calls run from one reply; the rest are answered with a refusal (a reply of a thousand
-/// calls must not run a thousand commands).
+/// Tool calls kept from one reply; the rest are dropped before they reach the history (a reply
+/// of a thousand calls must not run a thousand commands, nor cost the history a thousand results).
 pub const MAX_CALLS_PER_REPLY: usize = 64;
 
 // ANCHOR: run_turn
@@ -209,6 +209,11 @@ pub fn run_turn(
         // "continue" can follow), and the turn fails saying why.
         let cut = reply.cut_reason().map(str::to_owned);
         let dropped_calls = if cut.is_some() { std::mem::take(&mut reply.tool_calls).len() } else { 0 };
+        // Past MAX_CALLS_PER_REPLY, calls are dropped before anything sees them: the history,
+        // the journal and every later request hold at most that many calls of one reply, so a
+        // reply of 20,000 calls costs what one of 64 costs. The last result says so.
+        let beyond = reply.tool_calls.len().saturating_sub(MAX_CALLS_PER_REPLY);
+        reply.tool_calls.truncate(MAX_CALLS_PER_REPLY);
         observer.event(Event::Reply(&reply))?;
         let calls = reply.tool_calls.clone();
         let content = reply.content.clone();
@@ -229,15 +234,7 @@ pub fn run_turn(
             return Ok(Some(Outcome::Completed(content.unwrap_or_default())));
         }
         for (index, call) in calls.iter().enumerate() {
-            let output = if index >= MAX_CALLS_PER_REPLY {
-                // Answered, not dropped: every call needs its result, and the model learns why.
-                ToolOutput {
-                    content: format!(
-                        "refused: at most {MAX_CALLS_PER_REPLY} calls of one reply run; call again"
-                    ),
-                    status: ToolStatus::Error,
-                }
-            } else if interrupted() {
+            let mut output = if interrupted() {
                 ToolOutput {
                     content: "interrupted by user before this tool ran".into(),
                     status: ToolStatus::Interrupted,
@@ -246,6 +243,12 @@ pub fn run_turn(
                 observer.event(Event::ToolStarted(call))?;
                 tools.run(call)
             };
+            if beyond > 0 && index + 1 == calls.len() {
+                output.content.push_str(&format!(
+                    "\n[{beyond} further calls of this reply were dropped, not run: at most \
+                     {MAX_CALLS_PER_REPLY} calls of one reply run; call again]"
+                ));
+            }
             observer.event(Event::ToolFinished(call, &output))?;
             append(
                 history,
