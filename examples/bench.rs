@@ -77,7 +77,9 @@ fn absolute(binary: &Path) -> PathBuf {
 
 /// Start-up, per-turn overhead, shutdown, memory and request sizes of one-shot runs.
 fn agent_rows(table: &mut Table, binary: &Path) {
-    let bash_true = Step::tool_calls(&[("bash", r#"{"command":"true"}"#)]);
+    // Each call differs (`true # n`): identical calls in a row now stop the turn (chapter 7's
+    // repeat detector), and the bench measures turns, not that.
+    let bash_true = |n: usize| Step::tool_calls(&[("bash", &format!(r#"{{"command":"true # {n}"}}"#))]);
     let mut first_request = None;
     for calls in [1, 10, 50] {
         let runs = repeat(|| run_task(binary, calls, &bash_true, None));
@@ -101,7 +103,9 @@ fn agent_rows(table: &mut Table, binary: &Path) {
         first_request = first_request.or_else(|| runs[0].requests.first().cloned());
     }
     // The same turns without a process: what the agent itself costs, and what is `bash`.
-    let list_files = Step::tool_calls(&[("list_files", "{}")]);
+    let list_files = |n: usize| {
+        Step::tool_calls(&[("list_files", if n.is_multiple_of(2) { "{}" } else { r#"{"path":"."}"# })])
+    };
     match repeat(|| run_task(binary, 50, &list_files, None)) {
         Ok(runs) => table.millis(
             "  for comparison: N = 50 list_files (no process)",
@@ -147,8 +151,13 @@ struct Run {
 
 /// One `-p` task in a fresh empty workspace: the server answers `calls` times with `step`,
 /// then with a final text.
-fn run_task(binary: &Path, calls: usize, step: &Step, rss_report: Option<&Path>) -> Result<Run, String> {
-    let mut replies = vec![step.clone(); calls];
+fn run_task(
+    binary: &Path,
+    calls: usize,
+    step: &dyn Fn(usize) -> Step,
+    rss_report: Option<&Path>,
+) -> Result<Run, String> {
+    let mut replies: Vec<Step> = (0..calls).map(step).collect();
     replies.push(Step::text("done"));
     let workspace = TempDir::new("task")?;
     let words = ["--allow-shell", "--max-turns", "100", "-p", "run the tool until told to stop"];
@@ -222,7 +231,7 @@ fn run_quietly(command: &mut Command, workspace: &TempDir) -> Result<i32, String
 }
 
 /// Peak resident memory of a 50-call task, in KB, from GNU time.
-fn peak_rss_kb(binary: &Path, step: &Step) -> Result<f64, String> {
+fn peak_rss_kb(binary: &Path, step: &dyn Fn(usize) -> Step) -> Result<f64, String> {
     if !Path::new("/usr/bin/time").exists() {
         return Err("needs GNU time at /usr/bin/time".into());
     }
