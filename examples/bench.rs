@@ -336,8 +336,8 @@ fn resume_run(binary: &Path, records: usize) -> Result<Run, String> {
     let (workspace, id) = workspace_with_session(records)?;
     let root = workspace.root().display().to_string();
     let words = ["--root", &root, "-r", &id, "-p", "one more thing: say done"];
-    // A long history may be compacted first (chapter 7), which is one more request.
-    run_agent(binary, &workspace, &words, vec![Step::text("done"); 4], None)
+    // A long history may be compacted first (chapter 7): up to 8 rounds, each one request.
+    run_agent(binary, &workspace, &words, vec![Step::text("done"); 12], None)
 }
 
 /// Guide build time, release binary size, and the clean build time measured by the script.
