@@ -753,53 +753,10 @@ fn a_write_killed_for_real_leaves_no_temporary_file_after_resume() {
 // ---------------------------------------------------------------------------------------
 // 3 (continued). Listing sessions reads planted journals too: bounded like opening one.
 
-/// Runs `mini-agent ARGS` in `root` (through `sh`, so the figure is the agent's own, not
-/// inherited from this large test process) and returns (exit code, stdout, peak RSS in kB).
+/// Runs `mini-agent ARGS` in `root` and returns (exit code, stdout and stderr, peak RSS in kB).
 fn peak_rss_of(root: &Path, args: &[&str]) -> (Option<i32>, String, i64) {
-    // SAFETY: prctl with an integer argument; it only changes who adopts orphans.
-    assert_eq!(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }, 0);
-    let template = crate::harness::agent_command(root);
-    let out = root.join(".mini_agent-test-stdout");
-    let mut command = std::process::Command::new("sh");
-    command
-        .arg("-c")
-        .arg(r#"agent="$1"; out="$2"; shift 2; "$agent" "$@" </dev/null >"$out" 2>&1 & echo $!"#)
-        .arg("sh")
-        .arg(template.get_program())
-        .arg(&out)
-        .args(args)
-        .current_dir(root);
-    for (key, value) in template.get_envs() {
-        match value {
-            Some(value) => command.env(key, value),
-            None => command.env_remove(key),
-        };
-    }
-    let started = std::time::Instant::now();
-    let output = command.output().expect("start sh");
-    let pid: libc::pid_t = String::from_utf8_lossy(&output.stdout).trim().parse().expect("a pid");
-    let (status, usage) = loop {
-        let mut status = 0;
-        // SAFETY: rusage is plain data; wait4 fills it for a child of ours (adopted).
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        if unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) } == pid {
-            break (status, usage);
-        }
-        if started.elapsed() > std::time::Duration::from_secs(60) {
-            // SAFETY: kill sends a signal to the agent we started.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("mini-agent {args:?} hung and was killed");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    };
-    let printed = std::fs::read_to_string(&out).unwrap_or_default();
-    let _ = std::fs::remove_file(&out);
-    eprintln!(
-        "[planted] mini-agent {args:?}: peak RSS {:.1} MB, {:.2} s",
-        usage.ru_maxrss as f64 / 1000.0,
-        started.elapsed().as_secs_f64()
-    );
-    (libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)), printed, usage.ru_maxrss)
+    let run = crate::resources::run_measured(&format!("mini-agent {args:?}"), root, args);
+    (run.code, run.stdout + &run.stderr, run.peak_rss_kb)
 }
 
 #[test]

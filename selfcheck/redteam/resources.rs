@@ -42,19 +42,48 @@ pub(crate) fn measure(name: &str, workspace: TempDir, args: &[&str], steps: Vec<
 
 /// Like [`measure`], without a server: the command line alone.
 pub(crate) fn measure_command(name: &str, workspace: TempDir, args: &[&str]) -> Measured {
+    let run = run_measured(name, workspace.path(), args);
+    let measured = Measured {
+        code: run.code,
+        stderr: run.stderr,
+        peak_rss_kb: run.peak_rss_kb,
+        requests: Vec::new(),
+        workspace,
+    };
+    assert!(
+        measured.peak_rss_kb < RSS_LIMIT_KB,
+        "{name}: peak RSS {} kB is over the bar\n{}",
+        measured.peak_rss_kb,
+        measured.stderr
+    );
+    measured
+}
+
+/// What [`run_measured`] saw: exit code, both streams, peak RSS in kB.
+pub(crate) struct MeasuredRun {
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) peak_rss_kb: i64,
+}
+
+/// Runs `mini-agent ARGS` in `root` through `sh` (see [`measure`] for why) and reads its
+/// peak RSS from `wait4`; asserts nothing, so callers choose their own bound.
+pub(crate) fn run_measured(name: &str, root: &Path, args: &[&str]) -> MeasuredRun {
     // SAFETY: prctl with an integer argument; it only changes who adopts orphans.
     assert_eq!(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }, 0);
-    let template = agent_command(workspace.path());
-    let errors = workspace.path().join(".mini_agent-test-stderr");
+    let template = agent_command(root);
+    let (out, errors) = (root.join(".mini_agent-test-stdout"), root.join(".mini_agent-test-stderr"));
     let mut command = std::process::Command::new("sh");
     command
         .arg("-c")
-        .arg(r#"agent="$1"; errors="$2"; shift 2; "$agent" "$@" </dev/null >/dev/null 2>"$errors" & echo $!"#)
+        .arg(r#"agent="$1"; out="$2"; errors="$3"; shift 3; "$agent" "$@" </dev/null >"$out" 2>"$errors" & echo $!"#)
         .arg("sh")
         .arg(template.get_program())
+        .arg(&out)
         .arg(&errors)
         .args(args)
-        .current_dir(workspace.path())
+        .current_dir(root)
         .stdin(Stdio::null())
         .stderr(Stdio::inherit());
     for (key, value) in template.get_envs() {
@@ -83,22 +112,19 @@ pub(crate) fn measure_command(name: &str, workspace: TempDir, args: &[&str]) -> 
         std::thread::sleep(Duration::from_millis(5));
     };
     let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-    let stderr = std::fs::read_to_string(&errors).unwrap_or_default();
-    let _ = std::fs::remove_file(&errors);
+    let read = |path: &Path| {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let _ = std::fs::remove_file(path);
+        text
+    };
+    let (stdout, stderr) = (read(&out), read(&errors));
     let peak_rss_kb = usage.ru_maxrss; // kilobytes on Linux
     eprintln!(
         "[resources] {name}: peak RSS {:.1} MB, {:.2} s, exit {code:?}",
         peak_rss_kb as f64 / 1000.0,
         started.elapsed().as_secs_f64()
     );
-    let measured = Measured { code, stderr, peak_rss_kb, requests: Vec::new(), workspace };
-    assert!(
-        measured.peak_rss_kb < RSS_LIMIT_KB,
-        "{name}: peak RSS {} kB is over the bar\n{}",
-        measured.peak_rss_kb,
-        measured.stderr
-    );
-    measured
+    MeasuredRun { code, stdout, stderr, peak_rss_kb }
 }
 
 impl Measured {

@@ -4,17 +4,7 @@ use super::markdown::*;
 use super::stream::*;
 
 fn plain(markdown: &str) -> String {
-    let styled = render_markdown(markdown, Look::Color);
-    let mut out = String::new();
-    let mut chars = styled.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            chars.by_ref().find(|&c| c == 'm');
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    without_styles(&render_markdown(markdown, Look::Color))
 }
 
 #[test]
