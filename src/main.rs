@@ -376,7 +376,7 @@ fn print_stdout(text: &str) -> Result<u8, Error> {
 fn say(line: &str) {
     // What the host says quotes the workspace (a path, a journal's id or model): shown, never
     // obeyed, like model text.
-    let _ = writeln!(std::io::stderr().lock(), "{}", redactor().redact(&sanitize(line)));
+    let _ = writeln!(std::io::stderr().lock(), "{}", redactor().redact_line(&sanitize(line)));
 }
 
 /// Text squeezed onto one line, with control characters (a NUL in a path, an escape sequence

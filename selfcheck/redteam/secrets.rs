@@ -593,3 +593,21 @@ fn the_repl_history_file_holds_no_key() {
     assert!(!history.contains(KEY), "the history holds the key: {history:?}");
     assert!(!files_under(workspace.path()).contains(KEY), "a record holds the key");
 }
+
+/// Redaction is for our secrets only: a URL with user-info that the model writes (or a file
+/// holds) is the user's data, and reaches the file whole. Redacting it there would corrupt
+/// configuration files and commands.
+#[test]
+fn a_url_with_userinfo_in_the_users_data_is_not_corrupted() {
+    let url = "postgres://app:devpass@db:5432/app";
+    let run = with_key(vec![
+        call("write_file", json!({"path": "config.env", "content": format!("DATABASE_URL={url}\n")})),
+        text("done"),
+    ])
+    .args(["--allow-write", "-p", "go"])
+    .run();
+    run.expect_code(0);
+    let written = std::fs::read_to_string(run.root().join("config.env")).unwrap();
+    assert_eq!(written, format!("DATABASE_URL={url}\n"));
+    assert_nowhere(&run, KEY);
+}

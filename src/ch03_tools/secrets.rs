@@ -56,11 +56,6 @@ pub fn remove_keys(command: &mut Command) -> &mut Command {
 }
 // ANCHOR_END: key_variables
 
-/// The values of the key variables present now, as secrets to redact.
-pub fn key_values() -> Vec<String> {
-    KEY_VARIABLES.iter().filter_map(|name| std::env::var(name).ok()).collect()
-}
-
 // ANCHOR: take
 /// The credentials of this run, taken out of the environment.
 #[derive(Default)]
@@ -221,13 +216,24 @@ impl Redactor {
         self.secrets.is_empty()
     }
 
-    /// `text` with every secret and every URL user-info replaced; borrowed when unchanged.
+    /// `text` with every secret replaced; borrowed when unchanged. Only our own secrets: a
+    /// `postgres://app:pw@db` the model writes or a file holds is the user's data, and is
+    /// left whole (changing it would corrupt what the tools read and write).
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.redact_secrets(Cow::Borrowed(text))
+    }
+
+    /// For a line the agent itself prints about an error: [`Redactor::redact`], and every
+    /// URL user-info too (an error can quote a URL we never saw as a secret).
+    pub fn redact_line<'a>(&self, text: &'a str) -> Cow<'a, str> {
         // User-info first: once a password inside it is `[redacted]`, the URL no longer parses.
-        let mut text = match redact_userinfo(text) {
+        self.redact_secrets(match redact_userinfo(text) {
             Some(cleaned) => Cow::Owned(cleaned),
             None => Cow::Borrowed(text),
-        };
+        })
+    }
+
+    fn redact_secrets<'a>(&self, mut text: Cow<'a, str>) -> Cow<'a, str> {
         for secret in &self.secrets {
             if text.contains(secret.as_str()) {
                 text = Cow::Owned(text.replace(secret.as_str(), REDACTED));
@@ -345,23 +351,24 @@ impl<M: Model> Model for Redacted<M> {
 
 /// The same error with every text in it redacted.
 pub fn redact_error(r: &Redactor, error: Error) -> Error {
+    let line = |text: String| r.redact_line(&text).into_owned();
     match error {
-        Error::Usage(text) => Error::Usage(r.redact_string(text)),
-        Error::Config(text) => Error::Config(r.redact_string(text)),
-        Error::Network(text) => Error::Network(r.redact_string(text)),
-        Error::Refused(text) => Error::Refused(r.redact_string(text)),
-        Error::Model(text) => Error::Model(r.redact_string(text)),
-        Error::Session(text) => Error::Session(r.redact_string(text)),
+        Error::Usage(text) => Error::Usage(line(text)),
+        Error::Config(text) => Error::Config(line(text)),
+        Error::Network(text) => Error::Network(line(text)),
+        Error::Refused(text) => Error::Refused(line(text)),
+        Error::Model(text) => Error::Model(line(text)),
+        Error::Session(text) => Error::Session(line(text)),
         Error::Http { status, message, retry_after_ms, code } => {
-            let code = code.map(|code| r.redact_string(code));
-            Error::Http { status, message: r.redact_string(message), retry_after_ms, code }
+            let code = code.map(line);
+            Error::Http { status, message: line(message), retry_after_ms, code }
         }
-        Error::Io { context, source } => Error::Io { context: r.redact_string(context), source },
+        Error::Io { context, source } => Error::Io { context: line(context), source },
         Error::Interrupted => Error::Interrupted,
         // Counts and a finish reason (only `length` or `content_filter`): nothing echoed.
         cut @ Error::ReplyCut { .. } => cut,
         // The tool name is the model's text: it could be anything.
-        Error::Stuck { name, repeats } => Error::Stuck { name: r.redact_string(name), repeats },
+        Error::Stuck { name, repeats } => Error::Stuck { name: line(name), repeats },
     }
 }
 
@@ -453,12 +460,13 @@ mod tests {
         assert_eq!(r.redact(&format!("KEY={KEY}\n")), "KEY=[redacted]\n");
         assert_eq!(r.redact("a short word"), "a short word");
         assert!(matches!(r.redact("nothing here"), Cow::Borrowed(_)));
+        assert_eq!(r.redact("DATABASE_URL=postgres://app:pw@db/x"), "DATABASE_URL=postgres://app:pw@db/x");
         assert_eq!(
-            r.redact("GET http://bob:hunter2@127.0.0.1:9/v1 failed"),
+            r.redact_line("GET http://bob:hunter2@127.0.0.1:9/v1 failed"),
             "GET http://[redacted]@127.0.0.1:9/v1 failed"
         );
         assert_eq!(
-            r.redact("mail me at a@b.c, see https://x.org/@me"),
+            r.redact_line("mail me at a@b.c, see https://x.org/@me"),
             "mail me at a@b.c, see https://x.org/@me"
         );
     }
