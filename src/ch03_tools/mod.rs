@@ -85,31 +85,9 @@ const KILL_GRACE: Duration = Duration::from_millis(500);
 /// Time we keep reading output after the command exited (a daemon may hold the pipe).
 const PIPE_GRACE: Duration = Duration::from_millis(200);
 
-// Open flags std does not name. The values differ between platforms, hence the cfgs.
-#[cfg(all(
-    target_os = "linux",
-    any(target_arch = "aarch64", target_arch = "arm", target_arch = "powerpc64")
-))]
-const O_NOFOLLOW: i32 = 0o100_000;
-#[cfg(all(
-    target_os = "linux",
-    not(any(target_arch = "aarch64", target_arch = "arm", target_arch = "powerpc64"))
-))]
-const O_NOFOLLOW: i32 = 0o400_000;
-#[cfg(not(target_os = "linux"))]
-const O_NOFOLLOW: i32 = 0x100;
-#[cfg(target_os = "linux")]
-const O_NONBLOCK: i32 = 0o4_000;
-/// The error O_NOFOLLOW gives when the final component is a symlink.
-#[cfg(target_os = "linux")]
-const ELOOP: i32 = 40;
-#[cfg(not(target_os = "linux"))]
-const ELOOP: i32 = 62;
-#[cfg(not(target_os = "linux"))]
-const O_NONBLOCK: i32 = 0x4;
-
-const SIGKILL: i32 = 9;
-const SIGTERM: i32 = 15;
+// Open flags, an errno and signals std does not name. Their values differ between platforms
+// (O_NOFOLLOW alone has three), so they come from libc, never written by hand.
+use libc::{ELOOP, O_NOFOLLOW, O_NONBLOCK, SIGKILL, SIGTERM};
 /// The six tools, confined to one directory tree.
 pub struct Workspace {
     root: PathBuf,

@@ -17,12 +17,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-unsafe extern "C" {
-    /// POSIX kill(2); a negative pid signals a whole process group.
-    fn kill(pid: i32, signal: i32) -> i32;
-    /// POSIX setsid(2): a new session and process group, with no controlling terminal.
-    fn setsid() -> i32;
-}
+use libc::{kill, setsid};
 
 /// How a command run ended.
 enum Ending {
