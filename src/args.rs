@@ -187,7 +187,7 @@ fn parse_sessions(words: &[String]) -> Result<Command, String> {
         let (flag, inline) = split_inline_value(&word);
         match flag {
             "-h" | "--help" => return Ok(Command::Help),
-            "--root" => root = Some(PathBuf::from(words.value(flag, inline)?)),
+            "--root" => root = Some(PathBuf::from(words.non_empty(flag, inline)?)),
             _ if flag.starts_with('-') => return Err(unknown_flag(flag, SESSIONS_FLAGS)),
             _ => return Err(format!("sessions takes no argument, got '{word}' (use --root DIR)")),
         }

@@ -307,7 +307,11 @@ pub fn ask_with(call: &ToolCall, needed: Permission, mut ask: impl FnMut(&str) -
                 viewed = true;
                 question = format!("{}\n{allow}", shown.whole);
             }
-            _ => question = format!("please answer y, a or n (n may be followed by a reason)\n{allow}"),
+            _ => {
+                let or_view = if viewed { "" } else { "; v shows the whole command" };
+                question =
+                    format!("please answer y, a or n (n may be followed by a reason){or_view}\n{allow}")
+            }
         }
     }
 }

@@ -59,9 +59,17 @@ impl StreamRenderer {
     /// up to the last space renders to more than one row, and has no open emphasis, code
     /// span or link. The last row waits, since the next words may still join it.
     fn long_prose(&mut self) -> String {
-        let width = self.width().max(MIN_WIDTH);
+        // Cheap checks first: this runs on every streamed delta, the width is an ioctl.
         let starts_prose = self.partial.chars().next().is_some_and(char::is_alphabetic);
-        if self.fence.is_some() || !self.table.is_empty() || !starts_prose || self.partial.width() <= width {
+        if self.fence.is_some()
+            || !self.table.is_empty()
+            || !starts_prose
+            || self.partial.width() <= MIN_WIDTH
+        {
+            return String::new();
+        }
+        let width = self.width().max(MIN_WIDTH);
+        if self.partial.width() <= width {
             return String::new();
         }
         let Some(cut) = self.partial.rfind(' ') else { return String::new() };
