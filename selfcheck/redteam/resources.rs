@@ -104,10 +104,18 @@ pub(crate) fn run_measured(name: &str, root: &Path, args: &[&str]) -> MeasuredRu
         if reaped == pid {
             break (status, usage);
         }
-        if started.elapsed() > Duration::from_secs(90) {
+        if reaped == -1 || started.elapsed() > Duration::from_secs(90) {
+            // Say where it was (state, kernel wait channel) before killing it: a hang here
+            // has been seen once in CI and not reproduced.
+            let proc =
+                |file: &str| std::fs::read_to_string(format!("/proc/{pid}/{file}")).unwrap_or_default();
+            let (stat, wchan) = (proc("stat"), proc("wchan"));
+            let error = std::io::Error::last_os_error();
             // SAFETY: kill sends a signal to the agent we started.
             unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("{name}: the agent hung and was killed");
+            panic!(
+                "{name}: the agent hung and was killed (wait4: {reaped}, {error}; stat: {stat}; wchan: {wchan})"
+            );
         }
         std::thread::sleep(Duration::from_millis(5));
     };
