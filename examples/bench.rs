@@ -16,7 +16,7 @@
 use mini_agent::ch05_sessions::{SessionStore, new_session_id};
 use mini_agent::ch09_journal::{measure_appends, write_synthetic_journal};
 use mini_agent::ch10_recovery::{resume, status_of};
-use mini_agent::ch13_scripted_server::{ScriptedServer, Step};
+use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
 use serde_json::Value;
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //!
 //! Tests read like sentences: `Test::new().args(["-p", "go"]).server(steps).run()`.
 
-use mini_agent::ch13_scripted_server::{ScriptedServer, Step};
+use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -182,7 +182,7 @@ mod tests {
     use super::*;
     use crate::ch01_loop::Message;
     use crate::ch02_model::{ChatClient, ClientConfig};
-    use crate::ch13_scripted_server::{ScriptedServer, Step};
+    use crate::testkit::scripted_server::{ScriptedServer, Step};
 
     /// Records every retry event as `(attempt, wait_ms, reason)`.
     #[derive(Default)]

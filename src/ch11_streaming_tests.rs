@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::ch01_loop::{Message, Usage};
-use crate::ch13_scripted_server::{ScriptedServer, Step};
+use crate::testkit::scripted_server::{ScriptedServer, Step};
 use serde_json::json;
 
 /// Records text deltas and notices.

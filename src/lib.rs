@@ -2,18 +2,30 @@
 //! Read the modules in order; each one uses only the chapters before it.
 
 pub mod ch01_loop;
+#[cfg(feature = "ch02")]
 pub mod ch02_model;
+#[cfg(feature = "ch03")]
 pub mod ch03_tools;
+#[cfg(feature = "ch04")]
 pub mod ch04_terminal;
+#[cfg(feature = "ch05")]
 pub mod ch05_sessions;
+#[cfg(feature = "ch06")]
 pub mod ch06_skills;
+#[cfg(feature = "ch07")]
 pub mod ch07_context;
+#[cfg(feature = "ch08")]
 pub mod ch08_retry;
+#[cfg(feature = "ch09")]
 pub mod ch09_journal;
+#[cfg(feature = "ch09")]
 pub mod ch09_trust;
+#[cfg(feature = "ch10")]
 pub mod ch10_recovery;
+#[cfg(feature = "ch11")]
 pub mod ch11_streaming;
+#[cfg(feature = "ch12")]
 pub mod ch12_permissions;
-pub mod ch13_demo;
+#[cfg(feature = "ch13")]
 pub mod ch13_evaluation;
-pub mod ch13_scripted_server;
+pub mod testkit;

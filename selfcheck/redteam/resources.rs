@@ -7,7 +7,7 @@
 //! rule: peak RSS under 64 MB, no file the agent wrote over 64 MiB, the spill directory small.
 
 use crate::harness::{TempDir, agent_command, call, messages, records, session_files, text};
-use mini_agent::ch13_scripted_server::{ScriptedServer, Step};
+use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Stdio;

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::ch01_loop::{Event, Message, ToolCall, Usage};
-use crate::ch13_scripted_server::{ScriptedServer, Step};
+use crate::testkit::scripted_server::{ScriptedServer, Step};
 use serde_json::Value;
 use serde_json::json;
 use std::time::UNIX_EPOCH;

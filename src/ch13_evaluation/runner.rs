@@ -8,7 +8,7 @@ use super::journal::{journal_problems, journal_records, tools_answered, tools_st
 use super::scenario::{DEFAULT_RUN_TIMEOUT_MS, Run, Scenario, SignalName, load_scenarios};
 use super::script::server_steps;
 use crate::ch01_loop::Error;
-use crate::ch13_scripted_server::ScriptedServer;
+use crate::testkit::scripted_server::ScriptedServer;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
