@@ -9,7 +9,7 @@
 //! `Journal::open` (what resuming uses: it also cuts the torn tail) and `status_of`.
 
 use crate::harness::TempDir;
-use mini_agent::ch01_loop::{ToolCall, ToolStatus, Usage};
+use mini_agent::ch02_loop::{ToolCall, ToolStatus, Usage};
 use mini_agent::ch05_sessions::{Append, Body, Record, SessionStore};
 use mini_agent::ch09_journal::{Journal, Loaded, read_journal};
 use mini_agent::ch10_recovery::status_of;

@@ -7,7 +7,7 @@
 //! with text and interleaved tool-call fragments, random bytes, random line endings and
 //! comments, every truncated prefix, deep nesting, huge lines and odd JSON types.
 
-use mini_agent::ch01_loop::{Error, Event, Observer};
+use mini_agent::ch02_loop::{Error, Event, Observer};
 use mini_agent::ch11_streaming::{SseEvent, SseParser, StreamAssembler};
 use serde_json::json;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -15,7 +15,7 @@
 //!   so `--status` can tell where a session stopped.
 
 use crate::sessions_table::sessions_table;
-use mini_agent::ch01_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, plural, run_turn};
+use mini_agent::ch02_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, plural, run_turn};
 use mini_agent::ch03_tools::Workspace;
 use mini_agent::ch04_terminal::sanitize::sanitize;
 use mini_agent::ch04_terminal::{HostCommand, Look, ReplHost, TypeAhead, render_markdown};
@@ -284,7 +284,7 @@ impl Agent {
     }
 
     fn stats_report(&self) -> String {
-        let schemas = mini_agent::ch01_loop::Tools::schemas(&self.tools);
+        let schemas = mini_agent::ch02_loop::Tools::schemas(&self.tools);
         let next_prompt = self.model.estimate_prompt(&self.history, &schemas);
         format!(
             "session      {}\n{}\ncontext      about {next_prompt} of {} tokens in the next request",
@@ -400,7 +400,7 @@ impl Observer for Fanout<'_> {
 struct TypeAheadPrompter(TypeAhead);
 
 impl Prompter for TypeAheadPrompter {
-    fn ask(&mut self, call: &mini_agent::ch01_loop::ToolCall, needed: Permission) -> Answer {
+    fn ask(&mut self, call: &mini_agent::ch02_loop::ToolCall, needed: Permission) -> Answer {
         ask_with(call, needed, |question| self.0.ask(question))
     }
 }

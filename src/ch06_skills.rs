@@ -12,7 +12,7 @@
 //! [`Tools`] and adds it, the same "wrap a seam" move that later chapters use for retries and
 //! permissions.
 
-use crate::ch01_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
+use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
 use crate::ch03_tools::Workspace;
 use serde_json::{Value, json};
 use std::fmt;

@@ -18,7 +18,7 @@
 //! failed together do not all come back at the same instant. Every retry is an event, so the
 //! terminal shows it and the journal records it.
 
-use crate::ch01_loop::{Error, Event, Model, Observer, Reply, Request, interrupted};
+use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request, interrupted};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The longest `Retry-After` we honour; a server asking for more gets an error that says so.
@@ -180,7 +180,7 @@ pub fn sleep_interruptibly(duration: Duration) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ch01_loop::Message;
+    use crate::ch02_loop::Message;
     use crate::ch02_model::{ChatClient, ClientConfig};
     use crate::testkit::scripted_server::{ScriptedServer, Step};
 
@@ -367,7 +367,7 @@ mod tests {
             let mut model = Retrying::new(ChatClient::new(config).expect("client"), 2);
             std::thread::spawn(|| {
                 std::thread::sleep(Duration::from_millis(200));
-                crate::ch01_loop::set_interrupted(true);
+                crate::ch02_loop::set_interrupted(true);
             });
             let started = std::time::Instant::now();
             let messages = [Message::User { content: "hi".into() }];

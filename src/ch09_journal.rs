@@ -19,7 +19,7 @@
 //!
 //! The reader is strict in the same way for everyone: `--status` and `--resume` use it.
 
-use crate::ch01_loop::{Error, ToolCall, ToolStatus, Usage};
+use crate::ch02_loop::{Error, ToolCall, ToolStatus, Usage};
 use crate::ch03_tools::secrets::{REDACTED, redactor};
 use crate::ch05_sessions::{Append, Body, FORMAT_VERSION, Origin, Record, SessionStore, now_rfc3339};
 use crate::ch09_trust::{JOURNAL_MAX_BYTES, open_journal};
@@ -364,7 +364,7 @@ pub fn write_synthetic_journal(path: &Path, records: usize) -> Result<(), Error>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ch01_loop::{Event, Message, Observer, ToolOutput};
+    use crate::ch02_loop::{Event, Message, Observer, ToolOutput};
     use crate::ch05_sessions::tests::TempDir;
     use crate::ch05_sessions::{Recorder, replay};
 

@@ -13,7 +13,7 @@
 //!   `.mini_agent/sessions/` holds it. The `root` recorded in the header is only a check; one
 //!   that disagrees is refused ([`check_recorded_root`]), it never moves the root.
 
-use crate::ch01_loop::{Error, ToolCall};
+use crate::ch02_loop::{Error, ToolCall};
 use crate::ch03_tools::Workspace;
 use crate::ch05_sessions::SessionStore;
 use std::fs::{self, File, OpenOptions};

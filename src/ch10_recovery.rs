@@ -17,7 +17,7 @@
 //! Everything here is a pure function of the records, so `--status` needs no key and sends
 //! nothing, and the rules are tested without a disk or a model.
 
-use crate::ch01_loop::{Error, Message, ToolCall, ToolStatus, describe_call, plural};
+use crate::ch02_loop::{Error, Message, ToolCall, ToolStatus, describe_call, plural};
 use crate::ch02_model::shorten;
 use crate::ch05_sessions::{Append, Body, Origin, Record, replay};
 use crate::ch09_journal::{Journal, lock_holder_of, read_journal};

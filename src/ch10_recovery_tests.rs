@@ -1,7 +1,7 @@
 //! Tests of chapter 10: the status of a session that stopped, and resuming it.
 
 use super::*;
-use crate::ch01_loop::{Limits, Model, Outcome, Reply, Request, ToolOutput, Tools, run_turn};
+use crate::ch02_loop::{Limits, Model, Outcome, Reply, Request, ToolOutput, Tools, run_turn};
 use crate::ch05_sessions::tests::{TempDir, call};
 use crate::ch05_sessions::{FORMAT_VERSION, MemoryLog, Recorder, SessionStore};
 use crate::ch09_journal::write_synthetic_journal;
@@ -179,7 +179,7 @@ impl Model for Answers {
     fn complete(
         &mut self,
         request: &Request,
-        _: &mut dyn crate::ch01_loop::Observer,
+        _: &mut dyn crate::ch02_loop::Observer,
     ) -> Result<Reply, Error> {
         self.1.push(request.messages.len());
         Ok(self.0.remove(0))

@@ -15,7 +15,7 @@
 //! A stream cut off in the middle is an error; the text that did arrive is reported as
 //! partial, and none of the half-received tool calls is run.
 
-use crate::ch01_loop::{Error, Event, Model, Observer, Reply, Request, ToolCall, interrupted};
+use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request, ToolCall, interrupted};
 use crate::ch02_model::reply::content_text;
 use crate::ch02_model::{
     ChatClient, ClientConfig, DEFAULT_IDLE_TIMEOUT, INTERRUPT_POLL, MAX_REPLY_BYTES, idle_message,
@@ -116,7 +116,7 @@ pub struct StreamAssembler {
     text: String,
     /// Tool calls by their `index`; fragments append to the call they name.
     calls: BTreeMap<u64, PartialCall>,
-    usage: Option<crate::ch01_loop::Usage>,
+    usage: Option<crate::ch02_loop::Usage>,
     /// A `finish_reason` arrived: the model is done, only usage may follow.
     finished: bool,
     /// That reason: `length` or `content_filter` means the reply was cut (chapter 1).

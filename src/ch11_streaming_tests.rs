@@ -1,7 +1,7 @@
 //! Tests of chapter 11's streaming client against a scripted server.
 
 use super::*;
-use crate::ch01_loop::{Message, Usage};
+use crate::ch02_loop::{Message, Usage};
 use crate::testkit::scripted_server::{ScriptedServer, Step};
 use serde_json::json;
 
@@ -205,7 +205,7 @@ fn ctrl_c_abandons_a_slow_stream() {
         let step = Step::Stream { chunks: vec![text("late").to_string()], delay_ms: 5000, finish: true };
         std::thread::spawn(|| {
             std::thread::sleep(Duration::from_millis(200));
-            crate::ch01_loop::set_interrupted(true);
+            crate::ch02_loop::set_interrupted(true);
         });
         let started = Instant::now();
         let (result, _, _) = stream(vec![step], DEFAULT_IDLE_TIMEOUT);

@@ -11,7 +11,7 @@
 //! `Tools`. How the question is asked is a separate trait, [`Prompter`], so the REPL can ask
 //! through its own terminal handling and tests can answer from a script.
 
-use crate::ch01_loop::{ToolCall, ToolOutput, ToolStatus, Tools, plural};
+use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools, plural};
 use crate::ch04_terminal::question_open;
 use crate::ch04_terminal::sanitize::sanitize_command;
 use serde_json::Value;
@@ -226,7 +226,7 @@ fn read_terminal_line(fd: i32) -> Option<String> {
     let mut line = Vec::new();
     let mut buffer = [0u8; 1024];
     loop {
-        if crate::ch01_loop::interrupted() {
+        if crate::ch02_loop::interrupted() {
             return None;
         }
         let mut poll_fd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };

@@ -21,7 +21,7 @@
 //! | `final` | `answer` |
 //! | `exit` | `code`, `error` (a one-line reason, null only for exit 0) |
 
-use mini_agent::ch01_loop::{Error, Event, Observer};
+use mini_agent::ch02_loop::{Error, Event, Observer};
 use mini_agent::ch03_tools::secrets::redactor;
 use mini_agent::ch05_sessions::Origin;
 use serde_json::{Value, json};

@@ -1,7 +1,8 @@
 //! mini-agent: a small coding agent, laid out as the chapters of the book that explains it.
 //! Read the modules in order; each one uses only the chapters before it.
 
-pub mod ch01_loop;
+#[cfg(feature = "ch02")]
+pub mod ch02_loop;
 #[cfg(feature = "ch02")]
 pub mod ch02_model;
 #[cfg(feature = "ch03")]
@@ -29,3 +30,4 @@ pub mod ch12_permissions;
 #[cfg(feature = "ch13")]
 pub mod ch13_evaluation;
 pub mod testkit;
+pub mod text;

@@ -18,7 +18,7 @@ mod sessions_table;
 use app::{Agent, Asker, Config, Opened, open_session};
 use args::{Command, Options, Prompt};
 use json_events::JsonEvents;
-use mini_agent::ch01_loop::{Error, Model, Observer, Outcome, plural};
+use mini_agent::ch02_loop::{Error, Model, Observer, Outcome, plural};
 use mini_agent::ch02_model::text_calls::TextCallCheck;
 use mini_agent::ch02_model::{
     ChatClient, ClientConfig, IDLE_TIMEOUT_VARIABLE, api_key_required, parse_idle_timeout,

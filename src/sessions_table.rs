@@ -6,7 +6,7 @@
 //! verdict in one word, so the list and `--status` can never disagree; reading each journal
 //! for it is the cost of a command a person types, never of a turn.
 
-use mini_agent::ch01_loop::{Error, plural};
+use mini_agent::ch02_loop::{Error, plural};
 use mini_agent::ch04_terminal::sanitize::sanitize;
 use mini_agent::ch05_sessions::SessionStore;
 use mini_agent::ch10_recovery::{SessionState, status_of};

@@ -2,7 +2,7 @@
 //! A canary file sits next to the root; its secret must never appear in a tool's answer, and
 //! nothing outside the root may change.
 
-use mini_agent::ch01_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
+use mini_agent::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
 use mini_agent::ch03_tools::Workspace;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;

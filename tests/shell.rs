@@ -2,7 +2,7 @@
 //! ignore SIGTERM, leave a daemon, `cd` or `exec` — the bash tool returns, bounded, and
 //! leaves no process of the command's group behind.
 
-use mini_agent::ch01_loop::{ToolCall, ToolOutput, ToolStatus, Tools, set_interrupted};
+use mini_agent::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools, set_interrupted};
 use mini_agent::ch03_tools::Workspace;
 use serde_json::{Value, json};
 use std::fs;

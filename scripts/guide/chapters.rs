@@ -59,7 +59,7 @@ pub struct Heading {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Include {
-    /// `src/ch01_loop.rs:run_turn`, as written.
+    /// `src/ch02_loop.rs:run_turn`, as written.
     pub target: String,
     pub line: usize,
 }

@@ -605,7 +605,7 @@ fn repository_at(run: Run) -> TempDir {
 /// only it.
 #[test]
 fn the_temporary_file_of_a_write_killed_mid_way_is_removed_on_resume() {
-    use mini_agent::ch01_loop::ToolCall;
+    use mini_agent::ch02_loop::ToolCall;
     use mini_agent::ch05_sessions::{Append, Body, SessionStore};
     use mini_agent::ch09_journal::Journal;
     let workspace = repository();

@@ -3,7 +3,7 @@
 
 use crate::binary_run::{Run, Workspace, args, run_binary};
 use crate::{XorShift, assert_clear_failure, assert_survived, cases, nested_json, preview};
-use mini_agent::ch01_loop::Error;
+use mini_agent::ch02_loop::Error;
 use mini_agent::ch02_model::parse_reply;
 use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
 use std::time::Duration;

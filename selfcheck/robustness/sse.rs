@@ -2,7 +2,7 @@
 //! the same events come out, the same reply is assembled, and nothing panics.
 
 use crate::{XorShift, cases, nested_json};
-use mini_agent::ch01_loop::{Error, Event, Observer, Reply, ToolCall, Usage};
+use mini_agent::ch02_loop::{Error, Event, Observer, Reply, ToolCall, Usage};
 use mini_agent::ch11_streaming::{SseEvent, SseParser, StreamAssembler};
 
 /// Collects the text deltas the assembler reports.

@@ -7,7 +7,7 @@
 //! server may have acted (chapter 8 retries only what it safely can).
 
 use super::{CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, IDLE_TIMEOUT_VARIABLE};
-use crate::ch01_loop::Error;
+use crate::ch02_loop::Error;
 use serde_json::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -28,7 +28,7 @@ mod tests;
 pub mod text_calls;
 pub mod wire;
 
-use crate::ch01_loop::{Error, Model, Observer, Reply, Request, interrupted};
+use crate::ch02_loop::{Error, Model, Observer, Reply, Request, interrupted};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;

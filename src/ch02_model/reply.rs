@@ -14,7 +14,7 @@
 //! a cut reply as an answer.
 
 use super::quote;
-use crate::ch01_loop::{Error, Reply, ToolCall, Usage};
+use crate::ch02_loop::{Error, Reply, ToolCall, Usage};
 use serde_json::Value;
 
 // ANCHOR: parse_reply

@@ -2,7 +2,7 @@
 //! interrupts.
 
 use super::*;
-use crate::ch01_loop::{Event, Message, ToolCall, Usage};
+use crate::ch02_loop::{Event, Message, ToolCall, Usage};
 use crate::testkit::scripted_server::{ScriptedServer, Step};
 use serde_json::Value;
 use serde_json::json;
@@ -177,7 +177,7 @@ fn ctrl_c_abandons_a_request_the_server_never_answers() {
         thread::spawn(move || {
             thread::sleep(Duration::from_millis(200));
             *press.lock().expect("lock") = Some(std::time::Instant::now());
-            crate::ch01_loop::set_interrupted(true);
+            crate::ch02_loop::set_interrupted(true);
         });
         let messages = [Message::User { content: "hi".into() }];
         let result = client(&server).complete(&Request { messages: &messages, tools: &[] }, &mut Quiet);

@@ -12,7 +12,7 @@
 //! with the likely cause and where the README explains it. It does not run the call: text is
 //! not a tool call, and guessing what a model meant is how an agent does what nobody asked.
 
-use crate::ch01_loop::{Error, Event, Model, Observer, Reply, Request};
+use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request};
 use serde_json::Value;
 
 // ANCHOR: text_calls

@@ -5,7 +5,7 @@
 //! servers reject. The types here borrow the conversation instead of copying it, because every
 //! turn sends the whole history.
 
-use crate::ch01_loop::Message;
+use crate::ch02_loop::Message;
 use serde::Serialize;
 use serde_json::Value;
 

@@ -7,7 +7,7 @@ use super::output::{temp_prefix, unique_suffix};
 use super::resolve::{not_binary, opened_path, read_text, regular_file, through_fd};
 use super::*;
 
-use crate::ch01_loop::plural;
+use crate::ch02_loop::plural;
 use crate::ch03_tools::bounds::{FILE_MAX_BYTES, read_line_capped, too_big};
 use std::fs::{self, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};

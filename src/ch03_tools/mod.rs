@@ -42,7 +42,7 @@ mod tests;
 pub mod url_credentials;
 mod walk;
 
-use crate::ch01_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools};
+use crate::ch02_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools};
 use crate::ch02_model::shorten;
 use crate::ch03_tools::secrets::redactor;
 use serde::Deserialize;

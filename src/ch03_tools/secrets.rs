@@ -26,7 +26,7 @@
 //! What it does not promise: the server receives the key (that is its purpose), and a model
 //! can still reason about a secret it never sees. See README "Honest limits".
 
-use crate::ch01_loop::{Error, Event, Model, Observer, Reply, Request};
+use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request};
 use std::borrow::Cow;
 use std::process::Command;
 use std::sync::OnceLock;

@@ -6,7 +6,7 @@
 use super::output::{Capture, OutputStore};
 use super::*;
 
-use crate::ch01_loop::{ToolOutput, ToolStatus, interrupted};
+use crate::ch02_loop::{ToolOutput, ToolStatus, interrupted};
 use crate::ch03_tools::reaper::{MARK_VARIABLE, kill_escaped, new_mark};
 use crate::ch03_tools::secrets::{redactor, remove_keys};
 use std::io::{self, Read};

@@ -5,7 +5,7 @@
 use super::resolve::{read_text, through_fd};
 use super::*;
 
-use crate::ch01_loop::interrupted;
+use crate::ch02_loop::interrupted;
 use crate::ch03_tools::glob::Glob;
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};

@@ -1,7 +1,7 @@
 //! Ctrl+C during a turn: a SIGINT handler that only stores to chapter 1's atomic flag, and
 //! a second press after a second of no answer exits at once with 130.
 
-use crate::ch01_loop::set_interrupted;
+use crate::ch02_loop::set_interrupted;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 // ANCHOR: interrupt_handler
@@ -41,7 +41,7 @@ extern "C" fn on_sigint(_signal: std::ffi::c_int) {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_millis() as u64);
-    if !crate::ch01_loop::interrupted() {
+    if !crate::ch02_loop::interrupted() {
         FIRST_PRESS_MS.store(now_ms, Ordering::SeqCst);
         set_interrupted(true);
     } else if now_ms.saturating_sub(FIRST_PRESS_MS.load(Ordering::SeqCst)) >= FORCE_QUIT_AFTER_MS {

@@ -3,7 +3,7 @@
 
 use super::line_state::{Editor, LineState};
 use super::type_ahead::*;
-use crate::ch01_loop::Error;
+use crate::ch02_loop::Error;
 use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
 

@@ -6,7 +6,7 @@ use super::sanitize::{sanitize, sanitize_command};
 use super::spinner::{Spinner, TOOL_LINE_OPEN};
 use super::stream::StreamRenderer;
 use super::type_ahead::*;
-use crate::ch01_loop::{Error, Event, Observer, ToolCall, ToolOutput, ToolStatus, describe_call};
+use crate::ch02_loop::{Error, Event, Observer, ToolCall, ToolOutput, ToolStatus, describe_call};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};

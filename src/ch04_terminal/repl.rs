@@ -3,7 +3,7 @@
 
 use super::sanitize::sanitize;
 use super::signals::{at_prompt, stop_signal};
-use crate::ch01_loop::{Error, Observer, Outcome, set_interrupted};
+use crate::ch02_loop::{Error, Observer, Outcome, set_interrupted};
 use std::collections::VecDeque;
 
 use super::commands::*;

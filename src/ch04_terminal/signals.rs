@@ -14,7 +14,7 @@
 //! first, means the turn did not stop in time: the handler leaves at once too, as a second
 //! Ctrl+C does.
 
-use crate::ch01_loop::{interrupted, set_interrupted};
+use crate::ch02_loop::{interrupted, set_interrupted};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 

@@ -2,7 +2,7 @@
 
 use super::*;
 use super::{commands::*, line_reader::*, observer::*, type_ahead::*};
-use crate::ch01_loop::{Error, Event, Observer, Outcome, Reply, ToolCall, ToolOutput, ToolStatus};
+use crate::ch02_loop::{Error, Event, Observer, Outcome, Reply, ToolCall, ToolOutput, ToolStatus};
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::Path;

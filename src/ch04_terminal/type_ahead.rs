@@ -151,7 +151,7 @@ impl TypeAhead {
         queue.asking = true;
         queue.answer = None;
         queue.declined = false;
-        while queue.answer.is_none() && !queue.declined && !crate::ch01_loop::interrupted() {
+        while queue.answer.is_none() && !queue.declined && !crate::ch02_loop::interrupted() {
             queue = match self.shared.1.wait_timeout(queue, Duration::from_millis(50)) {
                 Ok((guard, _)) => guard,
                 Err(poisoned) => poisoned.into_inner().0,

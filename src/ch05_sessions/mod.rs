@@ -79,7 +79,7 @@ pub use record::{Body, DEMO_ENDPOINT, FORMAT_VERSION, OPENAI_API, Origin, Record
 pub use recorder::Recorder;
 pub use store::{SessionStore, SessionSummary};
 
-use crate::ch01_loop::{Error, Message};
+use crate::ch02_loop::{Error, Message};
 
 /// Anything records can be appended to: an in-memory list here, a durable journal in
 /// chapter 9. Returns the `seq` the record was given.

@@ -4,7 +4,7 @@
 //! they are plain serde types with no behaviour of their own; [`Origin`] says where the model
 //! lives, recorded without credentials.
 
-use crate::ch01_loop::{ToolCall, ToolStatus, Usage};
+use crate::ch02_loop::{ToolCall, ToolStatus, Usage};
 use serde::{Deserialize, Serialize};
 
 /// Written into every `session` record; a reader refuses versions it does not know.

@@ -5,7 +5,7 @@
 //! replay sees every fact exactly once.
 
 use super::*;
-use crate::ch01_loop::{Error, Event, Message, Observer, ToolStatus, Usage};
+use crate::ch02_loop::{Error, Event, Message, Observer, ToolStatus, Usage};
 use std::collections::HashSet;
 
 // ANCHOR: recorder

@@ -5,7 +5,7 @@
 //! `/list` by reading only what it shows.
 
 use super::*;
-use crate::ch01_loop::Error;
+use crate::ch02_loop::Error;
 use crate::ch03_tools::bounds::read_line_capped;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::BufReader;

@@ -2,8 +2,8 @@
 
 use super::ids::civil_from_days;
 use super::*;
-use crate::ch01_loop::{Error, Event, Message, Observer, ToolCall, ToolStatus, Usage};
-use crate::ch01_loop::{Limits, Model, Outcome, Reply, Request, ToolOutput, Tools, run_turn};
+use crate::ch02_loop::{Error, Event, Message, Observer, ToolCall, ToolStatus, Usage};
+use crate::ch02_loop::{Limits, Model, Outcome, Reply, Request, ToolOutput, Tools, run_turn};
 use serde_json::Value;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -7,7 +7,7 @@ use super::estimate::*;
 use super::record::*;
 use super::shrink::{calibration, fit_pieces, is_context_overflow, scaled, summary_words};
 use super::transcript::*;
-use crate::ch01_loop::{Error, Event, Message, Model, Observer, Reply, Request};
+use crate::ch02_loop::{Error, Event, Message, Model, Observer, Reply, Request};
 use crate::ch02_model::shorten;
 use serde_json::Value;
 use std::sync::{MutexGuard, PoisonError};

@@ -2,7 +2,7 @@
 //! call from its result: a model shown one without the other rejects the request.
 
 use super::estimate::*;
-use crate::ch01_loop::Message;
+use crate::ch02_loop::Message;
 
 // ANCHOR: cut
 /// Where the recent messages may begin: at a user message, or at an assistant message,

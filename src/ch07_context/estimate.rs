@@ -2,7 +2,7 @@
 //! (letters about four bytes a token, punctuation two, a digit, line break or CJK character
 //! one). It only has to be on the safe side; the server's `usage`, when sent, corrects it.
 
-use crate::ch01_loop::{Message, ToolCall};
+use crate::ch02_loop::{Message, ToolCall};
 use serde_json::Value;
 
 // ANCHOR: estimate

@@ -6,9 +6,9 @@
 //! * **Counting.** The server's `usage` is the truth when it is sent; otherwise we estimate,
 //!   conservatively (letters about four bytes per token, punctuation two, a digit, a line
 //!   break or a CJK character one), scaled by what the server's last count taught us.
-//!   [`Stats`] is an [`Observer`](crate::ch01_loop::Observer) that adds up requests, tokens,
+//!   [`Stats`] is an [`Observer`](crate::ch02_loop::Observer) that adds up requests, tokens,
 //!   tool calls and time for `/stats`.
-//! * **Compaction.** [`Compacting`] is a [`Model`](crate::ch01_loop::Model) around a `Model`.
+//! * **Compaction.** [`Compacting`] is a [`Model`](crate::ch02_loop::Model) around a `Model`.
 //!   When the estimated prompt passes a share of the window (or on `/compact`), it asks the
 //!   inner model to summarise the
 //!   older messages and from then on sends `[system, summary, …recent messages]`. The history

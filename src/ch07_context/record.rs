@@ -2,7 +2,7 @@
 //! from it. The history stays append-only; a [`CompactionRecord`] in the journal lets a
 //! resumed session rebuild the very same view, and [`CompactionState`] is the one in force.
 
-use crate::ch01_loop::{Message, Usage};
+use crate::ch02_loop::{Message, Usage};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};

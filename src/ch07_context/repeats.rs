@@ -19,7 +19,7 @@
 //! Only identical results count: polling a file that changes, or retrying a test that starts
 //! passing, is not a loop.
 
-use crate::ch01_loop::{Error, Event, Observer, ToolCall, ToolOutput, Tools};
+use crate::ch02_loop::{Error, Event, Observer, ToolCall, ToolOutput, Tools};
 use serde_json::Value;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -131,7 +131,7 @@ impl Observer for StopRepeats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ch01_loop::{Limits, Message, Model, Outcome, Reply, Request, ToolStatus, run_turn};
+    use crate::ch02_loop::{Limits, Message, Model, Outcome, Reply, Request, ToolStatus, run_turn};
 
     /// Always the same answer, however often it is asked.
     struct Constant(usize);

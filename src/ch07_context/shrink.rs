@@ -17,7 +17,7 @@
 //! estimates. And when the server still says the prompt is too long, in any of the usual
 //! wordings ([`is_context_overflow`]), the agent compacts and retries once.
 
-use crate::ch01_loop::{Error, Message, ToolCall};
+use crate::ch02_loop::{Error, Message, ToolCall};
 use std::borrow::Cow;
 
 /// A tool result or tool-call argument over this many bytes is elided once it is old.

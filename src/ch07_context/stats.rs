@@ -2,7 +2,7 @@
 //! the events the loop already emits, so counting costs the loop nothing.
 
 use super::estimate::*;
-use crate::ch01_loop::{Error, Event, Message, Observer, Reply, Usage};
+use crate::ch02_loop::{Error, Event, Message, Observer, Reply, Usage};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};

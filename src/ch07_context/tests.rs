@@ -3,7 +3,7 @@
 use super::shrink::*;
 use super::*;
 use super::{compacting::*, record::*, stats::*};
-use crate::ch01_loop::{
+use crate::ch02_loop::{
     Error, Event, Limits, Message, Model, Observer, Outcome, Reply, Request, ToolCall, ToolOutput,
     ToolStatus, Tools, Usage, run_turn,
 };

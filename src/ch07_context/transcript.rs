@@ -2,7 +2,7 @@
 //! paragraph, long texts clipped to head and tail so that the summary request fits too.
 
 use super::compacting::*;
-use crate::ch01_loop::{Error, Event, Message, Observer};
+use crate::ch02_loop::{Error, Event, Message, Observer};
 use std::borrow::Cow;
 
 /// The text to summarise opens with the summary of what came before, if any…

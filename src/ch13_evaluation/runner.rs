@@ -7,7 +7,7 @@ use super::compare::{Ending, Observed, ToolsWitness, compare};
 use super::journal::{journal_problems, journal_records, tools_answered, tools_started_since};
 use super::scenario::{DEFAULT_RUN_TIMEOUT_MS, Run, Scenario, SignalName, load_scenarios};
 use super::script::server_steps;
-use crate::ch01_loop::Error;
+use crate::ch02_loop::Error;
 use crate::testkit::scripted_server::ScriptedServer;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};

@@ -2,7 +2,7 @@
 //! then checked for what JSON cannot say (a signal with no moment, an empty run). A scenario
 //! that does not parse is an error naming its file, so a typo never passes silently.
 
-use crate::ch01_loop::Error;
+use crate::ch02_loop::Error;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;

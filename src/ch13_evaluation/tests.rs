@@ -3,7 +3,7 @@ use super::journal::*;
 use super::runner::*;
 use super::scenario::*;
 use super::script::*;
-use crate::ch01_loop::{Error, Event, Observer, Reply, ToolCall};
+use crate::ch02_loop::{Error, Event, Observer, Reply, ToolCall};
 use crate::ch11_streaming::StreamAssembler;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
@@ -199,7 +199,7 @@ fn scripted_streams_assemble_into_the_reply_they_describe_and_cut_ones_do_not() 
         Reply {
             content: Some("Writing it now.".into()),
             tool_calls: vec![expected_call],
-            usage: Some(crate::ch01_loop::Usage { prompt_tokens: 10, completion_tokens: 5 }),
+            usage: Some(crate::ch02_loop::Usage { prompt_tokens: 10, completion_tokens: 5 }),
             finish_reason: Some("tool_calls".into()),
         }
     );
@@ -226,7 +226,7 @@ fn tools_started_are_read_from_the_journal_as_the_journal_writes_them() {
     first
         .append(Body::ToolFinished {
             id: "id_read_file".into(),
-            status: crate::ch01_loop::ToolStatus::Ok,
+            status: crate::ch02_loop::ToolStatus::Ok,
             content: "x".into(),
         })
         .expect("append");

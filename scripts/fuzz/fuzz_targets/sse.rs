@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mini_agent::ch01_loop::{Error, Event, Observer};
+use mini_agent::ch02_loop::{Error, Event, Observer};
 use mini_agent::ch11_streaming::{SseParser, StreamAssembler};
 
 struct Ignore;

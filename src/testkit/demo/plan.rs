@@ -4,7 +4,7 @@
 
 use super::CAPABILITIES;
 use super::parse::parse_intent;
-use crate::ch01_loop::plural;
+use crate::text::plural;
 use serde_json::{Value, json};
 
 // ANCHOR: intent

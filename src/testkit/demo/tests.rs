@@ -1,10 +1,10 @@
 use super::plan::*;
 use super::*;
-use crate::ch01_loop::plural;
-use crate::ch01_loop::{
+use crate::ch02_loop::{
     Error, Event, Limits, Message, Model, Observer, Outcome, Reply, Request, ToolCall, ToolOutput,
     ToolStatus, Tools, run_turn,
 };
+use crate::text::plural;
 
 fn user(text: &str) -> Value {
     json!({"role": "user", "content": text})

@@ -412,15 +412,7 @@ pub fn describe_call(call: &ToolCall) -> String {
     if shown.is_empty() { call.name.clone() } else { format!("{} {shown}", call.name) }
 }
 
-/// `1 turn`, `2 turns`, `0 bytes`: a count with its noun, for people. Nouns ending in
-/// `s`, `x`, `ch` or `sh` take `es` (`1 match`, `2 matches`).
-pub fn plural(count: usize, noun: &str) -> String {
-    if count == 1 {
-        return format!("1 {noun}");
-    }
-    let ending = if ["s", "x", "ch", "sh"].iter().any(|end| noun.ends_with(end)) { "es" } else { "s" };
-    format!("{count} {noun}{ending}")
-}
+pub use crate::text::plural;
 
 #[cfg(test)]
 mod tests {
@@ -445,14 +437,6 @@ mod tests {
         );
         assert_eq!(describe_call(&call("read_file", r#"{"path":"a\u001b[2J"}"#)), "read_file a\\u{1b}[2J");
         assert_eq!(describe_call(&call("odd", "not json")), "odd");
-    }
-
-    #[test]
-    fn counts_read_as_english() {
-        assert_eq!(plural(1, "turn"), "1 turn");
-        assert_eq!(plural(0, "byte"), "0 bytes");
-        assert_eq!(plural(2, "model call"), "2 model calls");
-        assert_eq!(plural(3, "match"), "3 matches");
     }
 
     /// A model that replays scripted replies and records how many messages it was sent.
