@@ -14,7 +14,7 @@
 //! * **How a turn ended is a fact too.** Ctrl+C, an error, the turn limit: each is recorded,
 //!   so `--status` can tell where a session stopped.
 
-use crate::sessions_table::sessions_table;
+use super::sessions_table::sessions_table;
 use mini_agent::ch02_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, plural, run_turn};
 use mini_agent::ch03_tools::Workspace;
 use mini_agent::ch04_terminal::sanitize::sanitize;
