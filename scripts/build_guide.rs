@@ -42,8 +42,20 @@
 //! * Links: `[text](#id)` within the chapter, `[text](03-tools.md#id)` or `[text](03-tools.md)`
 //!   to another. No external URL (`http://`, `https://`, `//host`) in prose, links or images:
 //!   the book works offline. A URL inside backticks or a code block is text, and allowed (a
-//!   `--base-url` example). No images; no raw HTML except `<kbd> <br> <sub> <sup>` and comments
+//!   `--base-url` example). No images (draw a diagram instead); no raw HTML except
+//!   `<kbd> <br> <sub> <sup>` and comments
 //!   (a bare `Vec<Message>` in prose would be eaten as a tag: use backticks).
+//! * Diagrams: a paragraph of its own, `{{#diagram seams}}`, shows `guide/diagrams/seams.en.svg`
+//!   in the English chapter and `seams.zh.svg` in the Chinese one: hand-written SVG, one file
+//!   per language (labels differ in width), inlined into the page, captioned by its `<title>`,
+//!   coloured by the page's `.diagram` classes so it follows the theme (`guide/diagrams.rs`
+//!   says which). Both languages show the same diagrams in the same order; a missing drawing,
+//!   one drawn in one language only, one no chapter shows, or one holding a script, an event
+//!   handler or a reference outside itself is an error.
+//! * Glossary: `guide/glossary.tsv` gives each term its one Chinese rendering and the
+//!   renderings refused (see `guide/glossary.rs`); the appendix shows it with `{{#glossary}}`,
+//!   and a Chinese chapter that uses a refused rendering fails the check with
+//!   `file:line: "X" should be rendered "Y" (glossary)`.
 //! * Parts: `guide/<lang>/parts.txt` has one line per part, `NN Title`, naming the chapter that
 //!   opens it, e.g. `01 Part 1 · The agent` / `01 第一部分 · 智能体`. A part whose line ends with
 //!   `{.unnumbered}` (`14 Appendix {.unnumbered}`) holds unnumbered chapters.
@@ -62,7 +74,8 @@
 //! # Checks
 //!
 //! Anchors balanced, unique per file, all used; includes resolve to non-empty regions; same
-//! chapters, parts, heading skeletons and includes in both languages; ids unique; links
+//! chapters, parts, heading skeletons, includes and diagrams in both languages; diagrams safe
+//! and used; Chinese terms as the glossary renders them; ids unique; links
 //! resolve; no pasted Rust; translations current; no external reference in the output; the
 //! committed `guide/index.html` equals a fresh build.
 //!
@@ -85,6 +98,12 @@
 mod anchors;
 #[path = "guide/chapters.rs"]
 mod chapters;
+#[path = "guide/compare.rs"]
+mod compare;
+#[path = "guide/diagrams.rs"]
+mod diagrams;
+#[path = "guide/glossary.rs"]
+mod glossary;
 #[path = "guide/highlight.rs"]
 mod highlight;
 #[path = "guide/listings.rs"]
@@ -154,6 +173,8 @@ const UNNUMBERED: &str = "{.unnumbered}";
 struct Sources {
     anchors: anchors::AnchorMap,
     languages: Vec<Language>,
+    diagrams: diagrams::Diagrams,
+    glossary: glossary::Glossary,
 }
 
 fn read_sources(root: &Path, diagnostics: &mut Vec<Diagnostic>) -> Sources {
@@ -168,7 +189,8 @@ fn read_sources(root: &Path, diagnostics: &mut Vec<Diagnostic>) -> Sources {
             Language { code, chapters, outlines, parts }
         })
         .collect();
-    Sources { anchors, languages }
+    let diagrams = diagrams::scan(root, &LANGUAGES, diagnostics);
+    Sources { anchors, languages, diagrams, glossary: glossary::load(root, diagnostics) }
 }
 
 fn read_chapters(root: &Path, language: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<Chapter> {
@@ -273,7 +295,7 @@ pub struct Build {
 pub fn build(root: &Path) -> Build {
     let mut diagnostics = Vec::new();
     let sources = read_sources(root, &mut diagnostics);
-    compare_languages(&sources.languages, &mut diagnostics);
+    compare::languages(&sources.languages, &mut diagnostics);
     let records = translations::load(root, &mut diagnostics);
     translations::check(&records, &pairs(&sources.languages), &mut diagnostics);
 
@@ -288,8 +310,20 @@ pub fn build(root: &Path) -> Build {
                 (chapter.name.clone(), outline.headings.iter().map(|heading| heading.id.clone()).collect())
             })
             .collect();
-        let context =
-            chapters::RenderContext { language: language.code, anchors: &sources.anchors, targets: &targets };
+        let (anchors, diagrams, glossary) = (&sources.anchors, &sources.diagrams, &sources.glossary);
+        let context = chapters::RenderContext {
+            language: language.code,
+            anchors,
+            targets: &targets,
+            diagrams,
+            glossary,
+        };
+        if language.code == "zh" {
+            language
+                .chapters
+                .iter()
+                .for_each(|chapter| glossary::check_chapter(chapter, glossary, &mut diagnostics));
+        }
         rendered_languages.push(
             language
                 .chapters
@@ -299,6 +333,8 @@ pub fn build(root: &Path) -> Build {
         );
     }
     check_unused_anchors(&sources.anchors, &rendered_languages, &mut diagnostics);
+    let shown: BTreeSet<&String> = rendered_languages.iter().flatten().flat_map(|c| &c.diagrams).collect();
+    diagrams::check_unused(&sources.diagrams, &shown, &mut diagnostics);
 
     let books: Vec<page::Book> = sources
         .languages
@@ -389,88 +425,6 @@ fn pairs(languages: &[Language]) -> Vec<translations::Pair<'_>> {
             })
         })
         .collect()
-}
-
-/// Same chapter files, same parts, same heading skeletons, same includes in both languages.
-fn compare_languages(languages: &[Language], diagnostics: &mut Vec<Diagnostic>) {
-    let [english, chinese] = languages else { return };
-    let openings = |language: &Language| {
-        language.parts.iter().map(|(name, part)| (name.clone(), part.unnumbered)).collect::<Vec<_>>()
-    };
-    if openings(english) != openings(chinese) {
-        let starts = |language: &Language| {
-            let start = |(name, part): (&String, &Part)| {
-                format!("{}{}", &name[..2], if part.unnumbered { UNNUMBERED } else { "" })
-            };
-            language.parts.iter().map(start).collect::<Vec<_>>().join(" ")
-        };
-        let message = format!(
-            "parts open at chapters [{}] here but [{}] in guide/en/parts.txt",
-            starts(chinese),
-            starts(english)
-        );
-        diagnostics.push(Diagnostic::new("guide/zh/parts.txt", 0, message));
-    }
-    for (this, other) in [(english, chinese), (chinese, english)] {
-        for chapter in &this.chapters {
-            if !other.chapters.iter().any(|candidate| candidate.name == chapter.name) {
-                let message = format!(
-                    "chapter has no counterpart guide/{}/{}; every chapter exists in both languages",
-                    other.code, chapter.name
-                );
-                diagnostics.push(Diagnostic::new(&chapter.path, 1, message));
-            }
-        }
-    }
-    for (chapter, outline) in english.chapters.iter().zip(&english.outlines) {
-        let Some(position) = chinese.chapters.iter().position(|candidate| candidate.name == chapter.name)
-        else {
-            continue;
-        };
-        let (zh_chapter, zh_outline) = (&chinese.chapters[position], &chinese.outlines[position]);
-        let skeleton = |outline: &Outline| {
-            outline.headings.iter().map(|heading| (heading.level, heading.id.clone())).collect::<Vec<_>>()
-        };
-        let (en_skeleton, zh_skeleton) = (skeleton(outline), skeleton(zh_outline));
-        if let Some(at) = (0..en_skeleton.len().max(zh_skeleton.len()))
-            .find(|at| en_skeleton.get(*at) != zh_skeleton.get(*at))
-        {
-            let describe = |entry: Option<&(u8, String)>| match entry {
-                Some((level, id)) => format!("`{} {{#{id}}}`", "#".repeat((*level).into())),
-                None => "nothing".to_string(),
-            };
-            let zh_line =
-                zh_outline.headings.get(at).or(zh_outline.headings.last()).map_or(1, |heading| heading.line);
-            let en_line =
-                outline.headings.get(at).or(outline.headings.last()).map_or(1, |heading| heading.line);
-            let message = format!(
-                "heading skeleton differs from {}:{}: heading {} is {} here but {} in English",
-                chapter.path,
-                en_line,
-                at + 1,
-                describe(zh_skeleton.get(at)),
-                describe(en_skeleton.get(at))
-            );
-            diagnostics.push(Diagnostic::new(&zh_chapter.path, zh_line, message));
-        }
-        let targets = |outline: &Outline| {
-            outline.includes.iter().map(|include| include.target.clone()).collect::<Vec<_>>()
-        };
-        let (en_includes, zh_includes) = (targets(outline), targets(zh_outline));
-        if let Some(at) = (0..en_includes.len().max(zh_includes.len()))
-            .find(|at| en_includes.get(*at) != zh_includes.get(*at))
-        {
-            let zh_line = zh_outline.includes.get(at).map_or(1, |include| include.line);
-            let message = format!(
-                "include {} is {} here but {} in {}; both languages show the same code",
-                at + 1,
-                zh_includes.get(at).map_or("missing", String::as_str),
-                en_includes.get(at).map_or("missing", String::as_str),
-                chapter.path
-            );
-            diagnostics.push(Diagnostic::new(&zh_chapter.path, zh_line, message));
-        }
-    }
 }
 
 /// Heading ids become page ids (`en-tool-loop`), so they must be unique across a language.

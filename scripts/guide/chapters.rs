@@ -11,6 +11,8 @@
 
 use crate::Diagnostic;
 use crate::anchors::AnchorMap;
+use crate::diagrams::{self, Diagrams};
+use crate::glossary::{self, Glossary};
 use crate::listings::{Offsets, code_block_html, fence_language, include_target};
 use pulldown_cmark::{CodeBlockKind, CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use std::collections::{BTreeMap, BTreeSet};
@@ -68,6 +70,8 @@ pub struct Include {
 pub struct Outline {
     pub headings: Vec<Heading>,
     pub includes: Vec<Include>,
+    /// `{{#diagram NAME}}` references, in order (the target is the name).
+    pub diagrams: Vec<Include>,
 }
 
 /// The searchable text of one section of a rendered chapter.
@@ -96,6 +100,8 @@ pub struct Rendered {
     pub sections: Vec<SearchSection>,
     /// Every `file:anchor` this chapter included (resolved or not).
     pub included: BTreeSet<String>,
+    /// Every diagram this chapter showed (found or not).
+    pub diagrams: BTreeSet<String>,
 }
 
 /// What links may point at in one language: chapter file name → its heading ids, in order.
@@ -212,6 +218,10 @@ pub fn outline(chapter: &Chapter, diagnostics: &mut Vec<Diagnostic>) -> Outline 
                     && let Some(target) = include_target(&text)
                 {
                     outline.includes.push(Include { target: target.to_string(), line: lines.of(*start) + 1 });
+                } else if code_block.is_none()
+                    && let Some(name) = diagrams::reference(&text)
+                {
+                    outline.diagrams.push(Include { target: name.to_string(), line: lines.of(range.start) });
                 }
             }
             Event::End(TagEnd::CodeBlock) => code_block = None,
@@ -280,6 +290,8 @@ pub struct RenderContext<'a> {
     pub language: &'a str,
     pub anchors: &'a AnchorMap,
     pub targets: &'a LinkTargets,
+    pub diagrams: &'a Diagrams,
+    pub glossary: &'a Glossary,
 }
 
 /// Second pass: the chapter's HTML fragment and search text, with its problems reported.
@@ -292,6 +304,7 @@ pub fn render(chapter: &Chapter, context: &RenderContext, diagnostics: &mut Vec<
     let mut events: Vec<Event> = Vec::new();
     let mut sections: Vec<SearchSection> = Vec::new();
     let mut included = BTreeSet::new();
+    let mut shown_diagrams = BTreeSet::new();
     let mut code_block: Option<(String, usize, String)> = None;
     let mut in_heading = false;
     let mut image_depth = 0;
@@ -321,6 +334,21 @@ pub fn render(chapter: &Chapter, context: &RenderContext, diagnostics: &mut Vec<
                 }
                 _ => {}
             }
+            continue;
+        }
+        // `{{#diagram NAME}}` or `{{#glossary}}`, a paragraph of its own, becomes a figure/table.
+        if let Event::Start(Tag::Paragraph) = &event
+            && let Some((Event::Text(text), _)) = parser.peek()
+            && let Some(html) = directive_html(text, context, &mut shown_diagrams, range.start, &mut report)
+        {
+            parser.next();
+            match parser.peek() {
+                Some((Event::End(TagEnd::Paragraph), _)) => {
+                    parser.next();
+                }
+                _ => report(range.start, "a diagram or glossary line must be a paragraph of its own".into()),
+            }
+            events.push(Event::Html(html.into()));
             continue;
         }
         match &event {
@@ -411,6 +439,9 @@ pub fn render(chapter: &Chapter, context: &RenderContext, diagnostics: &mut Vec<
                 if text.contains("{{#include") {
                     report(range.start, "an include must be the only line of a ```rust block".into());
                 }
+                if text.contains("{{#diagram") || text.contains("{{#glossary") {
+                    report(range.start, "a diagram or glossary line must be a paragraph of its own".into());
+                }
                 add_search_text(&mut sections, in_heading, &text);
                 last_char = text.chars().last().unwrap_or(last_char);
                 if image_depth == 0 {
@@ -456,7 +487,30 @@ pub fn render(chapter: &Chapter, context: &RenderContext, diagnostics: &mut Vec<
         section.title = section.title.trim().to_string();
         section.text = section.text.split_whitespace().collect::<Vec<_>>().join(" ");
     }
-    Rendered { pieces, sections, included }
+    Rendered { pieces, sections, included, diagrams: shown_diagrams }
+}
+
+/// The HTML for a directive paragraph, or `None` when the text is not one.
+fn directive_html(
+    text: &str,
+    context: &RenderContext,
+    shown: &mut BTreeSet<String>,
+    at: usize,
+    report: &mut impl FnMut(usize, String),
+) -> Option<String> {
+    if glossary::is_reference(text) {
+        return Some(glossary::table(context.glossary, context.language));
+    }
+    let name = diagrams::reference(text)?;
+    shown.insert(name.to_string());
+    let key = (name.to_string(), context.language.to_string());
+    Some(match context.diagrams.get(&key) {
+        Some(diagram) => diagrams::figure(name, diagram),
+        None => {
+            report(at, format!("no diagram {}/{name}.{}.svg", diagrams::DIR, context.language));
+            String::new()
+        }
+    })
 }
 
 fn to_html(events: Vec<Event>) -> String {

@@ -37,7 +37,14 @@ fn a_line_break_between_chinese_characters_is_no_space_but_one_between_words_is(
     };
     let anchors = AnchorMap::new();
     let targets = LinkTargets::new();
-    let context = RenderContext { language: "zh", anchors: &anchors, targets: &targets };
+    let (diagrams, glossary) = (Diagrams::new(), Glossary::new());
+    let context = RenderContext {
+        language: "zh",
+        anchors: &anchors,
+        targets: &targets,
+        diagrams: &diagrams,
+        glossary: &glossary,
+    };
     let mut diagnostics = Vec::new();
     let rendered = render(&chapter, &context, &mut diagnostics);
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
@@ -70,7 +77,14 @@ fn bold_that_commonmark_cannot_close_in_chinese_is_reported() {
     };
     let anchors = AnchorMap::new();
     let targets = LinkTargets::new();
-    let context = RenderContext { language: "zh", anchors: &anchors, targets: &targets };
+    let (diagrams, glossary) = (Diagrams::new(), Glossary::new());
+    let context = RenderContext {
+        language: "zh",
+        anchors: &anchors,
+        targets: &targets,
+        diagrams: &diagrams,
+        glossary: &glossary,
+    };
     let mut diagnostics = Vec::new();
     render(&chapter, &context, &mut diagnostics);
     let mut lines: Vec<String> = diagnostics.iter().map(Diagnostic::to_string).collect();

@@ -359,3 +359,102 @@ fn chapters_are_numbered_from_their_file_names_except_the_preface_and_unnumbered
     fixture.edit("guide/en/01-intro.md", "# Intro", "# Chapter 1 · Intro");
     fixture.assert_reports("guide/en/01-intro.md:1", "numbers itself");
 }
+
+const SVG: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 100 40\">\n<title>TITLE</title>\n<defs><marker id=\"tip\"/></defs>\n<path d=\"M0,0 H90\" marker-end=\"url(#tip)\"/>\n<text x=\"4\" y=\"30\">LABEL</text>\n</svg>\n";
+
+/// The fixture with `{{#diagram flow}}` in both chapters and both drawings present.
+fn with_diagram(name: &str) -> Fixture {
+    let fixture = Fixture::new(name);
+    for (language, title, label) in [("en", "How it flows", "call"), ("zh", "流程", "调用")] {
+        fixture.write(
+            &format!("guide/diagrams/flow.{language}.svg"),
+            &SVG.replace("TITLE", title).replace("LABEL", label),
+        );
+    }
+    fixture.edit("guide/en/01-intro.md", "Some text.\n", "Some text.\n\n{{#diagram flow}}\n");
+    fixture.edit("guide/zh/01-intro.md", "一些文字。\n", "一些文字。\n\n{{#diagram flow}}\n");
+    accept(fixture.root(), &[]).expect("accepting the diagram sections");
+    fixture
+}
+
+#[test]
+fn a_diagram_is_inlined_in_each_language_with_its_ids_prefixed_and_its_title_as_caption() {
+    let fixture = with_diagram("diagram");
+    assert_eq!(fixture.diagnostics(), Vec::<String>::new());
+    let html = build(fixture.root()).html;
+    assert!(html.contains("<figure class=\"diagram\" data-diagram=\"flow\">\n<svg"));
+    assert!(html.contains("<marker id=\"flow-en-tip\"/>") && html.contains("url(#flow-zh-tip)"));
+    assert!(html.contains("<figcaption>How it flows</figcaption>"));
+    assert!(html.contains("<figcaption>流程</figcaption>"));
+    assert!(!html.contains("<p>{{#diagram"), "the reference paragraph is replaced, not wrapped");
+    let (english, chinese) = (html.find(">call</text>").unwrap(), html.find(">调用</text>").unwrap());
+    assert!(html[..english].rfind("data-lang=\"en\"") > html[..english].rfind("data-lang=\"zh\""));
+    assert!(html[..chinese].rfind("data-lang=\"zh\"") > html[..chinese].rfind("data-lang=\"en\""));
+}
+
+#[test]
+fn a_missing_drawing_a_one_language_drawing_and_an_unused_one_are_reported() {
+    let fixture = with_diagram("diagram-missing");
+    std::fs::remove_file(fixture.root().join("guide/diagrams/flow.zh.svg")).expect("remove drawing");
+    fixture.assert_reports("guide/zh/01-intro.md:9", "no diagram guide/diagrams/flow.zh.svg");
+    fixture.assert_reports(
+        "guide/diagrams/flow.en.svg",
+        "diagram in one language only; draw guide/diagrams/flow.zh.svg too",
+    );
+    fixture.write("guide/diagrams/spare.en.svg", SVG);
+    fixture.write("guide/diagrams/spare.zh.svg", SVG);
+    fixture.assert_reports("guide/diagrams/spare.en.svg", "diagram `spare` is not shown by any chapter");
+    fixture.write("guide/diagrams/Bad.svg", SVG);
+    fixture.assert_reports("guide/diagrams/Bad.svg", "diagram files are named NAME.LANG.svg");
+}
+
+#[test]
+fn both_languages_show_the_same_diagrams() {
+    let fixture = with_diagram("diagram-order");
+    fixture.edit("guide/zh/01-intro.md", "{{#diagram flow}}\n", "");
+    fixture.assert_reports(
+        "guide/zh/01-intro.md:1",
+        "diagram 1 is missing here but flow in guide/en/01-intro.md",
+    );
+}
+
+#[test]
+fn scripts_handlers_and_external_references_in_a_drawing_are_refused() {
+    let fixture = with_diagram("diagram-unsafe");
+    let unsafe_svg = SVG
+        .replace("<defs>", "<script>alert(1)</script>\n<defs>")
+        .replace("<path d", "<image href=\"https://example.com/x.png\"/>\n<path onclick=\"x()\" d")
+        .replace("<title>TITLE</title>", "<style>@import url(//cdn.example/f.css);</style>");
+    fixture.write("guide/diagrams/flow.en.svg", &unsafe_svg);
+    fixture.assert_reports("guide/diagrams/flow.en.svg:3", "a script element");
+    fixture.assert_reports(
+        "guide/diagrams/flow.en.svg:5",
+        "external reference `href=https://example.com/x.png`",
+    );
+    fixture.assert_reports("guide/diagrams/flow.en.svg:6", "an event handler attribute `onclick`");
+    fixture.assert_reports("guide/diagrams/flow.en.svg:2", "an @import");
+    fixture.assert_reports("guide/diagrams/flow.en.svg:2", "external reference `url(//cdn.example/f.css`");
+    fixture.assert_reports("guide/diagrams/flow.en.svg:1", "no <title>");
+    let html = build(fixture.root()).html;
+    assert!(!html.contains("alert(1)"), "a refused drawing is never inlined");
+}
+
+#[test]
+fn a_glossary_term_rendered_another_way_is_reported_and_the_appendix_shows_the_table() {
+    let fixture = Fixture::new("glossary");
+    fixture.write(
+        "guide/glossary.tsv",
+        "# kind\tenglish\tchinese\trefused\ten\tzh\nterm\tgreeting\t问候\t招呼|greeting\tSaying hello.\t打招呼。\n",
+    );
+    fixture.edit("guide/zh/01-intro.md", "一些文字。", "一些文字，打个招呼（greeting）。");
+    fixture.assert_reports("guide/zh/01-intro.md:7", "\"招呼\" should be rendered \"问候\" (glossary)");
+    fixture.assert_reports("guide/zh/01-intro.md:7", "\"greeting\" should be rendered \"问候\" (glossary)");
+    fixture.edit("guide/zh/01-intro.md", "一些文字，打个招呼（greeting）。", "一些文字，问候（greeting）。");
+    fixture.edit("guide/en/01-intro.md", "Hello paragraph.", "Hello paragraph.\n\n{{#glossary}}");
+    fixture.edit("guide/zh/01-intro.md", "你好段落。", "你好段落。\n\n{{#glossary}}");
+    accept(fixture.root(), &[]).expect("accept");
+    assert_eq!(fixture.diagnostics(), Vec::<String>::new());
+    let html = build(fixture.root()).html;
+    assert!(html.contains("<tr><th>greeting</th><td>问候</td><td>Saying hello.</td></tr>"));
+    assert!(html.contains("<tr><th>问候</th><td>greeting</td><td>打招呼。</td><td>招呼、greeting</td></tr>"));
+}
