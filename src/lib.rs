@@ -29,5 +29,9 @@ pub mod ch11_streaming;
 pub mod ch12_permissions;
 #[cfg(feature = "ch13")]
 pub mod ch13_evaluation;
+#[cfg(feature = "ch16")]
+pub mod ch16_approval;
+#[cfg(feature = "ch18")]
+pub mod ch18_mcp;
 pub mod testkit;
 pub mod text;

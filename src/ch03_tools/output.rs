@@ -73,7 +73,7 @@ impl OutputStore {
 // ANCHOR: bounded
 impl Workspace {
     /// Keeps the head and the tail of a long answer; the whole goes to a file the model can read.
-    pub(super) fn bounded(&self, tool: &str, text: String) -> String {
+    pub(crate) fn bounded(&self, tool: &str, text: String) -> String {
         if text.len() <= OUTPUT_LIMIT {
             return text;
         }

@@ -1,0 +1,44 @@
+#!/bin/sh
+# A tiny scripted MCP server for the tests (stdio, newline-delimited JSON-RPC 2.0).
+# It knows the handshake and five tools; FAKE_MODE makes it misbehave on purpose:
+#   silent   never answers anything              garbage  prints junk lines before each answer
+#   badinit  answers initialize with junk JSON   exit     exits at once with status 3
+# Every line received is appended to $FAKE_LOG when it is set.
+# Tools: echo (returns its arguments), fail (isError), slow (sleeps $FAKE_SLOW or 30 s),
+#        die (killed mid-call by SIGKILL), big (a result of $FAKE_BIG bytes, default 50 MB).
+case "$FAKE_MODE" in
+  silent) while IFS= read -r line; do :; done; exit 0 ;;
+  exit) echo "fake server: exiting at once" >&2; exit 3 ;;
+esac
+echo "fake server started (pid $$)" >&2
+reply() { printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$1" "$2"; }
+text() { reply "$1" "{\"content\":[{\"type\":\"text\",\"text\":\"$2\"}]$3}"; }
+while IFS= read -r line; do
+  [ -n "$FAKE_LOG" ] && printf '%s\n' "$line" >>"$FAKE_LOG"
+  id=$(printf '%s' "$line" | sed -n 's/^[^}]*"id":\([0-9][0-9]*\).*/\1/p')
+  [ "$FAKE_MODE" = garbage ] && printf 'this is not json\n{"jsonrpc":"2.0","id":999,"result":{}}\n[1,2\n'
+  case "$line" in
+    *'"method":"initialize"'*)
+      if [ "$FAKE_MODE" = badinit ]; then printf '{"jsonrpc":"2.0","id":%s,"result":\n' "$id"; continue; fi
+      reply "$id" '{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}' ;;
+    *'"method":"tools/list"'*)
+      case "$line" in
+        *'"cursor"'*) reply "$id" '{"tools":[{"name":"slow","description":"Sleeps","inputSchema":{"type":"object"}},{"name":"die","inputSchema":{"type":"object"}},{"name":"big","inputSchema":{"type":"object"}}]}' ;;
+        *) reply "$id" '{"tools":[{"name":"echo","description":"Echoes its arguments","inputSchema":{"$schema":"x","type":"object","properties":{"message":{"type":"string"}}}},{"name":"fail","inputSchema":{"type":"object"}}],"nextCursor":"page2"}' ;;
+      esac ;;
+    *'"method":"tools/call"'*)
+      case "$line" in
+        *'"name":"echo"'*)
+          args=$(printf '%s' "$line" | sed -n 's/.*"arguments":\({[^}]*}\).*/\1/p' | sed 's/\\/\\\\/g; s/"/\\"/g')
+          text "$id" "echo $args" ;;
+        *'"name":"fail"'*) text "$id" "the fake tool failed" ',"isError":true' ;;
+        *'"name":"slow"'*) sleep "${FAKE_SLOW:-30}"; text "$id" "slept" ;;
+        *'"name":"die"'*) kill -9 $$ ;;
+        *'"name":"big"'*)
+          printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"' "$id"
+          head -c "${FAKE_BIG:-52428800}" /dev/zero | tr '\0' a
+          printf '"}]}}\n' ;;
+      esac ;;
+    *'"method":"ping"'*) reply "$id" '{}' ;;
+  esac
+done

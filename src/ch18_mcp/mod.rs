@@ -1,0 +1,219 @@
+//! Chapter 18 — MCP: tools from other programs.
+//!
+//! The Model Context Protocol is how tools are shared between agents: a *server* is a
+//! program that lists tools and runs them when asked, and any agent that speaks the protocol
+//! can offer them to its model. This chapter adds MCP to mini-agent as one more [`Tools`]:
+//! [`WithMcp`] wraps the six tools, adds each server's tools to the schemas, and sends a call
+//! named `mcp__<server>__<tool>` to its server. The loop does not change; the permission gate
+//! of chapter 12 sits outside and asks about MCP calls as it asks about `bash`; the journal of
+//! chapter 9 records them like any call, so a crash during one is an unknown outcome
+//! (chapter 10) — an MCP tool is not one of the read-only tools.
+//!
+//! * [`config`] — `.mcp.json` and the user's `mcp.json`, under chapter 16's approval rule.
+//! * [`rpc`] — JSON-RPC 2.0 over the child's stdin and stdout, bounded and interruptible.
+//! * [`server`] — one server's handshake, tool list, calls and restarts.
+//! * [`tools`] — names, schemas and results as the model sees them.
+//!
+//! Servers start lazily, when the first turn asks for the tool schemas, all at once in
+//! parallel; with no server configured this chapter costs nothing.
+
+pub mod config;
+pub mod rpc;
+pub mod server;
+#[cfg(test)]
+mod tests;
+pub mod tools;
+
+use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
+use crate::ch03_tools::Workspace;
+use crate::ch03_tools::secrets::redactor;
+use crate::ch04_terminal::sanitize::sanitize;
+use config::ServerConfig;
+use serde_json::Value;
+use server::{Server, State, describe};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread;
+
+/// Every MCP tool name starts with this.
+pub const PREFIX: &str = "mcp__";
+
+/// The configured servers of a run, shared by every session of it (`/new` keeps them).
+pub struct McpServers {
+    servers: Vec<Mutex<Server>>,
+    /// Exposed name → (server index, the server's own tool name), in listing order.
+    names: Mutex<Vec<(String, usize, String)>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl McpServers {
+    pub fn new(configs: Vec<ServerConfig>, root: &Path) -> McpServers {
+        let servers = configs.into_iter().map(|config| Mutex::new(Server::new(config, root))).collect();
+        McpServers { servers, names: Mutex::new(Vec::new()) }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    // ANCHOR: ensure_started
+    /// Starts every server not started yet, in parallel, each within its start-up timeout;
+    /// one warning line per server that fails. Then the tool names are assigned again.
+    pub fn ensure_started(&self) {
+        let waiting: Vec<&Mutex<Server>> =
+            self.servers.iter().filter(|server| lock(server).state == State::NotStarted).collect();
+        if waiting.is_empty() {
+            return;
+        }
+        thread::scope(|scope| {
+            for server in waiting {
+                scope.spawn(move || {
+                    let mut server = lock(server);
+                    if let Err(error) = server.start() {
+                        let why = describe(&error);
+                        server.stop();
+                        server.state = match error {
+                            rpc::RpcError::Interrupted => State::NotStarted, // tried again next turn
+                            _ => State::Failed(why.clone()),
+                        };
+                        warn(&format!("MCP server `{}` not started: {why}", server.config.name));
+                    }
+                });
+            }
+        });
+        self.assign_names();
+    }
+    // ANCHOR_END: ensure_started
+
+    /// `mcp__<server>__<tool>` for every listed tool; a name already taken keeps its first owner.
+    fn assign_names(&self) {
+        let mut names: Vec<(String, usize, String)> = Vec::new();
+        for (index, server) in self.servers.iter().enumerate() {
+            let server = lock(server);
+            for tool in &server.tools {
+                let exposed = tools::exposed_name(&server.config.name, &tool.name);
+                if names.iter().any(|(taken, _, _)| *taken == exposed) {
+                    warn(&format!("MCP tool `{}` skipped: its name is taken by another tool", tool.name));
+                    continue;
+                }
+                names.push((exposed, index, tool.name.clone()));
+            }
+        }
+        *lock(&self.names) = names;
+    }
+
+    /// The schemas of every tool of every started server.
+    pub fn schemas(&self) -> Vec<Value> {
+        self.ensure_started();
+        let names = lock(&self.names);
+        names
+            .iter()
+            .filter_map(|(exposed, index, tool)| {
+                let server = lock(&self.servers[*index]);
+                let remote = server.tools.iter().find(|t| &t.name == tool)?;
+                Some(tools::schema(exposed, remote))
+            })
+            .collect()
+    }
+
+    // ANCHOR: call
+    /// Runs one `mcp__…` call on its server.
+    pub fn call(&self, call: &ToolCall) -> ToolOutput {
+        let found = lock(&self.names).iter().find(|(name, _, _)| *name == call.name).cloned();
+        let Some((_, index, tool)) = found else {
+            let content = format!("unknown MCP tool `{}`", crate::ch02_model::shorten(&call.name, 100));
+            return ToolOutput { content, status: ToolStatus::Error };
+        };
+        let text = if call.arguments.trim().is_empty() { "{}" } else { call.arguments.as_str() };
+        let arguments = match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(object)) => Value::Object(object),
+            _ => {
+                let content = format!("invalid arguments for {}: a JSON object is expected", call.name);
+                return ToolOutput { content, status: ToolStatus::Error };
+            }
+        };
+        let mut server = lock(&self.servers[index]);
+        let name = server.config.name.clone();
+        match server.call(&tool, arguments) {
+            Ok(result) => tools::render_result(&result),
+            Err(error) => tools::failure(&name, &error),
+        }
+    }
+    // ANCHOR_END: call
+
+    /// `/mcp`: each server, its state and its tools.
+    pub fn report(&self) -> String {
+        if self.servers.is_empty() {
+            return "no MCP servers (add them to .mcp.json or ~/.config/mini-agent/mcp.json)".into();
+        }
+        self.ensure_started();
+        let names = lock(&self.names);
+        let mut lines = Vec::new();
+        for (index, server) in self.servers.iter().enumerate() {
+            let server = lock(server);
+            let state = match &server.state {
+                State::NotStarted => "not started".to_string(),
+                State::Running => "running".to_string(),
+                State::Failed(why) => format!("failed: {why}"),
+                State::Exited(how) => format!("{how}; restarts on its next call"),
+            };
+            let source = server.config.source.display();
+            lines.push(format!(
+                "{} · {state} · from {source} · log {}",
+                server.config.name,
+                server.log_path().display()
+            ));
+            for (exposed, _, _) in names.iter().filter(|(_, owner, _)| *owner == index) {
+                lines.push(format!("  {exposed}"));
+            }
+        }
+        sanitize(&lines.join("\n"))
+    }
+}
+
+fn warn(line: &str) {
+    eprintln!("mini-agent: warning: {}", redactor().redact_line(&sanitize(line)));
+}
+
+// ANCHOR: with_mcp
+/// The six tools plus every server's: `mcp__…` calls go to their server, the rest inside.
+pub struct WithMcp<T: Tools> {
+    inner: T,
+    mcp: Arc<McpServers>,
+    /// For the head-and-tail bound of long results (and the spill file that keeps the whole).
+    outputs: Workspace,
+}
+
+impl<T: Tools> WithMcp<T> {
+    pub fn new(inner: T, mcp: Arc<McpServers>, outputs: Workspace) -> WithMcp<T> {
+        WithMcp { inner, mcp, outputs }
+    }
+
+    pub fn inner(&self) -> &T {
+        &self.inner
+    }
+}
+
+impl<T: Tools> Tools for WithMcp<T> {
+    fn schemas(&self) -> Vec<Value> {
+        let mut schemas = self.inner.schemas();
+        if !self.mcp.is_empty() {
+            schemas.extend(self.mcp.schemas());
+        }
+        schemas
+    }
+
+    fn run(&mut self, call: &ToolCall) -> ToolOutput {
+        if !call.name.starts_with(PREFIX) {
+            return self.inner.run(call);
+        }
+        let output = self.mcp.call(call);
+        // Redacted before anything keeps it, and bounded like any tool's answer.
+        let content = self.outputs.bounded("mcp", redactor().redact_string(output.content));
+        ToolOutput { content, ..output }
+    }
+}
+// ANCHOR_END: with_mcp

@@ -1,0 +1,148 @@
+//! The client against a tiny scripted server (`selfcheck/mcp/fake_server.sh`): the
+//! handshake, paging, calls, errors, a death mid-call, a timeout, and misbehaving servers.
+
+use super::config::ServerConfig;
+use super::rpc::RpcError;
+use super::server::{Server, State};
+use super::*;
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/selfcheck/mcp/fake_server.sh");
+
+struct Root(PathBuf);
+impl Root {
+    fn new(tag: &str) -> Root {
+        let dir = std::env::temp_dir().join(format!("mini-agent-mcp-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Root(std::fs::canonicalize(dir).unwrap())
+    }
+}
+impl Drop for Root {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn fake(root: &Root, env: &[(&str, &str)]) -> ServerConfig {
+    ServerConfig {
+        name: "fake".into(),
+        command: "sh".into(),
+        args: vec![FAKE.into()],
+        env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        cwd: root.0.clone(),
+        timeout: Duration::from_secs(3),
+        startup_timeout: Duration::from_secs(3),
+        source: root.0.join(".mcp.json"),
+    }
+}
+
+fn call(name: &str, arguments: &str) -> ToolCall {
+    ToolCall { id: "c1".into(), name: name.into(), arguments: arguments.into() }
+}
+
+#[test]
+fn lists_every_page_and_calls_with_arguments() {
+    let root = Root::new("list");
+    let servers = McpServers::new(vec![fake(&root, &[])], &root.0);
+    let schemas = servers.schemas();
+    let names: Vec<&str> = schemas.iter().filter_map(|s| s["function"]["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        ["mcp__fake__echo", "mcp__fake__fail", "mcp__fake__slow", "mcp__fake__die", "mcp__fake__big"]
+    );
+    let echoed = servers.call(&call("mcp__fake__echo", r#"{"message":"hi there"}"#));
+    assert_eq!(echoed.status, ToolStatus::Ok);
+    assert_eq!(echoed.content, r#"echo {"message":"hi there"}"#);
+    let failed = servers.call(&call("mcp__fake__fail", ""));
+    assert_eq!((failed.content.as_str(), failed.status), ("the fake tool failed", ToolStatus::Error));
+    assert_eq!(servers.call(&call("mcp__fake__echo", "[1]")).status, ToolStatus::Error);
+    assert_eq!(servers.call(&call("mcp__fake__nope", "{}")).status, ToolStatus::Error);
+    let report = servers.report();
+    assert!(report.contains("fake · running") && report.contains("  mcp__fake__big"), "{report}");
+    let log = std::fs::read_to_string(root.0.join(".mini_agent/mcp/fake.log")).unwrap();
+    assert!(log.contains("fake server started"), "{log}");
+}
+
+#[test]
+fn a_server_killed_mid_call_is_an_unknown_outcome_and_restarts() {
+    let root = Root::new("die");
+    let servers = McpServers::new(vec![fake(&root, &[])], &root.0);
+    servers.ensure_started();
+    let died = servers.call(&call("mcp__fake__die", "{}"));
+    assert_eq!(died.status, ToolStatus::Unknown, "{}", died.content);
+    assert!(died.content.contains("killed by signal 9"), "{}", died.content);
+    assert!(servers.report().contains("restarts on its next call"), "{}", servers.report());
+    let again = servers.call(&call("mcp__fake__echo", r#"{"message":"back"}"#));
+    assert_eq!(again.status, ToolStatus::Ok, "{}", again.content);
+}
+
+#[test]
+fn a_timeout_cancels_the_request_and_the_server_goes_on() {
+    let root = Root::new("timeout");
+    let log = root.0.join("received.jsonl");
+    let log_text = log.to_str().unwrap().to_string();
+    let mut config = fake(&root, &[("FAKE_LOG", &log_text), ("FAKE_SLOW", "2")]);
+    config.timeout = Duration::from_millis(300);
+    let mut server = Server::new(config, &root.0);
+    server.start().unwrap();
+    let started = Instant::now();
+    assert_eq!(server.call("slow", json!({})), Err(RpcError::Timeout(Duration::from_millis(300))));
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // The late answer is dropped; the next call gets its own.
+    std::thread::sleep(Duration::from_millis(2_000));
+    let answer = server.call("echo", json!({"message": "after"})).unwrap();
+    assert_eq!(answer["content"][0]["text"], r#"echo {"message":"after"}"#);
+    let received = std::fs::read_to_string(&log).unwrap();
+    assert!(received.contains(r#""method":"notifications/cancelled""#), "{received}");
+    assert!(received.contains(r#""requestId":4"#), "{received}");
+}
+
+#[test]
+fn servers_that_never_start_are_reported_and_skipped() {
+    let root = Root::new("never");
+    let mut silent = fake(&root, &[("FAKE_MODE", "silent")]);
+    silent.startup_timeout = Duration::from_millis(400);
+    silent.name = "silent".into();
+    let mut missing = fake(&root, &[]);
+    missing.command = "/nonexistent/mcp-server".into();
+    missing.name = "missing".into();
+    let mut exits = fake(&root, &[("FAKE_MODE", "exit")]);
+    exits.name = "exits".into();
+    let mut junk = fake(&root, &[("FAKE_MODE", "badinit")]);
+    junk.startup_timeout = Duration::from_millis(400);
+    junk.name = "junk".into();
+    let servers = McpServers::new(vec![silent, missing, exits, junk, fake(&root, &[])], &root.0);
+    let started = Instant::now();
+    let schemas = servers.schemas();
+    // In parallel: the two silent ones cost one timeout, not two.
+    assert!(started.elapsed() < Duration::from_millis(1_500), "{:?}", started.elapsed());
+    assert_eq!(schemas.len(), 5);
+    let report = servers.report();
+    assert!(report.contains("silent · failed: no answer within 400 ms"), "{report}");
+    assert!(report.contains("missing · failed: cannot start `/nonexistent/mcp-server`"), "{report}");
+    assert!(report.contains("exits · failed: the server exited with status 3"), "{report}");
+    assert!(report.contains("junk · failed"), "{report}");
+    let not_run = servers.call(&call("mcp__fake__echo", "{}"));
+    assert_eq!(not_run.status, ToolStatus::Ok);
+}
+
+#[test]
+fn garbage_and_oversized_answers_cost_bounded_memory() {
+    let root = Root::new("garbage");
+    let mut server = Server::new(fake(&root, &[("FAKE_MODE", "garbage")]), &root.0);
+    server.start().unwrap();
+    assert_eq!(server.state, State::Running);
+    let answer = server.call("echo", json!({"message": "ok"})).unwrap();
+    assert_eq!(answer["content"][0]["text"], r#"echo {"message":"ok"}"#);
+    let mut big = Server::new(fake(&root, &[("FAKE_BIG", "12000000")]), &root.0);
+    big.start().unwrap();
+    match big.call("big", json!({})) {
+        Err(RpcError::TooLarge(bytes)) => assert!(bytes > 12_000_000),
+        other => panic!("expected TooLarge, got {:?}", other.map(|_| "a result")),
+    }
+    let after = big.call("echo", json!({})).unwrap();
+    assert_eq!(after["content"][0]["text"], "echo {}");
+}
