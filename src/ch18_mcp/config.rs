@@ -29,7 +29,6 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_TIMEOUT_SECS: u64 = 3_600;
 
-// ANCHOR: server_config
 /// One server: the program to start and how long to wait for it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServerConfig {
@@ -48,7 +47,6 @@ pub struct ServerConfig {
     /// Which file it came from.
     pub source: PathBuf,
 }
-// ANCHOR_END: server_config
 
 /// The servers of this run, and what was skipped on the way (one line each).
 #[derive(Debug, Default)]
@@ -158,7 +156,6 @@ pub fn summary(servers: &[ServerConfig]) -> String {
     lines.join("\n")
 }
 
-// ANCHOR: load
 /// The servers of this run: the user's file, then the workspace's if it is approved
 /// (`trusted` is `--trust-mcp`; `ask` reaches the person at the terminal, if any).
 pub fn load(workspace: &Workspace, trusted: bool, store: Option<&ApprovalStore>, ask: Option<Ask>) -> Loaded {
@@ -211,7 +208,6 @@ pub fn load(workspace: &Workspace, trusted: bool, store: Option<&ApprovalStore>,
     }
     loaded
 }
-// ANCHOR_END: load
 
 fn add(loaded: &mut Loaded, parsed: Result<(Vec<ServerConfig>, Vec<String>), String>) {
     match parsed {

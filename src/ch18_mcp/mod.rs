@@ -59,7 +59,6 @@ impl McpServers {
         self.servers.is_empty()
     }
 
-    // ANCHOR: ensure_started
     /// Starts every server not started yet, in parallel, each within its start-up timeout;
     /// one warning line per server that fails. Then the tool names are assigned again.
     pub fn ensure_started(&self) {
@@ -86,7 +85,6 @@ impl McpServers {
         });
         self.assign_names();
     }
-    // ANCHOR_END: ensure_started
 
     /// `mcp__<server>__<tool>` for every listed tool; a name already taken keeps its first owner.
     fn assign_names(&self) {
@@ -119,7 +117,6 @@ impl McpServers {
             .collect()
     }
 
-    // ANCHOR: call
     /// Runs one `mcp__…` call on its server.
     pub fn call(&self, call: &ToolCall) -> ToolOutput {
         let found = lock(&self.names).iter().find(|(name, _, _)| *name == call.name).cloned();
@@ -142,7 +139,6 @@ impl McpServers {
             Err(error) => tools::failure(&name, &error),
         }
     }
-    // ANCHOR_END: call
 
     /// `/mcp`: each server, its state and its tools.
     pub fn report(&self) -> String {
@@ -178,7 +174,6 @@ fn warn(line: &str) {
     eprintln!("mini-agent: warning: {}", redactor().redact_line(&sanitize(line)));
 }
 
-// ANCHOR: with_mcp
 /// The six tools plus every server's: `mcp__…` calls go to their server, the rest inside.
 pub struct WithMcp<T: Tools> {
     inner: T,
@@ -216,4 +211,3 @@ impl<T: Tools> Tools for WithMcp<T> {
         ToolOutput { content, ..output }
     }
 }
-// ANCHOR_END: with_mcp

@@ -98,7 +98,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-// ANCHOR: connection
 /// A running server and the requests waiting for it.
 pub struct Connection {
     child: Child,
@@ -148,14 +147,12 @@ impl Connection {
         thread::spawn(move || copy_stderr(stderr, &logger));
         Ok(Connection { child, group, mark, shared, next_id: 1, broken: false })
     }
-    // ANCHOR_END: connection
 
     /// Whether requests can still be sent.
     pub fn is_alive(&self) -> bool {
         !self.broken && !self.shared.closed.load(Ordering::SeqCst)
     }
 
-    // ANCHOR: request
     /// Sends `method` and waits for its answer, the timeout, Ctrl+C or the server's end.
     pub fn request(&mut self, method: &str, params: Value, timeout: Duration) -> Result<Value, RpcError> {
         if !self.is_alive() {
@@ -203,7 +200,6 @@ impl Connection {
         lock(&self.shared.pending).remove(&id);
         let _ = self.notify("notifications/cancelled", json!({"requestId": id, "reason": reason}));
     }
-    // ANCHOR_END: request
 
     /// One line on stdin, before `deadline`. A write cut halfway leaves the server reading
     /// half a message, so the connection is marked broken and will be restarted.
@@ -240,7 +236,6 @@ impl Connection {
     }
 }
 
-// ANCHOR: stop
 impl Drop for Connection {
     /// Closes stdin, then SIGTERM to the server's whole group, SIGKILL after a grace, and
     /// reaps whatever left the group: no server outlives the agent.
@@ -256,7 +251,6 @@ impl Drop for Connection {
         kill_escaped(&self.mark, self.group);
     }
 }
-// ANCHOR_END: stop
 
 fn set_nonblocking(stdin: &ChildStdin) -> io::Result<()> {
     let fd = stdin.as_raw_fd();
@@ -299,7 +293,6 @@ fn write_before(stdin: &mut Option<ChildStdin>, bytes: &[u8], deadline: Instant)
     Ok(())
 }
 
-// ANCHOR: read_loop
 /// The reader thread: one bounded line at a time, until the server closes its stdout; then
 /// every request still waiting hears that the server is gone.
 fn read_loop(stdout: impl Read, shared: &Shared) {
@@ -366,7 +359,6 @@ fn handle_line(line: &[u8], shared: &Shared) {
     };
     let _ = waiting.send(reply);
 }
-// ANCHOR_END: read_loop
 
 /// Copies the server's stderr into its log, bounded; keeps reading past the bound so the
 /// server never blocks on a full pipe.

@@ -62,7 +62,6 @@ impl Server {
         self.log_dir.join(format!("{}.log", self.config.name))
     }
 
-    // ANCHOR: start
     /// Spawns the server and shakes hands, all within its start-up timeout.
     pub fn start(&mut self) -> Result<(), RpcError> {
         self.connection = None; // a previous process is stopped first
@@ -80,9 +79,7 @@ impl Server {
         self.state = State::Running;
         Ok(())
     }
-    // ANCHOR_END: start
 
-    // ANCHOR: call
     /// Calls `tool`. A server that ended since its last call is started again first; if that
     /// fails the call did not run (`RpcError::NotStarted`).
     pub fn call(&mut self, tool: &str, arguments: Value) -> Result<Value, RpcError> {
@@ -105,7 +102,6 @@ impl Server {
         }
         result
     }
-    // ANCHOR_END: call
 
     /// Stops the process (if any); `/mcp` shows it as not started.
     pub fn stop(&mut self) {
@@ -113,7 +109,6 @@ impl Server {
     }
 }
 
-// ANCHOR: handshake
 /// `initialize`, `notifications/initialized`, then `tools/list` page by page, all before
 /// the start-up deadline.
 fn handshake(mut connection: Connection, limit: Duration) -> Result<(Vec<RemoteTool>, Connection), RpcError> {
@@ -149,7 +144,6 @@ fn handshake(mut connection: Connection, limit: Duration) -> Result<(Vec<RemoteT
     tools.truncate(MAX_TOOLS);
     Ok((tools, connection))
 }
-// ANCHOR_END: handshake
 
 /// One line for the user or the model: why a start or a call failed.
 pub fn describe(error: &RpcError) -> String {

@@ -21,7 +21,6 @@ const DESCRIPTION_MAX_CHARS: usize = 1_000;
 /// A schema larger than this (serialized) is replaced by "any object".
 const SCHEMA_MAX_BYTES: usize = 16 * 1024;
 
-// ANCHOR: naming
 /// `mcp__<server>__<tool>`, with every other character made `_` and cut to 64 bytes.
 pub fn exposed_name(server: &str, tool: &str) -> String {
     let clean = |text: &str| -> String {
@@ -48,9 +47,7 @@ pub fn schema(exposed: &str, tool: &RemoteTool) -> Value {
     let description = shorten(tool.description.trim(), DESCRIPTION_MAX_CHARS);
     json!({"type": "function", "function": {"name": exposed, "description": description, "parameters": parameters}})
 }
-// ANCHOR_END: naming
 
-// ANCHOR: result
 /// A `tools/call` result as the model reads it.
 pub fn render_result(result: &Value) -> ToolOutput {
     let mut parts: Vec<String> = Vec::new();
@@ -111,7 +108,6 @@ pub fn failure(server: &str, error: &RpcError) -> ToolOutput {
     };
     ToolOutput { content, status }
 }
-// ANCHOR_END: result
 
 #[cfg(test)]
 mod tests {
