@@ -369,26 +369,6 @@ pub fn text(answer: &str) -> Step {
     Step::text(answer)
 }
 
-/// Marsaglia's xorshift64: tiny, deterministic, good enough to spread test inputs.
-pub struct XorShift(pub u64);
-
-impl XorShift {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    pub fn below(&mut self, bound: usize) -> usize {
-        (self.next() % bound.max(1) as u64) as usize
-    }
-
-    pub fn bytes(&mut self, count: usize) -> Vec<u8> {
-        (0..count).map(|_| self.next() as u8).collect()
-    }
-}
-
 /// The agent binary to run in `root`, with an environment of its own: no key, endpoint or
 /// model from the developer's shell, no retries (a test scripts every reply), no colour.
 pub fn agent_command(root: &Path) -> Command {

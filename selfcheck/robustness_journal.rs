@@ -16,7 +16,7 @@ use mini_agent::ch10_recovery::status_of;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
-use crate::harness::XorShift;
+use mini_agent::testkit::xorshift::XorShift;
 
 /// A real journal, written by `Journal`, with every kind of record and multi-byte text.
 fn valid_journal(dir: &Path) -> Vec<u8> {
@@ -183,7 +183,7 @@ fn random_bytes_and_random_damage_never_panic_and_always_explain() {
     let temp = TempDir::new();
     let valid = valid_journal(temp.path());
     let path = temp.path().join(".mini_agent/sessions/random.jsonl");
-    let mut random = XorShift(0x9E37_79B9_7F4A_7C15);
+    let mut random = XorShift::new(0x9E37_79B9_7F4A_7C15);
     let mut problems = Vec::new();
     let mut inputs = 0;
     let (mut refused, mut torn) = (0, 0);
@@ -218,8 +218,8 @@ fn random_bytes_and_random_damage_never_panic_and_always_explain() {
         for _ in 0..1 + random.below(3) {
             let at = random.below(bytes.len());
             match random.below(3) {
-                0 => bytes[at] = random.next() as u8,
-                1 => bytes.insert(at, random.next() as u8),
+                0 => bytes[at] = random.next_u64() as u8,
+                1 => bytes.insert(at, random.next_u64() as u8),
                 _ => {
                     bytes.remove(at);
                 }

@@ -12,7 +12,7 @@ use mini_agent::ch11_streaming::{SseEvent, SseParser, StreamAssembler};
 use serde_json::json;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::harness::XorShift;
+use mini_agent::testkit::xorshift::XorShift;
 
 /// Collects the text deltas, as the terminal would show them.
 #[derive(Default)]
@@ -87,7 +87,7 @@ fn assemble(events: &[SseEvent]) -> (StreamAssembler, Shown, Option<String>) {
 
 #[test]
 fn events_do_not_depend_on_where_the_network_cut_the_bytes() {
-    let mut random = XorShift(0x2545_F491_4F6C_DD1D);
+    let mut random = XorShift::new(0x2545_F491_4F6C_DD1D);
     let mut cases = 0;
     for round in 0..300 {
         let bytes = if round % 3 == 0 {
@@ -116,7 +116,7 @@ fn events_do_not_depend_on_where_the_network_cut_the_bytes() {
 
 #[test]
 fn a_valid_stream_assembles_and_every_prefix_of_it_is_incomplete_or_ends_cleanly() {
-    let mut random = XorShift(0xD1B5_4A32_D192_ED03);
+    let mut random = XorShift::new(0xD1B5_4A32_D192_ED03);
     let bytes = valid_stream(&mut random);
     let (assembler, shown, error) = assemble(&SseParser::new().feed(&bytes));
     assert_eq!(error, None);
@@ -149,7 +149,7 @@ fn a_valid_stream_assembles_and_every_prefix_of_it_is_incomplete_or_ends_cleanly
 
 #[test]
 fn hostile_chunks_are_errors_or_ignored_never_a_panic() {
-    let mut random = XorShift(0x9E37_79B9_7F4A_7C15);
+    let mut random = XorShift::new(0x9E37_79B9_7F4A_7C15);
     let deep = "[".repeat(100_000);
     let huge = format!(r#"{{"choices":[{{"delta":{{"content":"{}"}}}}]}}"#, "x".repeat(8 << 20));
     let mut datas: Vec<String> = vec![
@@ -171,7 +171,7 @@ fn hostile_chunks_are_errors_or_ignored_never_a_panic() {
     ];
     for _ in 0..300 {
         let length = random.below(200);
-        let bytes: Vec<u8> = (0..length).map(|_| random.next() as u8).collect();
+        let bytes: Vec<u8> = (0..length).map(|_| random.next_u64() as u8).collect();
         datas.push(String::from_utf8_lossy(&bytes).into_owned());
     }
     let mut errors = 0;

@@ -19,6 +19,7 @@
 //! terminal shows it and the journal records it.
 
 use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request, interrupted};
+use crate::testkit::xorshift::XorShift;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The longest `Retry-After` we honour; a server asking for more gets an error that says so.
@@ -155,11 +156,7 @@ fn backoff(attempt: u32) -> Duration {
 fn random_fraction() -> f64 {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     // xorshift64 scrambles the clock's low bits into all 64.
-    let mut x = nanos | 1;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    (x >> 11) as f64 / (1u64 << 53) as f64
+    XorShift::new(nanos).fraction()
 }
 
 /// Sleeps `duration` in small slices, returning early with `Interrupted` on Ctrl+C.

@@ -25,44 +25,7 @@ mod streams;
 
 use binary_run::Run;
 
-// ANCHOR: xorshift
-/// Marsaglia's xorshift64: a few lines, no dependency, the same sequence for the same seed.
-pub struct XorShift(u64);
-
-impl XorShift {
-    /// The generator for one test: `default_seed`, unless the environment names another.
-    pub fn seeded(default_seed: u64) -> XorShift {
-        let seed = std::env::var("MINI_AGENT_ROBUSTNESS_SEED")
-            .ok()
-            .and_then(|text| text.parse().ok())
-            .unwrap_or(default_seed);
-        eprintln!("robustness seed: {seed} (replay with MINI_AGENT_ROBUSTNESS_SEED={seed})");
-        // Zero is xorshift's one fixed point.
-        XorShift(seed.max(1))
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-
-    pub fn below(&mut self, bound: usize) -> usize {
-        usize::try_from(self.next_u64() % bound as u64).expect("below a usize bound")
-    }
-
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-
-    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
-        (0..len).map(|_| self.next_u64().to_le_bytes()[0]).collect()
-    }
-}
-// ANCHOR_END: xorshift
+pub use mini_agent::testkit::xorshift::XorShift;
 
 /// How many generated cases a test runs: `default`, unless the environment says otherwise.
 pub fn cases(default: usize) -> usize {

@@ -168,13 +168,8 @@ mod tests {
             }
         }
         let alphabet = ['a', 'b', '/', '*', '?'];
-        let mut seed = 0x9e3779b97f4a7c15u64;
-        let mut pick = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut random = crate::testkit::xorshift::XorShift::new(0x9e3779b97f4a7c15);
+        let mut pick = |n: usize| random.below(n);
         for _ in 0..20_000 {
             let pattern: String = (0..pick(7)).map(|_| alphabet[pick(5)]).collect();
             let text: String = (0..pick(7)).map(|_| alphabet[pick(3)]).collect();

@@ -84,7 +84,7 @@ fn garbage_arguments_never_panic() {
         ("search", r#"{"pattern":"x","path":".","glob":"*.txt"}"#),
         ("bash", r#"{"command":"echo hi","timeout_secs":5}"#),
     ];
-    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut random = crate::testkit::xorshift::XorShift::new(0x2545_f491_4f6c_dd1d);
     let mut calls = 0;
     for (name, arguments) in valid {
         for end in 0..arguments.len() {
@@ -97,14 +97,7 @@ fn garbage_arguments_never_panic() {
             calls += 1;
         }
         for _ in 0..100 {
-            let bytes: Vec<u8> = (0..24)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    seed as u8
-                })
-                .collect();
+            let bytes = random.bytes(24);
             let arguments = String::from_utf8_lossy(&bytes).into_owned();
             let output = workspace.run(&ToolCall { id: "1".into(), name: name.into(), arguments });
             assert_eq!(output.status, ToolStatus::Error);

@@ -8,6 +8,10 @@
 //!   with a scripted [`scripted_server::Step`] (a reply, a stream, an error, a cut or a stall).
 //! * [`demo`]: the rules behind `--demo`, served by the scripted server, so `--demo` drives
 //!   the real HTTP client, tools and loop unchanged.
+//!
+//! Beside them, the one copy of each helper the tests share ([`xorshift`]).
 
 pub mod demo;
 pub mod scripted_server;
+#[doc(hidden)]
+pub mod xorshift;
