@@ -186,7 +186,7 @@ mod tests {
             assert!(!Glob::matches(pattern, &name));
             let took = started.elapsed();
             println!("figure: glob {:.20}… against 10,000 `a`s: {took:?}", pattern);
-            assert!(took < Duration::from_millis(500), "{took:?}");
+            assert!(took < Duration::from_secs(5), "{took:?}");
         }
     }
 }
