@@ -460,21 +460,20 @@ impl Table {
     }
 }
 
-/// A fresh directory under the system temp dir: `root()` is the (empty) workspace, and the
-/// agent's stderr is kept beside it, outside the workspace. Removed when dropped.
+/// A fresh directory under the system temp dir (the test kit's): `root()` is the (empty)
+/// workspace, and the agent's stderr is kept beside it, outside the workspace.
 struct TempDir {
-    base: PathBuf,
+    base: mini_agent::testkit::tempdir::TempDir,
     root: PathBuf,
 }
 
 impl TempDir {
     fn new(tag: &str) -> Result<TempDir, String> {
-        let nanos = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let path =
-            std::env::temp_dir().join(format!("mini-agent-bench-{tag}-{}-{nanos}", std::process::id()));
-        let root = path.join("workspace");
+        let base = mini_agent::testkit::tempdir::TempDir::create(&format!("bench-{tag}"))
+            .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+        let root = base.join("workspace");
         std::fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
-        Ok(TempDir { base: path, root })
+        Ok(TempDir { base, root })
     }
 
     fn root(&self) -> &Path {
@@ -489,11 +488,5 @@ impl TempDir {
     fn stderr_line(&self) -> String {
         let text = std::fs::read_to_string(self.stderr_path()).unwrap_or_default();
         text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("(no stderr)").trim().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.base);
     }
 }

@@ -9,45 +9,12 @@
 
 use std::ffi::OsString;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// A temporary directory that is removed when dropped.
-pub struct Workspace {
-    pub path: PathBuf,
-}
-
-impl Workspace {
-    pub fn new(label: &str) -> Workspace {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let unique = format!(
-            "mini-agent-{label}-{}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::SeqCst),
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
-        );
-        let path = std::env::temp_dir().join(unique);
-        std::fs::create_dir_all(&path).expect("the temp dir is writable");
-        Workspace { path }
-    }
-
-    pub fn write(&self, relative: &str, content: &str) {
-        let file = self.path.join(relative);
-        if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent).expect("create parent in the workspace");
-        }
-        std::fs::write(file, content).expect("write a workspace file");
-    }
-}
-
-impl Drop for Workspace {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
-}
+pub use mini_agent::testkit::tempdir::TempDir as Workspace;
 
 /// What one run of the binary did.
 #[derive(Debug)]

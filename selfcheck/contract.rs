@@ -114,7 +114,7 @@ impl Aimock {
         let base_url = self.base_url();
         let mut argv = args(&["--base-url", &base_url, "--model", "contract-model", "-p", prompt]);
         argv.extend(args(extra));
-        run_binary(&workspace.path, &argv, env, DEADLINE)
+        run_binary(workspace.path(), &argv, env, DEADLINE)
     }
 }
 
@@ -332,7 +332,7 @@ fn numbers_in_session_journals(workspace: &Workspace) -> BTreeSet<u64> {
         }
     }
     let mut numbers = BTreeSet::new();
-    let sessions = workspace.path.join(".mini_agent/sessions");
+    let sessions = workspace.join(".mini_agent/sessions");
     for entry in std::fs::read_dir(sessions).into_iter().flatten().flatten() {
         let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
         for line in text.lines() {

@@ -360,7 +360,7 @@ struct Findings {
 
 fn check_point(point: &KillPoint, reference: &[String]) -> Findings {
     let mut found = Findings::default();
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let root = workspace.path().to_path_buf();
     if !run_and_kill(&root, point) {
         found.other.push("the agent finished before the kill point".into());
@@ -591,7 +591,7 @@ fn calls_count(n: usize) -> String {
 
 /// One uninterrupted run: the journal lines every kill point is planned from.
 fn reference_journal() -> Vec<String> {
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let server = slow_server(0);
     let status = agent_command(workspace.path(), &server.url).status().expect("run mini-agent");
     assert!(status.success(), "the script runs to the end: {status:?}");

@@ -310,7 +310,7 @@ fn gitignore_lists_no_tracked_file() {
 
 #[test]
 fn dash_p_dash_on_a_terminal_says_it_reads_until_ctrl_d() {
-    let workspace = crate::harness::TempDir::new();
+    let workspace = crate::harness::TempDir::new("selfcheck");
     let mut terminal = crate::pty::Terminal::start(workspace.path(), &["--demo", "-p", "-"]);
     terminal.wait_for("press Ctrl+D");
     terminal.type_keys("list the files\r\x04");
@@ -352,7 +352,7 @@ fn typing_exit_or_quit_in_the_repl_says_how_to_leave() {
     run.expect_code(0).stderr_has("to leave, type /exit or press Ctrl+D");
     assert_eq!(server.requests().len(), 0, "`exit` was sent to the model");
     // At a terminal too.
-    let workspace = crate::harness::TempDir::new();
+    let workspace = crate::harness::TempDir::new("selfcheck");
     let mut terminal = crate::pty::Terminal::start(workspace.path(), &["--base-url", &server.url]);
     terminal.wait_for("> ");
     terminal.type_keys("quit\r");
@@ -384,7 +384,7 @@ fn counts_of_one_are_singular() {
 #[test]
 fn sessions_refuses_a_symlinked_session_directory() {
     let elsewhere = Test::new().args(["--demo", "-p", "list the files"]).run();
-    let workspace = crate::harness::TempDir::new();
+    let workspace = crate::harness::TempDir::new("selfcheck");
     std::os::unix::fs::symlink(elsewhere.root().join(".mini_agent"), workspace.path().join(".mini_agent"))
         .expect("a symlink");
     let run = Test::new().args(["sessions"]).run_in(workspace);

@@ -57,7 +57,7 @@ fn stream_is_never_retried_once_text_was_shown() {
 #[test]
 fn stream_retries_a_refused_connection_until_the_server_is_up() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
-    let workspace = crate::harness::TempDir::new();
+    let workspace = crate::harness::TempDir::new("selfcheck");
     let child = agent_command(workspace.path())
         .args(["--stream", "--base-url", &format!("http://127.0.0.1:{port}/v1"), "-p", "hi"])
         .env("MINI_AGENT_REQUEST_MAX_RETRIES", "3")

@@ -29,7 +29,7 @@ fn user_messages(request: &Value) -> Vec<String> {
 #[test]
 fn ctrl_c_on_a_half_typed_line_clears_the_line_and_stays() {
     let server = ScriptedServer::scripted(vec![text("the real answer")]).expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let mut terminal = Terminal::start_with_term(workspace.path(), &["--base-url", &server.url], "xterm");
     terminal.wait_for("> ");
     terminal.type_keys("half typed, thought better of it");
@@ -45,7 +45,7 @@ fn ctrl_c_on_a_half_typed_line_clears_the_line_and_stays() {
 
 #[test]
 fn ctrl_c_or_ctrl_d_on_an_empty_prompt_leaves_and_the_first_time_says_how_to_continue() {
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let hint = "mini-agent -c";
     let mut first = Terminal::start_with_term(workspace.path(), &["--demo"], "xterm");
     first.wait_for("> ");
@@ -71,7 +71,7 @@ fn a_running_tool_shows_its_name_the_time_and_its_last_line_of_output() {
     let command = "echo step-one; sleep 1.2; echo step-two; sleep 1.2";
     let server = ScriptedServer::scripted(vec![call("bash", json!({ "command": command })), text("built")])
         .expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let mut terminal = Terminal::start(workspace.path(), &["--allow-shell", "--base-url", &server.url]);
     terminal.wait_for("> ");
     terminal.type_keys("build it\r");
@@ -107,7 +107,7 @@ fn a_streamed_answer_is_rendered_as_markdown_a_line_at_a_time() {
         "cargo test\n```\nlast-line",
     ]);
     let server = ScriptedServer::scripted(vec![reply]).expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let mut terminal = Terminal::start(workspace.path(), &["--stream", "--base-url", &server.url]);
     terminal.wait_for("> ");
     terminal.type_keys("plan it\r");
@@ -133,7 +133,7 @@ fn a_long_streamed_line_shows_its_rows_as_they_fill() {
         *delay_ms = 60;
     }
     let server = ScriptedServer::scripted(vec![slow]).expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let mut terminal = Terminal::start(workspace.path(), &["--stream", "--base-url", &server.url]);
     terminal.resize(40, 24);
     terminal.wait_for("> ");
@@ -155,7 +155,7 @@ fn a_long_streamed_line_shows_its_rows_as_they_fill() {
 fn the_last_exchange_shown_on_resume_is_rendered() {
     let answer = "| a | b |\n|---|---|\n| 1 | 2 |\n\n> not the prompt";
     let server = ScriptedServer::scripted(vec![text(answer)]).expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let first = crate::harness::agent_command(workspace.path())
         .args(["--base-url", &server.url, "-p", "make a table"])
         .output()
@@ -176,7 +176,7 @@ fn answers_wrap_at_the_terminal_width_and_rewrap_after_a_resize() {
                      incomprehensibilities move to the next line instead of breaking in two, \
                      and the next answer follows the window's new width after a resize.";
     let server = ScriptedServer::scripted(vec![text(paragraph), text(paragraph)]).expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let mut terminal = Terminal::start(workspace.path(), &["--base-url", &server.url]);
     terminal.resize(40, 24);
     terminal.wait_for("> ");
@@ -210,7 +210,7 @@ fn the_question_takes_a_reason_on_its_line_and_ctrl_d_is_a_denial() {
         text("denied again"),
     ])
     .expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let mut terminal = Terminal::start(workspace.path(), &["--base-url", &server.url]);
     terminal.wait_for("> ");
     terminal.type_keys("clean up\r");
@@ -241,7 +241,7 @@ fn the_question_takes_a_reason_on_its_line_and_ctrl_d_is_a_denial() {
 fn no_blank_line_comes_before_a_follow_up_question() {
     let server =
         ScriptedServer::scripted(vec![call("bash", json!({"command": "make"})), text("ok")]).expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let mut terminal = Terminal::start(workspace.path(), &["--base-url", &server.url]);
     terminal.wait_for("> ");
     terminal.type_keys("build\r");
@@ -264,7 +264,7 @@ fn lines_typed_during_a_turn_go_into_the_history() {
         text("noted"),
     ])
     .expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let mut terminal = Terminal::start(workspace.path(), &["--allow-shell", "--base-url", &server.url]);
     terminal.wait_for("> ");
     terminal.type_keys("wait for the flag\r");

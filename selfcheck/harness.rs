@@ -9,43 +9,12 @@ use serde_json::Value;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// A run that takes longer than this is a hang: the child is killed and the test fails.
 const HANG_AFTER: Duration = Duration::from_secs(20);
 
-/// A temporary directory, removed when dropped (no tempfile crate: a unique name is enough).
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    pub fn new() -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or_default();
-        let name = format!(
-            "mini-agent-selfcheck-{}-{}-{nanos}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::SeqCst)
-        );
-        let path = std::env::temp_dir().join(name);
-        std::fs::create_dir_all(&path).expect("create a temp workspace");
-        // Canonical, so that paths the agent prints compare equal on systems where /tmp is a link.
-        TempDir(path.canonicalize().expect("canonicalize the temp workspace"))
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use mini_agent::testkit::tempdir::TempDir;
 
 enum Endpoint {
     /// A scripted server is started and passed as `--base-url`.
@@ -148,7 +117,7 @@ impl Test {
     }
 
     pub fn run(self) -> Run {
-        let workspace = TempDir::new();
+        let workspace = TempDir::new("selfcheck");
         self.run_in(workspace)
     }
 

@@ -72,7 +72,7 @@ fn ctrl_c_during_a_long_sleep_kills_its_whole_group_and_brings_the_prompt_back()
         text("still here"),
     ])
     .expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let mut terminal = Terminal::start(workspace.path(), &["--allow-shell", "--base-url", &server.url]);
     terminal.wait_for("> ");
     terminal.type_keys("sleep for a while\r");
@@ -114,7 +114,7 @@ fn ctrl_c_during_a_long_sleep_kills_its_whole_group_and_brings_the_prompt_back()
 #[test]
 fn ctrl_c_during_a_model_reply_that_never_comes_brings_the_prompt_back() {
     let server = ScriptedServer::scripted(vec![Step::Hang, text("answered this time")]).expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let mut terminal = Terminal::start(workspace.path(), &["--base-url", &server.url]);
     terminal.wait_for("> ");
     terminal.type_keys("think hard\r");
@@ -151,7 +151,7 @@ fn ctrl_c_during_a_slow_stream_brings_the_prompt_back() {
         text("short answer"),
     ])
     .expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let mut terminal = Terminal::start(workspace.path(), &["--stream", "--base-url", &server.url]);
     terminal.wait_for("> ");
     terminal.type_keys("tell a story\r");
@@ -184,7 +184,7 @@ fn a_line_typed_while_a_tool_runs_reaches_the_next_request() {
         text("noted both"),
     ])
     .expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let mut terminal = Terminal::start(workspace.path(), &["--allow-shell", "--base-url", &server.url]);
     terminal.wait_for("> ");
     terminal.type_keys("wait for the flag\r");
@@ -251,7 +251,7 @@ fn record_field_varies(record: &serde_json::Map<String, Value>, field: &str) -> 
 #[test]
 fn a_repl_run_typed_at_a_terminal_leaves_the_same_session_as_the_same_lines_piped() {
     let server = ScriptedServer::scripted(same_run_steps()).expect("server");
-    let typed_workspace = TempDir::new();
+    let typed_workspace = TempDir::new("selfcheck");
     std::fs::write(typed_workspace.path().join("notes.txt"), "hello\n").expect("a file");
     let mut terminal = Terminal::start(typed_workspace.path(), &["--base-url", &server.url]);
     terminal.wait_for("> ");
@@ -290,7 +290,7 @@ fn a_repl_run_typed_at_a_terminal_leaves_the_same_session_as_the_same_lines_pipe
 fn lines_typed_during_an_interrupted_turn_are_not_lost_on_a_dumb_terminal() {
     for term in ["xterm", "dumb"] {
         let server = ScriptedServer::scripted(vec![Step::Hang, text("got it")]).expect("server");
-        let workspace = TempDir::new();
+        let workspace = TempDir::new("selfcheck");
         let mut terminal = Terminal::start_with_term(workspace.path(), &["--base-url", &server.url], term);
         terminal.wait_for("> ");
         terminal.type_keys("first question\r");

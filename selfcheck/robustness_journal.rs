@@ -134,7 +134,7 @@ fn open_when_free(path: &Path) -> (Journal, Loaded) {
 
 #[test]
 fn every_truncated_prefix_of_a_journal_reads_as_its_complete_lines() {
-    let temp = TempDir::new();
+    let temp = TempDir::new("selfcheck");
     let valid = valid_journal(temp.path());
     let path = temp.path().join(".mini_agent/sessions/prefix.jsonl");
     let line_ends: Vec<usize> =
@@ -180,7 +180,7 @@ fn every_truncated_prefix_of_a_journal_reads_as_its_complete_lines() {
 
 #[test]
 fn random_bytes_and_random_damage_never_panic_and_always_explain() {
-    let temp = TempDir::new();
+    let temp = TempDir::new("selfcheck");
     let valid = valid_journal(temp.path());
     let path = temp.path().join(".mini_agent/sessions/random.jsonl");
     let mut random = XorShift::new(0x9E37_79B9_7F4A_7C15);
@@ -244,7 +244,7 @@ fn random_bytes_and_random_damage_never_panic_and_always_explain() {
 
 #[test]
 fn huge_lines_deep_nesting_and_invalid_utf8_are_told_not_crashed() {
-    let temp = TempDir::new();
+    let temp = TempDir::new("selfcheck");
     let valid = valid_journal(temp.path());
     let path = temp.path().join(".mini_agent/sessions/hostile.jsonl");
     let header_end = valid.iter().position(|&b| b == b'\n').expect("a header line") + 1;

@@ -17,7 +17,7 @@ fn permission_questions_are_answered_at_the_terminal() {
         text("written again"),
     ])
     .expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let mut terminal = Terminal::start(workspace.path(), &["--base-url", &server.url]);
 
     terminal.wait_for("> ");

@@ -129,9 +129,9 @@ fn a_large_output_keeps_head_and_tail_and_saves_the_rest() {
 
 #[test]
 fn escapes_from_the_root_are_refused() {
-    let outside = TempDir::new();
+    let outside = TempDir::new("selfcheck");
     std::fs::write(outside.path().join("secret.txt"), "secret").expect("write outside");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     std::os::unix::fs::symlink(outside.path(), workspace.path().join("link")).expect("symlink");
     let absolute = outside.path().join("secret.txt").display().to_string();
     let steps = vec![

@@ -364,27 +364,7 @@ impl<T: Tools> Tools for WithSkills<T> {
 mod tests {
     use super::*;
 
-    struct TempDir(PathBuf);
-    impl TempDir {
-        fn new(tag: &str) -> TempDir {
-            let nanos =
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-            let dir =
-                std::env::temp_dir().join(format!("mini-agent-skills-{tag}-{}-{nanos}", std::process::id()));
-            std::fs::create_dir_all(dir.join("skills")).unwrap();
-            TempDir(dir)
-        }
-        fn write(&self, path: &str, text: &str) {
-            let path = self.0.join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-    }
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::testkit::tempdir::TempDir;
 
     struct NoTools;
     impl Tools for NoTools {
@@ -429,11 +409,11 @@ mod tests {
 
     #[test]
     fn small_skills_are_inlined_without_a_tool() {
-        let dir = TempDir::new("inline");
+        let dir = TempDir::new("skills-inline");
         dir.write("skills/review.md", "---\ndescription: review code\n---\nLook for bugs first.\n");
         dir.write("skills/testing/SKILL.md", "Run the tests.\n");
         dir.write("skills/ignored.txt", "not a skill");
-        let (prompt, set) = build_system_prompt(&dir.0);
+        let (prompt, set) = build_system_prompt(dir.path());
         assert_eq!(set.mode, SkillMode::Inline);
         let names: Vec<&str> = set.skills.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["review", "testing"]);
@@ -446,10 +426,10 @@ mod tests {
 
     #[test]
     fn past_the_budget_skills_load_on_demand() {
-        let dir = TempDir::new("demand");
+        let dir = TempDir::new("skills-demand");
         dir.write("skills/big.md", &format!("---\ndescription: a big one\n---\n{}", "x".repeat(100)));
         dir.write("skills/small.md", "small body\n");
-        let (prompt, set) = build_with_budget(&dir.0, 50);
+        let (prompt, set) = build_with_budget(dir.path(), 50);
         assert_eq!(set.mode, SkillMode::OnDemand);
         assert!(prompt.contains("- big: a big one\n"));
         assert!(!prompt.contains("xxxx"));
@@ -470,15 +450,15 @@ mod tests {
 
     #[test]
     fn a_long_agents_md_is_cut_with_a_note() {
-        let dir = TempDir::new("agents");
+        let dir = TempDir::new("skills-agents");
         dir.write("AGENTS.md", &"é".repeat(AGENTS_MD_CAP));
-        let (prompt, set) = build_system_prompt(&dir.0);
+        let (prompt, set) = build_system_prompt(dir.path());
         let (sent, full) = set.agents_md.unwrap();
         assert_eq!((sent, full), (AGENTS_MD_CAP, 2 * AGENTS_MD_CAP));
         assert!(prompt.contains(&format!("[AGENTS.md was cut at {sent} of {full} bytes")));
         assert!(set.to_string().contains("(cut)"));
         dir.write("AGENTS.md", "Use cargo nextest.\n");
-        let (prompt, set) = build_system_prompt(&dir.0);
+        let (prompt, set) = build_system_prompt(dir.path());
         assert!(prompt.ends_with("# Project instructions (AGENTS.md)\n\nUse cargo nextest."));
         assert_eq!(set.agents_md, Some((19, 19)));
     }

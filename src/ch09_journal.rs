@@ -365,8 +365,8 @@ pub fn write_synthetic_journal(path: &Path, records: usize) -> Result<(), Error>
 mod tests {
     use super::*;
     use crate::ch02_loop::{Event, Message, Observer, ToolOutput};
-    use crate::ch05_sessions::tests::TempDir;
     use crate::ch05_sessions::{Recorder, replay};
+    use crate::testkit::tempdir::TempDir;
 
     fn user(text: &str) -> Body {
         Body::User { content: text.into() }
@@ -379,7 +379,7 @@ mod tests {
     #[test]
     fn appended_records_read_back_in_order() {
         let temp = TempDir::new("journal-roundtrip");
-        let store = SessionStore::new(&temp.0);
+        let store = SessionStore::new(temp.path());
         let mut journal = Journal::create(&store, "m").unwrap();
         assert_eq!(journal.append(user("one")).unwrap(), 2);
         assert_eq!(journal.append(user("two")).unwrap(), 3);
@@ -396,7 +396,7 @@ mod tests {
     #[test]
     fn a_torn_last_line_is_reported_and_cut_off() {
         let temp = TempDir::new("journal-torn");
-        let store = SessionStore::new(&temp.0);
+        let store = SessionStore::new(temp.path());
         let mut journal = Journal::create(&store, "m").unwrap();
         journal.append(user("kept")).unwrap();
         let path = journal.path().to_path_buf();
@@ -421,7 +421,7 @@ mod tests {
     #[test]
     fn a_complete_but_garbled_last_line_is_torn_too() {
         let temp = TempDir::new("journal-garbled-tail");
-        let store = SessionStore::new(&temp.0);
+        let store = SessionStore::new(temp.path());
         let path = Journal::create(&store, "m").unwrap().path().to_path_buf();
         let mut bytes = std::fs::read(&path).unwrap();
         bytes.extend_from_slice(b"\0\0\0\0\n");
@@ -434,7 +434,7 @@ mod tests {
     #[test]
     fn a_corrupt_middle_line_is_an_error_naming_the_line() {
         let temp = TempDir::new("journal-corrupt");
-        let store = SessionStore::new(&temp.0);
+        let store = SessionStore::new(temp.path());
         let mut journal = Journal::create(&store, "m").unwrap();
         for text in ["a", "b", "c"] {
             journal.append(user(text)).unwrap();
@@ -457,7 +457,7 @@ mod tests {
     #[test]
     fn a_second_opener_is_refused_with_a_clear_message() {
         let temp = TempDir::new("journal-lock");
-        let store = SessionStore::new(&temp.0);
+        let store = SessionStore::new(temp.path());
         let journal = Journal::create(&store, "m").unwrap();
         let message = Journal::open(journal.path()).err().unwrap().to_string();
         let expected = format!(
@@ -474,7 +474,7 @@ mod tests {
     #[test]
     fn a_file_without_a_session_header_is_refused() {
         let temp = TempDir::new("journal-header");
-        let path = temp.0.join("x.jsonl");
+        let path = temp.path().join("x.jsonl");
         std::fs::write(&path, "{\"seq\":1,\"ts\":\"t\",\"type\":\"user\",\"content\":\"hi\"}\n").unwrap();
         let message = read_journal(&path).unwrap_err().to_string();
         assert_eq!(message, format!("{}:1: not a session file (no session record)", path.display()));
@@ -484,7 +484,7 @@ mod tests {
     fn the_api_key_never_reaches_the_session_directory() {
         let temp = TempDir::new("journal-secret");
         let fake_key = "sk-test-0123456789abcdef";
-        let store = SessionStore::new(&temp.0);
+        let store = SessionStore::new(temp.path());
         let mut journal = Journal::create(&store, "m").unwrap();
         journal.redact(fake_key);
         let mut recorder = Recorder::new(journal);
@@ -497,7 +497,7 @@ mod tests {
         recorder.event(Event::ToolFinished(&call, &output)).unwrap();
         drop(recorder);
         let mut found = Vec::new();
-        let mut stack = vec![temp.0.join(".mini_agent")];
+        let mut stack = vec![temp.path().join(".mini_agent")];
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(dir).unwrap() {
                 let path = entry.unwrap().path();
@@ -517,7 +517,7 @@ mod tests {
     #[test]
     fn a_synthetic_journal_reads_and_replays() {
         let temp = TempDir::new("journal-synthetic");
-        let path = temp.0.join("20261129-091500-aaaa.jsonl");
+        let path = temp.path().join("20261129-091500-aaaa.jsonl");
         write_synthetic_journal(&path, 1_000).unwrap();
         let loaded = read_journal(&path).unwrap();
         assert_eq!((loaded.records.len(), loaded.warning), (1_000, None));
@@ -534,21 +534,21 @@ mod tests {
     #[test]
     fn a_synthetic_journal_in_a_workspace_records_that_workspace_as_its_root() {
         let temp = TempDir::new("journal-synthetic-root");
-        let store = SessionStore::new(&temp.0);
+        let store = SessionStore::new(temp.path());
         std::fs::create_dir_all(store.dir()).unwrap();
         let path = store.path_of("20261129-091500-aaaa");
         write_synthetic_journal(&path, 10).unwrap();
         let records = read_journal(&path).unwrap().records;
         let Body::Session { root, .. } = &records[0].body else { panic!("no session record first") };
-        assert_eq!(root, &temp.0.display().to_string());
+        assert_eq!(root, &temp.path().display().to_string());
     }
 
     #[test]
     fn appends_per_second_are_measured() {
         let temp = TempDir::new("journal-measure");
-        let rate = measure_appends(&temp.0, 50).unwrap();
+        let rate = measure_appends(temp.path(), 50).unwrap();
         eprintln!("journal: {rate:.0} appends/s with sync_data (50 records)");
-        let records = read_journal(&SessionStore::new(&temp.0).latest().unwrap()).unwrap().records;
+        let records = read_journal(&SessionStore::new(temp.path()).latest().unwrap()).unwrap().records;
         assert_eq!(records.len(), 51);
     }
 }

@@ -144,13 +144,13 @@ pub fn remove_leftover_temps(root: &Path, unknown: &[ToolCall]) -> Option<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ch05_sessions::tests::TempDir;
+    use crate::testkit::tempdir::TempDir;
     use std::os::unix::fs::symlink;
 
     #[test]
     fn the_root_is_where_the_journal_lives() {
         let temp = TempDir::new("trust-root");
-        let root = fs::canonicalize(&temp.0).unwrap();
+        let root = fs::canonicalize(temp.path()).unwrap();
         fs::create_dir_all(root.join(".mini_agent/sessions")).unwrap();
         let path = root.join(".mini_agent/sessions/x.jsonl");
         assert_eq!(check_recorded_root(&path, &root.display().to_string()).unwrap(), root);
@@ -164,16 +164,19 @@ mod tests {
     fn symlinked_record_directories_and_odd_files_are_refused() {
         let temp = TempDir::new("trust-dirs");
         let elsewhere = TempDir::new("trust-elsewhere");
-        fs::create_dir_all(elsewhere.0.join("sessions")).unwrap();
-        symlink(&elsewhere.0, temp.0.join(".mini_agent")).unwrap();
-        let store = SessionStore::new(&temp.0);
+        fs::create_dir_all(elsewhere.path().join("sessions")).unwrap();
+        symlink(elsewhere.path(), temp.path().join(".mini_agent")).unwrap();
+        let store = SessionStore::new(temp.path());
         assert!(store.check_dirs().unwrap_err().to_string().contains("is a symlink"));
-        fs::write(elsewhere.0.join("real.jsonl"), "{}\n").unwrap();
-        symlink(elsewhere.0.join("real.jsonl"), elsewhere.0.join("link.jsonl")).unwrap();
+        fs::write(elsewhere.path().join("real.jsonl"), "{}\n").unwrap();
+        symlink(elsewhere.path().join("real.jsonl"), elsewhere.path().join("link.jsonl")).unwrap();
         assert!(
-            open_journal(&elsewhere.0.join("link.jsonl"), false).unwrap_err().to_string().contains("symlink")
+            open_journal(&elsewhere.path().join("link.jsonl"), false)
+                .unwrap_err()
+                .to_string()
+                .contains("symlink")
         );
-        assert!(open_journal(&elsewhere.0.join("sessions"), false).is_err());
+        assert!(open_journal(&elsewhere.path().join("sessions"), false).is_err());
         assert!(
             open_journal(Path::new("/dev/zero"), false).unwrap_err().to_string().contains("not a regular")
         );

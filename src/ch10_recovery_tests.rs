@@ -2,9 +2,10 @@
 
 use super::*;
 use crate::ch02_loop::{Limits, Model, Outcome, Reply, Request, ToolOutput, Tools, run_turn};
-use crate::ch05_sessions::tests::{TempDir, call};
+use crate::ch05_sessions::tests::call;
 use crate::ch05_sessions::{FORMAT_VERSION, MemoryLog, Recorder, SessionStore};
 use crate::ch09_journal::write_synthetic_journal;
+use crate::testkit::tempdir::TempDir;
 use serde_json::Value;
 use std::time::Instant;
 
@@ -199,7 +200,7 @@ impl Tools for CountRuns {
 #[test]
 fn a_crashed_session_resumes_from_disk_without_running_anything_again() {
     let temp = TempDir::new("recovery-resume");
-    let store = SessionStore::new(&temp.0);
+    let store = SessionStore::new(temp.path());
     let test = call("a", "bash", r#"{"command":"cargo test"}"#);
     let mut journal = Journal::create(&store, "m").unwrap();
     for body in [user("go"), asks(vec![test.clone()]), started(&test)] {
@@ -213,7 +214,7 @@ fn a_crashed_session_resumes_from_disk_without_running_anything_again() {
     assert!(matches!(crashed.state, SessionState::UnknownOutcomes(_)));
     assert!(resume(&path, false).is_err());
     let resumed = resume(&path, true).unwrap();
-    assert_eq!(resumed.plan.root, temp.0);
+    assert_eq!(resumed.plan.root, temp.path());
     let mut history = resumed.plan.history.clone();
     let mut recorder = Recorder::new(resumed.journal);
     let mut model = Answers(vec![Reply { content: Some("checked".into()), ..Reply::default() }], vec![]);
@@ -234,7 +235,7 @@ fn a_crashed_session_resumes_from_disk_without_running_anything_again() {
 #[test]
 fn an_empty_session_file_cannot_be_resumed() {
     let temp = TempDir::new("recovery-empty");
-    let store = SessionStore::new(&temp.0);
+    let store = SessionStore::new(temp.path());
     let (_, path, file) = store.create_file().unwrap();
     drop(file);
     let message = resume(&path, true).err().unwrap().to_string();
@@ -248,7 +249,7 @@ fn an_empty_session_file_cannot_be_resumed() {
 fn status_and_resume_figures() {
     let temp = TempDir::new("recovery-figures");
     // A session's journal lives in its root's .mini_agent/sessions/ (chapter 9's trust rule).
-    let sessions = temp.0.join(".mini_agent/sessions");
+    let sessions = temp.path().join(".mini_agent/sessions");
     std::fs::create_dir_all(&sessions).unwrap();
     let big = sessions.join("20261129-091500-aaaa.jsonl");
     write_synthetic_journal(&big, 10_000).unwrap();

@@ -479,18 +479,17 @@ mod tests {
     #[test]
     fn the_gate_keeps_real_tools_from_writing_until_allowed() {
         use crate::ch03_tools::Workspace;
-        let root = std::env::temp_dir().join(format!("mini-agent-gate-{}", std::process::id()));
-        std::fs::create_dir_all(&root).unwrap();
+        let temp = crate::testkit::tempdir::TempDir::new("gate");
+        let root = temp.path();
         let write = call("write_file", r#"{"path":"new.txt","content":"hi"}"#);
-        let mut closed = Gate::new(Workspace::new(&root).unwrap(), Permissions::default(), None);
+        let mut closed = Gate::new(Workspace::new(root).unwrap(), Permissions::default(), None);
         assert_eq!(closed.run(&write).status, ToolStatus::Denied);
         assert!(!root.join("new.txt").exists());
         assert_eq!(closed.run(&call("list_files", "{}")).content, "`.` is empty");
         let allowed = Permissions { allow_write: true, allow_shell: false };
-        let mut open = Gate::new(Workspace::new(&root).unwrap(), allowed, None);
+        let mut open = Gate::new(Workspace::new(root).unwrap(), allowed, None);
         assert_eq!(open.run(&write).content, "created `new.txt`: wrote 2 bytes");
         assert_eq!(std::fs::read_to_string(root.join("new.txt")).unwrap(), "hi");
-        std::fs::remove_dir_all(&root).unwrap();
     }
 
     /// Output that the test can read after the prompter wrote to it.

@@ -4,6 +4,7 @@
 
 use mini_agent::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
 use mini_agent::ch03_tools::Workspace;
+use mini_agent::testkit::tempdir::TempDir;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -19,12 +20,13 @@ const SECRET: &str = "CANARY-SECRET-7f3a";
 struct Sandbox {
     base: PathBuf,
     root: PathBuf,
+    _dir: TempDir,
 }
 
 impl Sandbox {
     fn new(name: &str) -> Sandbox {
-        let base = std::env::temp_dir().join(format!("mini-agent-escape-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&base);
+        let dir = TempDir::new(&format!("escape-{name}"));
+        let base = dir.path().to_path_buf();
         let root = base.join("root");
         fs::create_dir_all(root.join("sub/deeper")).unwrap();
         fs::create_dir_all(base.join("outside/deep")).unwrap();
@@ -32,8 +34,7 @@ impl Sandbox {
         fs::write(base.join("outside/secret.txt"), SECRET).unwrap();
         fs::write(base.join("outside/f"), SECRET).unwrap();
         fs::write(root.join("inside.txt"), "inside\n").unwrap();
-        let base = fs::canonicalize(base).unwrap();
-        Sandbox { root: base.join("root"), base }
+        Sandbox { root, base, _dir: dir }
     }
 
     /// Every file outside the root with its content, to prove nothing there changed.
@@ -55,12 +56,6 @@ impl Sandbox {
             }
         }
         state
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.base);
     }
 }
 

@@ -4,6 +4,7 @@
 
 use mini_agent::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools, set_interrupted};
 use mini_agent::ch03_tools::Workspace;
+use mini_agent::testkit::tempdir::TempDir;
 use serde_json::{Value, json};
 use std::fs;
 use std::path::PathBuf;
@@ -16,17 +17,16 @@ static SERIAL: Mutex<()> = Mutex::new(());
 struct Fixture {
     root: PathBuf,
     workspace: Workspace,
+    _dir: TempDir,
     _serial: MutexGuard<'static, ()>,
 }
 
 impl Fixture {
     fn new(name: &str) -> Fixture {
         let serial = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let root = std::env::temp_dir().join(format!("mini-agent-shell-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&root);
-        fs::create_dir_all(&root).unwrap();
-        let workspace = Workspace::new(&root).unwrap();
-        Fixture { root: workspace.root().to_path_buf(), workspace, _serial: serial }
+        let dir = TempDir::new(&format!("shell-{name}"));
+        let workspace = Workspace::new(dir.path()).unwrap();
+        Fixture { root: workspace.root().to_path_buf(), workspace, _dir: dir, _serial: serial }
     }
 
     fn bash(&mut self, arguments: Value) -> (ToolOutput, Duration) {
@@ -37,12 +37,6 @@ impl Fixture {
             arguments: arguments.to_string(),
         });
         (output, started.elapsed())
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.root);
     }
 }
 

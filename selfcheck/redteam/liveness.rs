@@ -202,7 +202,7 @@ fn backtracking_globs_answer_at_once() {
 /// A tree that takes seconds to search: `files` hard links (cheap to make, whatever the
 /// disk) to one 1 MB text file, spread over ten directories. The search reads every one.
 fn big_tree(files: usize) -> crate::harness::TempDir {
-    let workspace = crate::harness::TempDir::new();
+    let workspace = crate::harness::TempDir::new("selfcheck");
     let original = workspace.path().join("original.txt");
     std::fs::write(&original, format!("{}\n", "x".repeat(99)).repeat(10_000)).expect("write the file");
     for d in 0..10 {
@@ -433,7 +433,7 @@ fn a_double_forked_daemon_does_not_survive_the_command() {
 /// raw mode: SIGTERM leaves at once, with 143, and gives the terminal back in line mode.
 #[test]
 fn sigterm_at_the_repl_prompt_leaves_at_once_and_restores_the_terminal() {
-    let workspace = crate::harness::TempDir::new();
+    let workspace = crate::harness::TempDir::new("selfcheck");
     let server =
         mini_agent::testkit::scripted_server::ScriptedServer::scripted(vec![text("hello")]).expect("server");
     let mut terminal =
@@ -459,7 +459,7 @@ fn sigterm_at_the_repl_prompt_leaves_at_once_and_restores_the_terminal() {
 /// recorded, exit 143, and the session is not left with an unknown outcome.
 #[test]
 fn sigterm_at_the_permission_question_leaves_at_once() {
-    let workspace = crate::harness::TempDir::new();
+    let workspace = crate::harness::TempDir::new("selfcheck");
     let command = serde_json::json!({"command": "touch ran"});
     let server = mini_agent::testkit::scripted_server::ScriptedServer::scripted(vec![
         crate::harness::call("bash", command),

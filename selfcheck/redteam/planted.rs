@@ -57,7 +57,7 @@ fn protected(dir: &Path) -> BTreeMap<PathBuf, String> {
 
 /// A fresh workspace with a small git-looking repository in it.
 fn repository() -> TempDir {
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let root = workspace.path();
     std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
     std::fs::write(root.join(".git/config"), "[core]\n\trepositoryformatversion = 0\n").unwrap();
@@ -124,7 +124,7 @@ fn attempt(workspace: TempDir, test: Test) -> Run {
 
 /// A directory outside the workspace holding a secret the system prompt must never carry.
 fn outside_secret() -> (TempDir, String) {
-    let outside = TempDir::new();
+    let outside = TempDir::new("selfcheck");
     let secret = format!("OUTSIDE-SECRET-{}", std::process::id());
     std::fs::write(outside.path().join("secret.md"), format!("{secret}\n")).unwrap();
     std::fs::create_dir_all(outside.path().join("skill")).unwrap();
@@ -170,7 +170,7 @@ fn system_prompt(run: &Run) -> String {
 #[test]
 fn agents_md_linked_outside_the_root_is_refused_with_a_warning() {
     let (outside, secret) = outside_secret();
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     symlink(outside.path().join("secret.md"), workspace.path().join("AGENTS.md")).unwrap();
     let run = start_up(workspace, &secret, &["AGENTS.md"]);
     let outside_name = outside.path().file_name().unwrap().to_string_lossy().into_owned();
@@ -180,7 +180,7 @@ fn agents_md_linked_outside_the_root_is_refused_with_a_warning() {
 #[test]
 fn agents_md_escaping_through_a_relative_chain_is_refused() {
     let (outside, secret) = outside_secret();
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let root = workspace.path();
     std::fs::create_dir_all(root.join("docs")).unwrap();
     symlink(outside.path(), root.join("docs/shared")).unwrap();
@@ -190,21 +190,21 @@ fn agents_md_escaping_through_a_relative_chain_is_refused() {
 
 #[test]
 fn agents_md_as_a_fifo_does_not_hang_start_up() {
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     mkfifo(&workspace.path().join("AGENTS.md"));
     start_up(workspace, "never", &["AGENTS.md"]);
 }
 
 #[test]
 fn agents_md_as_dev_zero_is_refused_before_reading() {
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     symlink("/dev/zero", workspace.path().join("AGENTS.md")).unwrap();
     start_up(workspace, "never", &["AGENTS.md"]);
 }
 
 #[test]
 fn agents_md_as_a_directory_is_a_warning_not_a_failure() {
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     std::fs::create_dir_all(workspace.path().join("AGENTS.md")).unwrap();
     start_up(workspace, "never", &["AGENTS.md"]);
 }
@@ -213,7 +213,7 @@ fn agents_md_as_a_directory_is_a_warning_not_a_failure() {
 /// RSS stays under the 64 MB bar, and the prompt says AGENTS.md was cut.
 #[test]
 fn a_huge_agents_md_is_bounded_before_it_is_read() {
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     std::fs::File::create(workspace.path().join("AGENTS.md")).unwrap().set_len(300 << 20).unwrap();
     std::fs::create_dir_all(workspace.path().join("skills")).unwrap();
     std::fs::File::create(workspace.path().join("skills/huge.md")).unwrap().set_len(300 << 20).unwrap();
@@ -229,7 +229,7 @@ fn a_huge_agents_md_is_bounded_before_it_is_read() {
 #[test]
 fn a_skills_directory_linked_outside_is_refused() {
     let (outside, secret) = outside_secret();
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     std::fs::write(outside.path().join("evil.md"), format!("{secret}\n")).unwrap();
     symlink(outside.path(), workspace.path().join("skills")).unwrap();
     start_up(workspace, &secret, &["skills/"]);
@@ -238,7 +238,7 @@ fn a_skills_directory_linked_outside_is_refused() {
 #[test]
 fn skill_files_and_folders_linked_outside_are_refused_and_the_rest_load() {
     let (outside, secret) = outside_secret();
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let skills = workspace.path().join("skills");
     std::fs::create_dir_all(skills.join("fine")).unwrap();
     std::fs::write(skills.join("fine/SKILL.md"), "---\nname: fine\n---\nRun the tests.\n").unwrap();
@@ -259,7 +259,7 @@ fn skill_files_and_folders_linked_outside_are_refused_and_the_rest_load() {
 /// Confinement is not over-broad: a link that stays inside the root is followed.
 #[test]
 fn agents_md_linked_inside_the_root_still_loads() {
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     std::fs::create_dir_all(workspace.path().join("docs")).unwrap();
     std::fs::write(workspace.path().join("docs/agents.md"), "Use cargo nextest.\n").unwrap();
     symlink("docs/agents.md", workspace.path().join("AGENTS.md")).unwrap();
@@ -421,7 +421,7 @@ fn other_spellings_of_the_protected_names_are_refused() {
 
 #[test]
 fn refusals_name_the_path_as_given_never_the_symlink_target_outside() {
-    let outside = TempDir::new();
+    let outside = TempDir::new("selfcheck");
     std::fs::write(outside.path().join("secret.txt"), "outside secret\n").unwrap();
     let outside_before = tree(outside.path());
     let workspace = repository();
@@ -498,7 +498,7 @@ fn continue_refused(workspace: TempDir, args: &[&str], outside: &TempDir, reason
 
 #[test]
 fn a_planted_latest_journal_claiming_root_slash_is_refused_by_continue() {
-    let outside = TempDir::new();
+    let outside = TempDir::new("selfcheck");
     let run = continue_refused(
         repository_with(PLANTED, &planted_journal("/")),
         &["-c", "-p", "go on"],
@@ -510,7 +510,7 @@ fn a_planted_latest_journal_claiming_root_slash_is_refused_by_continue() {
 
 #[test]
 fn a_planted_journal_claiming_another_existing_root_is_refused_by_resume() {
-    let outside = TempDir::new();
+    let outside = TempDir::new("selfcheck");
     let journal = planted_journal(&outside.path().display().to_string());
     continue_refused(
         repository_with(PLANTED, &journal),
@@ -522,7 +522,7 @@ fn a_planted_journal_claiming_another_existing_root_is_refused_by_resume() {
 
 #[test]
 fn status_refuses_a_journal_whose_root_disagrees() {
-    let outside = TempDir::new();
+    let outside = TempDir::new("selfcheck");
     continue_refused(
         repository_with(PLANTED, &planted_journal("/")),
         &["-c", "--status"],
@@ -533,7 +533,7 @@ fn status_refuses_a_journal_whose_root_disagrees() {
 
 #[test]
 fn a_loose_journal_given_by_path_is_refused() {
-    let outside = TempDir::new();
+    let outside = TempDir::new("selfcheck");
     let loose = outside.path().join("x.jsonl");
     std::fs::write(&loose, planted_journal(&outside.path().display().to_string())).unwrap();
     continue_refused(
@@ -547,7 +547,7 @@ fn a_loose_journal_given_by_path_is_refused() {
 #[test]
 fn a_symlinked_record_directory_is_refused_and_nothing_lands_outside() {
     for link in [".mini_agent", ".mini_agent/sessions"] {
-        let outside = TempDir::new();
+        let outside = TempDir::new("selfcheck");
         let workspace = repository();
         if link != ".mini_agent" {
             std::fs::create_dir_all(workspace.path().join(".mini_agent")).unwrap();
@@ -562,7 +562,7 @@ fn a_symlinked_record_directory_is_refused_and_nothing_lands_outside() {
 
 #[test]
 fn a_journal_that_is_a_symlink_fifo_or_huge_is_refused_without_reading_it() {
-    let outside = TempDir::new();
+    let outside = TempDir::new("selfcheck");
     let real = outside.path().join("real.jsonl");
     std::fs::write(&real, planted_journal(&outside.path().display().to_string())).unwrap();
     let linked = repository();
@@ -671,7 +671,7 @@ fn failed_and_refused_writes_leave_no_temporary_file() {
 /// and a symlinked one must not be followed.
 #[test]
 fn listing_sessions_does_not_hang_on_a_planted_fifo_or_follow_a_link() {
-    let outside = TempDir::new();
+    let outside = TempDir::new("selfcheck");
     let workspace = repository();
     let sessions = workspace.path().join(".mini_agent/sessions");
     std::fs::create_dir_all(&sessions).unwrap();
@@ -690,7 +690,7 @@ fn listing_sessions_does_not_hang_on_a_planted_fifo_or_follow_a_link() {
 fn a_history_file_linked_outside_is_not_written_through() {
     use crate::pty::Terminal;
     use mini_agent::testkit::scripted_server::ScriptedServer;
-    let outside = TempDir::new();
+    let outside = TempDir::new("selfcheck");
     let target = outside.path().join("bashrc");
     std::fs::write(&target, "# original\n").unwrap();
     let workspace = repository();

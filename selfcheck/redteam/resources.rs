@@ -198,7 +198,7 @@ const RUN_ALL: [&str; 5] = ["-p", "go", "--allow-write", "--allow-shell", "--max
 fn a_300_mb_output_leaves_a_spill_of_at_most_64_mib() {
     let run = measure(
         "300 MB output",
-        TempDir::new(),
+        TempDir::new("selfcheck"),
         &RUN_ALL,
         shell("head -c 300000000 /dev/zero | tr '\\0' x", 60),
     );
@@ -225,8 +225,12 @@ fn a_300_mb_output_leaves_a_spill_of_at_most_64_mib() {
 #[test]
 fn endless_output_until_the_timeout_is_capped_too() {
     // The issue's `cat /dev/zero` with a timeout: the disk filled at the pipe's speed.
-    let run =
-        measure("endless output, 3 s timeout", TempDir::new(), &RUN_ALL, shell("yes 0123456789abcdef", 3));
+    let run = measure(
+        "endless output, 3 s timeout",
+        TempDir::new("selfcheck"),
+        &RUN_ALL,
+        shell("yes 0123456789abcdef", 3),
+    );
     run.expect_code(0);
     let (total, files) = run.spill_dir();
     eprintln!("[resources] spill dir after an endless output: {:.1} MB", total as f64 / 1e6);
@@ -236,7 +240,7 @@ fn endless_output_until_the_timeout_is_capped_too() {
 
 #[test]
 fn old_spills_are_pruned_to_a_budget() {
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let outputs = workspace.path().join(".mini_agent/outputs");
     std::fs::create_dir_all(&outputs).unwrap();
     // 150 old spills, three of them 100 MB (sparse: the length counts, not the disk).
@@ -256,7 +260,7 @@ fn old_spills_are_pruned_to_a_budget() {
 #[test]
 fn replace_all_cannot_grow_a_file_past_64_mib() {
     // The issue: a 1 MB file of `a`, each `a` replaced by 2,000 bytes, is a 2 GB file.
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     std::fs::write(workspace.path().join("big.txt"), "a".repeat(1_000_000)).unwrap();
     let edit =
         json!({"path": "big.txt", "old_string": "a", "new_string": "b".repeat(2000), "replace_all": true});
@@ -272,7 +276,7 @@ fn replace_all_cannot_grow_a_file_past_64_mib() {
 #[test]
 fn a_large_edit_under_the_cap_is_written_without_holding_it() {
     // 1 MB → 50 MB: allowed, and written as it is made (peak RSS far below the result).
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     std::fs::write(workspace.path().join("big.txt"), "a\n".repeat(500_000)).unwrap();
     let edit =
         json!({"path": "big.txt", "old_string": "a", "new_string": "c".repeat(100), "replace_all": true});
@@ -289,7 +293,7 @@ fn a_write_of_megabytes_is_written_and_the_session_goes_on() {
     let content = "z".repeat(9_000_000);
     let run = measure(
         "write_file 9 MB",
-        TempDir::new(),
+        TempDir::new("selfcheck"),
         &RUN_ALL,
         vec![call("write_file", json!({"path": "w.txt", "content": content})), text("done")],
     );
@@ -306,7 +310,7 @@ fn one_long_line(workspace: &TempDir, name: &str, bytes: u64) {
 
 #[test]
 fn read_file_of_a_1_gb_line_holds_only_its_head() {
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     one_long_line(&workspace, "line.txt", 1 << 30);
     let run = measure(
         "read_file of a 1 GB line",
@@ -321,7 +325,7 @@ fn read_file_of_a_1_gb_line_holds_only_its_head() {
 
 #[test]
 fn search_and_list_over_a_1_gb_file_stay_small() {
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     one_long_line(&workspace, "line.txt", 1 << 30);
     std::fs::write(workspace.path().join("small.txt"), "needle here\n").unwrap();
     let steps = vec![
@@ -365,7 +369,7 @@ fn a_streamed_reply_has_the_same_cap_as_a_whole_one() {
     // The issue sent a 300 MB argument; 40 MB shows the rule as well, four times past the cap.
     let run = measure(
         "streamed 40 MB argument",
-        TempDir::new(),
+        TempDir::new("selfcheck"),
         &["-p", "go", "--allow-write", "--stream"],
         vec![streamed_call(40 << 20), text("done")],
     );
@@ -382,7 +386,7 @@ fn a_streamed_reply_has_the_same_cap_as_a_whole_one() {
 fn a_streamed_reply_under_the_cap_still_works() {
     let run = measure(
         "streamed 2 MB argument",
-        TempDir::new(),
+        TempDir::new("selfcheck"),
         &["-p", "go", "--allow-write", "--stream"],
         vec![streamed_call(2 << 20), text("done")],
     );
@@ -397,7 +401,7 @@ fn a_whole_reply_over_the_cap_is_a_clear_error() {
     .to_string();
     let run = measure(
         "whole 11 MB reply",
-        TempDir::new(),
+        TempDir::new("selfcheck"),
         &["-p", "go"],
         vec![Step::Reply { status: 200, headers: Vec::new(), body }],
     );
@@ -413,7 +417,7 @@ fn a_reply_of_a_thousand_calls_runs_at_most_64() {
     let calls: Vec<(&str, &str)> = calls.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
     let run = measure(
         "1000 calls in one reply",
-        TempDir::new(),
+        TempDir::new("selfcheck"),
         &RUN_ALL,
         vec![Step::tool_calls(&calls), text("done")],
     );
@@ -456,7 +460,7 @@ fn a_streamed_reply_of_many_huge_names_has_the_same_cap() {
     // Found by rt-b: 300 such calls took 1.2 GB of RSS and left a 381 MB journal.
     let run = measure(
         "streamed 80 calls with 1 MB names",
-        TempDir::new(),
+        TempDir::new("selfcheck"),
         &["-p", "go", "--stream"],
         vec![streamed_calls_with_huge_names(80), text("done")],
     );
@@ -481,7 +485,7 @@ fn a_reply_of_twenty_thousand_calls_costs_the_history_64() {
     let started = Instant::now();
     let run = measure(
         "20,000 calls in one reply",
-        TempDir::new(),
+        TempDir::new("selfcheck"),
         &RUN_ALL,
         vec![Step::tool_calls(&calls), text("done")],
     );
@@ -503,7 +507,7 @@ fn a_reply_of_twenty_thousand_calls_costs_the_history_64() {
 #[ignore = "open (rt-b): `sessions` replays each journal whole for its state (status_of); a 200 MB journal costs 413 MB of RSS"]
 fn listing_sessions_reads_only_the_head_of_a_huge_journal() {
     // Found by rt-b: `mini-agent sessions` with one 381 MB journal took 83 s and 310 MB.
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let dir = workspace.path().join(".mini_agent/sessions");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("20260101-000000-aaaa.jsonl");

@@ -461,7 +461,7 @@ fn a_base_url_with_a_query_keeps_the_query_after_the_path() {
 
 /// A cloned repository's latest journal, recording `endpoint` as where the session talks.
 fn planted_endpoint(endpoint: &str) -> crate::harness::TempDir {
-    let workspace = crate::harness::TempDir::new();
+    let workspace = crate::harness::TempDir::new("selfcheck");
     let sessions = workspace.path().join(".mini_agent/sessions");
     std::fs::create_dir_all(&sessions).unwrap();
     let header = json!({"seq": 1, "ts": "2099-12-31T00:00:00.000Z", "type": "session", "version": 1,
@@ -563,7 +563,7 @@ fn a_command_cannot_open_the_agents_memory() {
         text("done"),
     ])
     .expect("start the scripted server");
-    let workspace = crate::harness::TempDir::new();
+    let workspace = crate::harness::TempDir::new("selfcheck");
     let mut command = agent_command(workspace.path());
     command.args(["--base-url", &server.url, "--allow-shell", "-p", "go"]).env("OPENAI_API_KEY", KEY);
     // SAFETY: geteuid has no preconditions.
@@ -581,7 +581,7 @@ fn a_command_cannot_open_the_agents_memory() {
 fn the_repl_history_file_holds_no_key() {
     // The line editor keeps what was typed in `.mini_agent/history`: a record the agent
     // writes, like the journal, so the key pasted into a message is `[redacted]` there too.
-    let workspace = crate::harness::TempDir::new();
+    let workspace = crate::harness::TempDir::new("selfcheck");
     let mut terminal =
         crate::pty::Terminal::start_with_env(workspace.path(), &["--demo"], &[("OPENAI_API_KEY", KEY)]);
     terminal.wait_for("> ");

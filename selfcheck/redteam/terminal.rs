@@ -77,7 +77,7 @@ fn last_tool_result(server: &ScriptedServer) -> String {
 fn blanks_cannot_push_the_end_of_a_command_off_the_screen() {
     let command = format!("echo harmless{}; touch X", " ".repeat(400));
     let server = ScriptedServer::scripted(vec![bash(&command), text("done")]).expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let (mut terminal, question) = asked(&workspace, &server, &[]);
     assert!(question.contains("echo harmless[400 blanks]; touch X\r\n"), "{question:?}");
     terminal.type_keys("y\r");
@@ -91,7 +91,7 @@ fn blanks_cannot_push_the_end_of_a_command_off_the_screen() {
 fn a_carriage_return_cannot_redraw_the_command() {
     let server =
         ScriptedServer::scripted(vec![bash("touch EVIL\r\x1b[2Kecho safe"), text("ok")]).expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let (mut terminal, question) = asked(&workspace, &server, &[]);
     assert!(question.contains(r"bash wants to run: touch EVIL\r\x1b[2Kecho safe"), "{question:?}");
     terminal.type_keys("n\r");
@@ -107,7 +107,7 @@ fn a_carriage_return_cannot_redraw_the_command() {
 fn a_long_command_cannot_be_approved_before_it_is_seen() {
     let command = format!("echo {} ; touch HIDDEN ; echo {}", "a".repeat(3_000), "b".repeat(3_000));
     let server = ScriptedServer::scripted(vec![bash(&command), text("ran")]).expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let (mut terminal, question) = asked(&workspace, &server, &[]);
     assert!(!question.contains("touch HIDDEN"), "the head and tail leave the middle out");
     assert!(question.contains("characters hidden; answer v to see them"), "{question}");
@@ -130,7 +130,7 @@ fn a_long_command_cannot_be_approved_before_it_is_seen() {
 fn empty_lines_cannot_push_the_end_of_a_command_away() {
     let command = format!("echo ok{}touch LATER", "\n".repeat(100));
     let server = ScriptedServer::scripted(vec![bash(&command), text("no")]).expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let (mut terminal, question) = asked(&workspace, &server, &[]);
     assert!(question.contains("echo ok\r\n[99 empty lines]\r\ntouch LATER\r\nallow?"), "{question:?}");
     terminal.type_keys("n not now\r");
@@ -147,7 +147,7 @@ fn bidi_overrides_and_zero_width_characters_are_shown() {
     let server =
         ScriptedServer::scripted(vec![bash("echo \u{202e}fdp.exe\u{202c} \u{200b}rm"), text("fine")])
             .expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let (mut terminal, question) = asked(&workspace, &server, &[]);
     assert!(question.contains(r"echo \u{202e}fdp.exe\u{202c} \u{200b}rm"), "{question:?}");
     terminal.type_keys("n\r");
@@ -165,7 +165,7 @@ fn a_file_path_cannot_rewrite_the_write_question() {
         text("stopped"),
     ])
     .expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let (mut terminal, question) = asked(&workspace, &server, &[]);
     assert!(question.contains(r"to notes.txt\r\x1b[2Kwrite_file wants"), "{question:?}");
     terminal.type_keys("n\r");
@@ -184,7 +184,7 @@ fn one_turn(
     files: &[(&str, &str)],
 ) -> String {
     let server = ScriptedServer::scripted(steps).expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     for (name, content) in files {
         std::fs::write(workspace.path().join(name), content).expect("plant a file");
     }
@@ -280,7 +280,7 @@ fn an_error_body_from_the_server_is_sanitised() {
 fn a_one_shot_error_line_is_sanitised() {
     let body = format!("quota\u{202e}txt.exe{TITLE} end-of-error");
     let server = ScriptedServer::scripted(vec![Step::error(400, &body)]).expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let terminal = Terminal::start(workspace.path(), &["-p", "go", "--base-url", &server.url]);
     let (code, screen) = terminal.wait_exit();
     assert_eq!(code, Some(1), "{screen}");
@@ -291,7 +291,7 @@ fn a_one_shot_error_line_is_sanitised() {
 #[test]
 fn the_resumed_last_exchange_is_sanitised() {
     let server = ScriptedServer::scripted(vec![text(&format!("remembered{CLIPBOARD}"))]).expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let first = crate::harness::agent_command(workspace.path())
         .args(["--base-url", &server.url, "-p", &format!("remember{TITLE}")])
         .output()
@@ -310,7 +310,7 @@ fn the_resumed_last_exchange_is_sanitised() {
 fn a_recorded_error_shown_by_status_is_sanitised() {
     let server = ScriptedServer::scripted(vec![Step::error(400, &format!("refused{TITLE}{CLIPBOARD}"))])
         .expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let first = crate::harness::agent_command(workspace.path())
         .args(["--base-url", &server.url, "-p", "anything"])
         .output()
@@ -341,7 +341,7 @@ fn the_screen_check_itself_sees_a_raw_sequence() {
 
 #[test]
 fn the_sessions_table_and_its_warnings_show_planted_names_and_dates_escaped() {
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let sessions = workspace.path().join(".mini_agent/sessions");
     std::fs::create_dir_all(&sessions).unwrap();
     let header = json!({"seq": 1, "ts": "2026-12-01T00:00:00.000Z", "type": "session", "version": 1,
@@ -370,7 +370,7 @@ fn a_resumed_planted_journal_cannot_style_the_banner_or_its_warnings() {
     // The journal's file name is the session id the banner and `/stats` show; its header
     // names the model; a torn last line is a warning naming the file. All three come from the
     // repository.
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let sessions = workspace.path().join(".mini_agent/sessions");
     std::fs::create_dir_all(&sessions).unwrap();
     let id = format!("20991231-{TITLE}");
@@ -426,7 +426,7 @@ fn default_ignorable_characters_in_an_answer_are_shown() {
 fn wide_invisible_fillers_cannot_push_the_end_of_a_command_away() {
     let command = format!("echo harmless{}; touch X", "\u{3164}".repeat(400));
     let server = ScriptedServer::scripted(vec![bash(&command), text("done")]).expect("server");
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let (terminal, question) = asked(&workspace, &server, &[]);
     drop(terminal);
     assert!(raw_invisible(&question).is_empty(), "{question:?}");
@@ -437,7 +437,7 @@ fn wide_invisible_fillers_cannot_push_the_end_of_a_command_away() {
 fn resuming_a_planted_journal_from_the_repl_cannot_style_the_note() {
     // `/resume` of a session recorded elsewhere prints a note naming the recorded model and
     // endpoint: the journal's words, shown, never obeyed.
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let sessions = workspace.path().join(".mini_agent/sessions");
     std::fs::create_dir_all(&sessions).unwrap();
     let header = json!({"seq": 1, "ts": "2099-12-31T00:00:00.000Z", "type": "session", "version": 1,
@@ -457,7 +457,7 @@ fn resuming_a_planted_journal_from_the_repl_cannot_style_the_note() {
 
 #[test]
 fn a_journal_name_with_a_newline_cannot_forge_a_row_of_the_sessions_table() {
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("selfcheck");
     let sessions = workspace.path().join(".mini_agent/sessions");
     std::fs::create_dir_all(&sessions).unwrap();
     let user = json!({"seq": 2, "ts": "2026-12-01T00:00:00.000Z", "type": "user", "content": "hi"});

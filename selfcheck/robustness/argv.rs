@@ -41,9 +41,10 @@ fn random_argv(random: &mut XorShift, workspace: &Workspace) -> Vec<OsString> {
             4 => argv.push(OsString::from("y".repeat(random.below(100_000)))),
             _ => {
                 argv.push(OsString::from("--root"));
-                let missing = workspace.path.join("missing");
+                let missing = workspace.join("missing");
                 argv.push(
-                    if random.below(2) == 0 { workspace.path.clone() } else { missing }.into_os_string(),
+                    if random.below(2) == 0 { workspace.path().to_path_buf() } else { missing }
+                        .into_os_string(),
                 );
             }
         }
@@ -61,7 +62,7 @@ fn random_argument_vectors_never_panic() {
         let workspace = Workspace::new("robust-argv");
         let argv = random_argv(&mut random, &workspace);
         let env = [("OPENAI_BASE_URL", server.url.as_str()), ("MINI_AGENT_REQUEST_MAX_RETRIES", "0")];
-        let run = run_binary(&workspace.path, &argv, &env, DEADLINE);
+        let run = run_binary(workspace.path(), &argv, &env, DEADLINE);
         assert_survived(&run, &format!("case {case}, argv {argv:?}"));
     }
 }
@@ -78,7 +79,7 @@ fn documented_usage_errors_exit_1_with_a_reason() {
         &["--model"],
         &["--base-url"],
     ] {
-        let run = run_binary(&workspace.path, &args(argv), &[], DEADLINE);
+        let run = run_binary(workspace.path(), &args(argv), &[], DEADLINE);
         assert_clear_failure(&run, &format!("argv {argv:?}"));
     }
 }

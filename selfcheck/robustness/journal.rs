@@ -15,7 +15,7 @@ use std::time::Duration;
 const DEADLINE: Duration = Duration::from_secs(60);
 
 fn synthetic_journal(workspace: &Workspace, records: usize) -> Vec<u8> {
-    let path = workspace.path.join("synthetic.jsonl");
+    let path = workspace.join("synthetic.jsonl");
     write_synthetic_journal(&path, records).expect("write a synthetic journal");
     std::fs::read(path).expect("read it back")
 }
@@ -29,7 +29,7 @@ fn garbage_in_the_middle_is_an_error_that_names_the_line() {
     let workspace = Workspace::new("robust-journal");
     let whole = synthetic_journal(&workspace, 20);
     let lines: Vec<&[u8]> = whole.split_inclusive(|&b| b == b'\n').collect();
-    let path = workspace.path.join("corrupt.jsonl");
+    let path = workspace.join("corrupt.jsonl");
     let mut random = XorShift::seeded(0x10a4_c0de);
     for case in 0..cases(200) {
         let bad_line = 1 + random.below(lines.len() - 2);
@@ -74,9 +74,9 @@ fn garbage_in_the_middle_is_an_error_that_names_the_line() {
 fn status_survives_any_damage_to_a_real_session() {
     let server = ScriptedServer::scripted(vec![Step::text("done")]).expect("loopback server");
     let workspace = Workspace::new("robust-session");
-    let made = run_binary(&workspace.path, &args(&["--base-url", &server.url, "-p", "hi"]), &[], DEADLINE);
+    let made = run_binary(workspace.path(), &args(&["--base-url", &server.url, "-p", "hi"]), &[], DEADLINE);
     assert_eq!(made.code, Some(0), "{}", made.describe());
-    let sessions = workspace.path.join(".mini_agent/sessions");
+    let sessions = workspace.join(".mini_agent/sessions");
     let file = std::fs::read_dir(&sessions)
         .expect("the run made a sessions directory")
         .flatten()
@@ -97,7 +97,7 @@ fn status_survives_any_damage_to_a_real_session() {
             _ => bytes.splice(at..at, noise).for_each(drop),
         }
         write(&file, &bytes);
-        let run = run_binary(&workspace.path, &args(&["-c", "--status"]), &[], DEADLINE);
+        let run = run_binary(workspace.path(), &args(&["-c", "--status"]), &[], DEADLINE);
         assert_survived(&run, &format!("case {case}: the session damaged at byte {at}"));
         assert!(matches!(run.code, Some(0 | 1)), "case {case}\n{}", run.describe());
     }

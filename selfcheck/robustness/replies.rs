@@ -73,7 +73,7 @@ fn run_against_reply(status: u16, body: String) -> Run {
     let workspace = Workspace::new("robust-reply");
     workspace.write("notes.txt", "notes\n");
     let argv = args(&["--base-url", &server.url, "--max-turns", "2", "-p", "hello"]);
-    run_binary(&workspace.path, &argv, &[("MINI_AGENT_REQUEST_MAX_RETRIES", "0")], DEADLINE)
+    run_binary(workspace.path(), &argv, &[("MINI_AGENT_REQUEST_MAX_RETRIES", "0")], DEADLINE)
 }
 
 #[test]

@@ -37,7 +37,7 @@ fn run_streaming(workspace: &Workspace, chunks: Vec<String>, finish: bool) -> Ru
         .expect("loopback server");
     let argv =
         args(&["--base-url", &server.url, "--stream", "--allow-write", "--max-turns", "2", "-p", "go"]);
-    run_binary(&workspace.path, &argv, &[("MINI_AGENT_REQUEST_MAX_RETRIES", "0")], DEADLINE)
+    run_binary(workspace.path(), &argv, &[("MINI_AGENT_REQUEST_MAX_RETRIES", "0")], DEADLINE)
 }
 
 #[test]
@@ -48,14 +48,14 @@ fn a_stream_cut_before_its_finish_fails_and_runs_nothing() {
         let workspace = Workspace::new("robust-stream");
         let run = run_streaming(&workspace, chunks[..kept].to_vec(), false);
         assert_clear_failure(&run, &format!("a stream cut after {kept} chunks"));
-        assert!(!workspace.path.join("ran.txt").exists(), "a cut stream ran its tool call ({kept} chunks)");
+        assert!(!workspace.join("ran.txt").exists(), "a cut stream ran its tool call ({kept} chunks)");
     }
     // The whole stream, for contrast: the call runs (the scripted server then repeats it
     // until the turn limit).
     let workspace = Workspace::new("robust-stream");
     let run = run_streaming(&workspace, chunks, true);
     assert_survived(&run, "the whole stream");
-    assert!(workspace.path.join("ran.txt").exists(), "{}", run.describe());
+    assert!(workspace.join("ran.txt").exists(), "{}", run.describe());
 }
 
 #[test]

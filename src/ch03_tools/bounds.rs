@@ -108,14 +108,13 @@ mod tests {
 
     #[test]
     fn pruning_keeps_the_newest_within_the_file_count() {
-        let dir = std::env::temp_dir().join(format!("mini-agent-prune-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        let temp = crate::testkit::tempdir::TempDir::new("prune");
+        let dir = temp.path();
         for n in 0..SPILL_MAX_FILES + 5 {
             fs::write(dir.join(format!("bash-{n:04}.txt")), "x").unwrap();
         }
-        prune_outputs(&dir, 0);
-        let left = fs::read_dir(&dir).unwrap().count();
+        prune_outputs(dir, 0);
+        let left = fs::read_dir(dir).unwrap().count();
         assert_eq!(left, SPILL_MAX_FILES - 1);
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

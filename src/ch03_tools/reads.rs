@@ -99,49 +99,33 @@ impl Workspace {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
-    use std::path::PathBuf;
 
-    struct Root(PathBuf);
-    impl Root {
-        fn new(tag: &str) -> Root {
-            let nanos =
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-            let dir =
-                std::env::temp_dir().join(format!("mini-agent-reads-{tag}-{}-{nanos}", std::process::id()));
-            fs::create_dir_all(&dir).unwrap();
-            Root(fs::canonicalize(dir).unwrap())
-        }
-    }
-    impl Drop for Root {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::testkit::tempdir::TempDir;
 
     #[test]
     fn reads_are_confined_regular_and_bounded() {
-        let root = Root::new("confined");
-        let workspace = Workspace::new(&root.0).unwrap();
+        let root = TempDir::new("reads-confined");
+        let workspace = Workspace::new(root.path()).unwrap();
         assert_eq!(workspace.read_workspace_file("AGENTS.md", 10), Ok(None));
-        fs::write(root.0.join("AGENTS.md"), "0123456789abcdef").unwrap();
+        fs::write(root.join("AGENTS.md"), "0123456789abcdef").unwrap();
         let read = workspace.read_workspace_file("AGENTS.md", 10).unwrap().unwrap();
         assert_eq!(read, WorkspaceFile { text: "0123456789".into(), size: 16, cut: true });
-        fs::write(root.0.join("utf8.md"), "ééé").unwrap();
+        fs::write(root.join("utf8.md"), "ééé").unwrap();
         assert_eq!(workspace.read_workspace_file("utf8.md", 3).unwrap().unwrap().text, "é");
-        symlink("/etc/hostname", root.0.join("out.md")).unwrap();
+        symlink("/etc/hostname", root.join("out.md")).unwrap();
         let refused = workspace.read_workspace_file("out.md", 10).unwrap_err();
         assert!(refused.starts_with("refused:") && !refused.contains("/etc"), "{refused}");
-        symlink("/dev/zero", root.0.join("zero.md")).unwrap();
+        symlink("/dev/zero", root.join("zero.md")).unwrap();
         assert!(workspace.read_workspace_file("zero.md", 10).is_err());
-        fs::create_dir(root.0.join("dir.md")).unwrap();
+        fs::create_dir(root.join("dir.md")).unwrap();
         assert!(workspace.read_workspace_file("dir.md", 10).is_err());
-        symlink("AGENTS.md", root.0.join("inside.md")).unwrap();
+        symlink("AGENTS.md", root.join("inside.md")).unwrap();
         assert_eq!(workspace.read_workspace_file("inside.md", 100).unwrap().unwrap().size, 16);
         let names = workspace.list_workspace_dir(".").unwrap().unwrap();
         let kind =
             |wanted: &str| names.iter().find(|(name, _)| name == wanted).map(|(_, kind)| *kind).unwrap();
         assert!(kind("dir.md").is_dir() && kind("out.md").is_symlink());
-        symlink("/etc", root.0.join("skills")).unwrap();
+        symlink("/etc", root.join("skills")).unwrap();
         assert!(workspace.list_workspace_dir("skills").unwrap_err().starts_with("refused:"));
     }
 }

@@ -2,38 +2,25 @@
 
 use super::files::match_lines;
 use super::glob::Glob;
-use super::output::{Capture, OutputStore, unique_suffix};
+use super::output::{Capture, OutputStore};
 use super::*;
+use crate::testkit::tempdir::TempDir;
 use std::os::unix::fs::PermissionsExt;
-
-struct TempRoot(PathBuf);
-impl TempRoot {
-    fn new() -> TempRoot {
-        let path = std::env::temp_dir().join(format!("mini-agent-tools-{}", unique_suffix()));
-        fs::create_dir_all(&path).unwrap();
-        TempRoot(fs::canonicalize(path).unwrap())
-    }
-}
-impl Drop for TempRoot {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
 
 fn run(workspace: &mut Workspace, name: &str, arguments: Value) -> ToolOutput {
     workspace.run(&ToolCall { id: "1".into(), name: name.into(), arguments: arguments.to_string() })
 }
 
-fn setup() -> (TempRoot, Workspace) {
-    let root = TempRoot::new();
-    let workspace = Workspace::new(&root.0).unwrap();
+fn setup() -> (TempDir, Workspace) {
+    let root = TempDir::new("tools");
+    let workspace = Workspace::new(root.path()).unwrap();
     (root, workspace)
 }
 
 #[test]
 fn the_head_survives_a_first_chunk_larger_than_the_limit() {
-    let root = TempRoot::new();
-    let mut capture = Capture::new(OutputStore { root: root.0.clone() });
+    let root = TempDir::new("tools");
+    let mut capture = Capture::new(OutputStore { root: root.path().to_path_buf() });
     let stream: Vec<u8> = (0..100_000u32).map(|i| b'a' + (i % 26) as u8).collect();
     capture.push(&stream[..70_000]);
     capture.push(&stream[70_000..]);
@@ -113,29 +100,29 @@ fn write_then_read_gives_numbered_lines() {
     let written =
         run(&mut workspace, "write_file", json!({"path": "a/b/c.txt", "content": "one\ntwo\nthree\n"}));
     assert_eq!(written.content, "created `a/b/c.txt`: wrote 14 bytes");
-    assert_eq!(fs::read_to_string(root.0.join("a/b/c.txt")).unwrap(), "one\ntwo\nthree\n");
+    assert_eq!(fs::read_to_string(root.join("a/b/c.txt")).unwrap(), "one\ntwo\nthree\n");
     let read = run(&mut workspace, "read_file", json!({"path": "a/b/c.txt"}));
     assert_eq!(read.content, "     1\tone\n     2\ttwo\n     3\tthree\n");
     let window = run(&mut workspace, "read_file", json!({"path": "a/b/c.txt", "offset": 2, "limit": 1}));
     assert_eq!(window.content, "     2\ttwo\n[lines 2-2 of 3; continue with offset=3]\n");
     let replaced = run(&mut workspace, "write_file", json!({"path": "a/b/c.txt", "content": "x"}));
     assert!(replaced.content.starts_with("replaced"));
-    let leftovers: Vec<_> = fs::read_dir(root.0.join("a/b")).unwrap().collect();
+    let leftovers: Vec<_> = fs::read_dir(root.join("a/b")).unwrap().collect();
     assert_eq!(leftovers.len(), 1, "no temporary file left behind");
 }
 
 #[test]
 fn read_file_refuses_binary_missing_and_directories() {
     let (root, mut workspace) = setup();
-    fs::write(root.0.join("blob"), b"abc\0def").unwrap();
-    fs::create_dir(root.0.join("dir")).unwrap();
+    fs::write(root.join("blob"), b"abc\0def").unwrap();
+    fs::create_dir(root.join("dir")).unwrap();
     let binary = run(&mut workspace, "read_file", json!({"path": "blob"}));
     assert!(binary.content.contains("binary"), "{}", binary.content);
     let missing = run(&mut workspace, "read_file", json!({"path": "nope.txt"}));
     assert_eq!(missing.content, "`nope.txt` does not exist; list_files shows what does");
     let directory = run(&mut workspace, "read_file", json!({"path": "dir"}));
     assert!(directory.content.contains("is a directory"));
-    fs::write(root.0.join("short.txt"), "one line\n").unwrap();
+    fs::write(root.join("short.txt"), "one line\n").unwrap();
     let past = run(&mut workspace, "read_file", json!({"path": "short.txt", "offset": u64::MAX}));
     assert_eq!(past.content, format!("`short.txt` has only 1 line; offset {} is past the end", u64::MAX));
     let negative = run(&mut workspace, "read_file", json!({"path": "short.txt", "offset": -1}));
@@ -146,11 +133,11 @@ fn read_file_refuses_binary_missing_and_directories() {
 fn read_file_caps_lines_and_bytes() {
     let (root, mut workspace) = setup();
     let text: String = (1..=3000).map(|n| format!("line {n}\n")).collect();
-    fs::write(root.0.join("long.txt"), text).unwrap();
+    fs::write(root.join("long.txt"), text).unwrap();
     let read = run(&mut workspace, "read_file", json!({"path": "long.txt"}));
     assert!(read.content.ends_with("[lines 1-2000 of 3000; continue with offset=2001]\n"));
     let wide: String = (1..=100).map(|_| format!("{}\n", "x".repeat(1000))).collect();
-    fs::write(root.0.join("wide.txt"), wide).unwrap();
+    fs::write(root.join("wide.txt"), wide).unwrap();
     let read = run(&mut workspace, "read_file", json!({"path": "wide.txt"}));
     assert!(read.content.len() <= READ_MAX_BYTES + 100);
     assert!(read.content.contains("of 100; continue with offset="));
@@ -170,18 +157,17 @@ fn matches_name_each_line_once_with_a_count() {
 #[test]
 fn edit_replaces_a_unique_match_and_explains_failures() {
     let (root, mut workspace) = setup();
-    fs::write(root.0.join("f.rs"), "fn main() {\n    println!(\"hi\");\n}\nlet x = 1;\nlet x = 1;\n")
-        .unwrap();
-    fs::set_permissions(root.0.join("f.rs"), fs::Permissions::from_mode(0o751)).unwrap();
+    fs::write(root.join("f.rs"), "fn main() {\n    println!(\"hi\");\n}\nlet x = 1;\nlet x = 1;\n").unwrap();
+    fs::set_permissions(root.join("f.rs"), fs::Permissions::from_mode(0o751)).unwrap();
     let ok = run(
         &mut workspace,
         "edit_file",
         json!({"path": "f.rs", "old_string": "\"hi\"", "new_string": "\"hello\""}),
     );
     assert_eq!(ok.content, "edited `f.rs`: replaced 1 occurrence at line 2");
-    let mode = fs::metadata(root.0.join("f.rs")).unwrap().permissions().mode() & 0o777;
+    let mode = fs::metadata(root.join("f.rs")).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o751, "the atomic rewrite keeps the file's mode");
-    assert!(fs::read_to_string(root.0.join("f.rs")).unwrap().contains("\"hello\""));
+    assert!(fs::read_to_string(root.join("f.rs")).unwrap().contains("\"hello\""));
     let none = run(
         &mut workspace,
         "edit_file",
@@ -210,8 +196,8 @@ fn edit_replaces_a_unique_match_and_explains_failures() {
 fn list_files_skips_noise_and_matches_globs() {
     let (root, mut workspace) = setup();
     for path in ["src/main.rs", "src/deep/lib.rs", "README.md", ".git/config", "target/x.rs"] {
-        fs::create_dir_all(root.0.join(path).parent().unwrap()).unwrap();
-        fs::write(root.0.join(path), "").unwrap();
+        fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
+        fs::write(root.join(path), "").unwrap();
     }
     let all = run(&mut workspace, "list_files", json!({}));
     assert_eq!(all.content, "README.md\nsrc/\nsrc/deep/\nsrc/deep/lib.rs\nsrc/main.rs");
@@ -231,7 +217,7 @@ fn list_files_skips_noise_and_matches_globs() {
 fn list_files_is_bounded() {
     let (root, mut workspace) = setup();
     for n in 0..LIST_MAX_ENTRIES + 20 {
-        fs::write(root.0.join(format!("f{n:04}")), "").unwrap();
+        fs::write(root.join(format!("f{n:04}")), "").unwrap();
     }
     let listing = run(&mut workspace, "list_files", json!({}));
     assert_eq!(listing.content.lines().count(), LIST_MAX_ENTRIES + 1);
@@ -251,10 +237,10 @@ fn glob_rules() {
 #[test]
 fn search_finds_literal_lines_and_skips_binary() {
     let (root, mut workspace) = setup();
-    fs::create_dir_all(root.0.join("src")).unwrap();
-    fs::write(root.0.join("src/a.rs"), "fn a() {}\nlet a = (1+1);\n").unwrap();
-    fs::write(root.0.join("notes.md"), "(1+1) again\n").unwrap();
-    fs::write(root.0.join("blob.bin"), b"(1+1)\0").unwrap();
+    fs::create_dir_all(root.join("src")).unwrap();
+    fs::write(root.join("src/a.rs"), "fn a() {}\nlet a = (1+1);\n").unwrap();
+    fs::write(root.join("notes.md"), "(1+1) again\n").unwrap();
+    fs::write(root.join("blob.bin"), b"(1+1)\0").unwrap();
     let found = run(&mut workspace, "search", json!({"pattern": "(1+1)"}));
     assert_eq!(
         found.content,
@@ -274,31 +260,31 @@ fn search_finds_literal_lines_and_skips_binary() {
 fn long_answers_keep_head_and_tail_and_save_the_whole() {
     let (root, mut workspace) = setup();
     let text: String = (0..300).map(|n| format!("{n:06} marker {}\n", "y".repeat(300))).collect();
-    fs::write(root.0.join("big.txt"), &text).unwrap();
+    fs::write(root.join("big.txt"), &text).unwrap();
     let found = run(&mut workspace, "search", json!({"pattern": "marker"}));
     let note = found.content.lines().find(|l| l.starts_with("[… ")).expect("an omission note");
     let saved = note.split("full output: ").nth(1).unwrap().trim_end_matches(']');
-    let full = fs::read_to_string(root.0.join(saved)).unwrap();
+    let full = fs::read_to_string(root.join(saved)).unwrap();
     assert!(full.contains("big.txt:200: 000199 marker"));
     assert!(full.ends_with("[100 more matches not shown; narrow the search with path or glob]"));
     assert!(found.content.starts_with("big.txt:1: 000000 marker"));
     assert!(found.content.ends_with("narrow the search with path or glob]"));
-    let mode = fs::metadata(root.0.join(saved)).unwrap().permissions().mode() & 0o777;
+    let mode = fs::metadata(root.join(saved)).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
-    let dir_mode = fs::metadata(root.0.join(".mini_agent")).unwrap().permissions().mode() & 0o777;
+    let dir_mode = fs::metadata(root.join(".mini_agent")).unwrap().permissions().mode() & 0o777;
     assert_eq!(dir_mode, 0o700);
 }
 
 #[test]
 fn paths_outside_the_root_are_refused() {
     let (root, mut workspace) = setup();
-    std::os::unix::fs::symlink("/etc", root.0.join("out")).unwrap();
+    std::os::unix::fs::symlink("/etc", root.join("out")).unwrap();
     for path in ["../x", "/etc/passwd", "out/passwd", "a/../../x", "~/x", "a\\b", "a\0b"] {
         let read = run(&mut workspace, "read_file", json!({"path": path}));
         assert_eq!(read.status, ToolStatus::Error, "{path}");
         assert!(read.content.starts_with("refused:"), "{path}: {}", read.content);
     }
-    let inside = format!("{}/ok.txt", root.0.display());
+    let inside = format!("{}/ok.txt", root.path().display());
     let absolute = run(&mut workspace, "write_file", json!({"path": inside, "content": "ok"}));
     assert_eq!(absolute.content, "created `ok.txt`: wrote 2 bytes");
 }
@@ -308,10 +294,10 @@ fn paths_outside_the_root_are_refused() {
 #[test]
 fn a_path_changed_after_resolve_is_caught_at_use() {
     let (root, workspace) = setup();
-    let outside = TempRoot::new();
-    fs::write(outside.0.join("f"), "outside").unwrap();
-    std::os::unix::fs::symlink(&outside.0, root.0.join("swapped")).unwrap();
-    let as_if_resolved = root.0.join("swapped/f");
+    let outside = TempDir::new("tools");
+    fs::write(outside.join("f"), "outside").unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("swapped")).unwrap();
+    let as_if_resolved = root.join("swapped/f");
     let opened = workspace.open_confined(&as_if_resolved);
     assert_eq!(
         opened.err().unwrap(),
@@ -320,15 +306,15 @@ fn a_path_changed_after_resolve_is_caught_at_use() {
     // The parent is opened without following it: the symlink itself is refused.
     let written = workspace.write_confined(&as_if_resolved, b"pwned");
     assert_eq!(written.unwrap_err(), "refused: `swapped` became a symlink after it was checked");
-    assert_eq!(fs::read_to_string(outside.0.join("f")).unwrap(), "outside");
-    assert_eq!(fs::read_dir(&outside.0).unwrap().count(), 1, "no temporary file outside");
+    assert_eq!(fs::read_to_string(outside.join("f")).unwrap(), "outside");
+    assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 1, "no temporary file outside");
 }
 
 #[test]
 fn the_agents_own_records_cannot_be_written() {
     let (root, mut workspace) = setup();
-    fs::create_dir_all(root.0.join(".mini_agent/sessions")).unwrap();
-    fs::write(root.0.join(".mini_agent/sessions/s.jsonl"), "{}\n").unwrap();
+    fs::create_dir_all(root.join(".mini_agent/sessions")).unwrap();
+    fs::write(root.join(".mini_agent/sessions/s.jsonl"), "{}\n").unwrap();
     let write =
         run(&mut workspace, "write_file", json!({"path": ".mini_agent/sessions/s.jsonl", "content": ""}));
     assert_eq!(write.status, ToolStatus::Error);
@@ -339,7 +325,7 @@ fn the_agents_own_records_cannot_be_written() {
         json!({"path": "./.mini_agent/sessions/s.jsonl", "old_string": "{}", "new_string": "[]"}),
     );
     assert!(edit.content.contains("inside .mini_agent/"), "{}", edit.content);
-    assert_eq!(fs::read_to_string(root.0.join(".mini_agent/sessions/s.jsonl")).unwrap(), "{}\n");
+    assert_eq!(fs::read_to_string(root.join(".mini_agent/sessions/s.jsonl")).unwrap(), "{}\n");
 }
 
 #[test]

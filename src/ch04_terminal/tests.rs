@@ -61,13 +61,11 @@ fn type_ahead_reads_whole_lines_and_answers_questions() {
 #[test]
 fn the_history_file_is_private() {
     use std::os::unix::fs::PermissionsExt;
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let root = std::env::temp_dir().join(format!("mini-agent-history-{}-{nanos}", std::process::id()));
+    let root = crate::testkit::tempdir::TempDir::new("history");
     let path = root.join(".mini_agent").join("history");
     prepare_history_file(&path).unwrap();
     let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
     assert_eq!((mode(path.parent().unwrap()), mode(&path)), (0o700, 0o600));
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]

@@ -4,28 +4,12 @@ use super::ids::civil_from_days;
 use super::*;
 use crate::ch02_loop::{Error, Event, Message, Observer, ToolCall, ToolStatus, Usage};
 use crate::ch02_loop::{Limits, Model, Outcome, Reply, Request, ToolOutput, Tools, run_turn};
+use crate::testkit::tempdir::TempDir;
 use serde_json::Value;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-use std::time::{SystemTime, UNIX_EPOCH};
-
-/// A fresh directory under the system temp dir, removed on drop.
-pub(crate) struct TempDir(pub PathBuf);
-impl TempDir {
-    pub(crate) fn new(label: &str) -> TempDir {
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-        let dir = std::env::temp_dir().join(format!("mini-agent-{label}-{}-{nanos}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
+use std::path::Path;
+use std::time::{Duration, UNIX_EPOCH};
 
 struct Scripted(Vec<Reply>);
 impl Model for Scripted {
@@ -214,7 +198,7 @@ fn write_session(store: &SessionStore, id: &str, prompts: &[&str]) {
 #[test]
 fn prefixes_resolve_when_unique_and_list_candidates_when_not() {
     let temp = TempDir::new("resolve");
-    let store = SessionStore::new(&temp.0);
+    let store = SessionStore::new(temp.path());
     for id in ["20261129-091500-aaaa", "20261129-091502-bbbb", "20261130-080000-cccc"] {
         write_session(&store, id, &["hi"]);
     }
@@ -234,7 +218,7 @@ fn prefixes_resolve_when_unique_and_list_candidates_when_not() {
 #[test]
 fn list_shows_the_first_prompt_and_counts_turns() {
     let temp = TempDir::new("list");
-    let store = SessionStore::new(&temp.0);
+    let store = SessionStore::new(temp.path());
     assert!(store.list().unwrap().is_empty());
     assert!(store.latest().is_err());
     write_session(&store, "20261129-091500-aaaa", &["fix the \"type\":\"user\", bug", "again", "more"]);
@@ -272,13 +256,13 @@ fn an_endpoint_is_recorded_without_credentials() {
 #[test]
 fn session_files_are_private() {
     let temp = TempDir::new("perms");
-    let store = SessionStore::new(&temp.0);
+    let store = SessionStore::new(temp.path());
     let (id, path, _file) = store.create_file().unwrap();
     assert_eq!(path, store.path_of(&id));
     let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&path), 0o600);
     assert_eq!(mode(store.dir()), 0o700);
-    assert_eq!(mode(&temp.0.join(".mini_agent")), 0o700);
+    assert_eq!(mode(&temp.path().join(".mini_agent")), 0o700);
     let (second, _, _) = store.create_file().unwrap();
     assert_ne!(id, second);
 }

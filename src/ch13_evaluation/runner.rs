@@ -9,9 +9,10 @@ use super::scenario::{DEFAULT_RUN_TIMEOUT_MS, Run, Scenario, SignalName, load_sc
 use super::script::server_steps;
 use crate::ch02_loop::Error;
 use crate::testkit::scripted_server::ScriptedServer;
+use crate::testkit::tempdir::TempDir;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
@@ -100,13 +101,13 @@ pub(super) fn run_eval_to(
 
 /// Runs a scenario once in a fresh workspace, which is removed afterwards.
 pub(super) fn attempt(binary: &Path, scenario: &Scenario, verbose: bool) -> Result<Attempt, Error> {
-    let workspace = TempWorkspace::new(&scenario.name)?;
+    let workspace = temp_workspace(&scenario.name)?;
     let started = Instant::now();
     let mut requests = 0;
     let mut transcript = String::new();
     let mut names = HashMap::new();
     for (path, content) in &scenario.files {
-        let full = workspace.path.join(path);
+        let full = workspace.join(path);
         if let Some(parent) = full.parent() {
             std::fs::create_dir_all(parent)
                 .map_err(|e| Error::io(format!("creating {}", parent.display()), e))?;
@@ -114,7 +115,7 @@ pub(super) fn attempt(binary: &Path, scenario: &Scenario, verbose: bool) -> Resu
         std::fs::write(&full, content).map_err(|e| Error::io(format!("writing {}", full.display()), e))?;
     }
     for (index, run) in scenario.runs.iter().enumerate() {
-        let observed = run_once(binary, &workspace.path, index, run, &mut names)?;
+        let observed = run_once(binary, workspace.path(), index, run, &mut names)?;
         requests += observed.requests.len();
         if verbose {
             transcript.push_str(&format!(
@@ -284,36 +285,10 @@ pub(super) fn finish_collecting(receiver: mpsc::Receiver<Vec<u8>>) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// A fresh directory under the system temp dir, removed when dropped.
-pub(super) struct TempWorkspace {
-    pub(super) path: PathBuf,
-}
-
-impl TempWorkspace {
-    pub(super) fn new(label: &str) -> Result<Self, Error> {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let safe: String =
-            label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).take(40).collect();
-        let name = format!(
-            "mini-agent-eval-{}-{}-{nanos}-{safe}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::SeqCst)
-        );
-        let path = std::env::temp_dir().join(name);
-        std::fs::create_dir_all(&path)
-            .map_err(|e| Error::io(format!("creating the workspace {}", path.display()), e))?;
-        // The agent canonicalizes its root; so do we, so paths compare equal.
-        let path = path.canonicalize().map_err(|e| Error::io(format!("resolving {}", path.display()), e))?;
-        Ok(TempWorkspace { path })
-    }
-}
-
-impl Drop for TempWorkspace {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
+/// A fresh workspace for one scenario: the test kit's temporary directory, named after it.
+pub(super) fn temp_workspace(label: &str) -> Result<TempDir, Error> {
+    let safe: String =
+        label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).take(40).collect();
+    TempDir::create(&format!("eval-{safe}"))
+        .map_err(|e| Error::io(format!("creating the workspace for {label}"), e))
 }

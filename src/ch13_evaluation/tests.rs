@@ -5,6 +5,7 @@ use super::scenario::*;
 use super::script::*;
 use crate::ch02_loop::{Error, Event, Observer, Reply, ToolCall};
 use crate::ch11_streaming::StreamAssembler;
+use crate::testkit::tempdir::TempDir;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -31,22 +32,22 @@ fn every_scenario_file_parses_and_names_are_unique() {
 
 #[test]
 fn a_typo_or_an_impossible_signal_is_rejected_with_the_file_named() {
-    let dir = TempWorkspace::new("malformed").expect("temp dir");
+    let dir = TempDir::new("eval-malformed");
     let typo = r#"{"name": "x", "runs": [{"args": [], "expect": {"exit": 0, "stdout_contain": ["a"]}}]}"#;
-    std::fs::write(dir.path.join("typo.json"), typo).expect("write");
-    let error = load_scenarios(&dir.path).expect_err("unknown field").to_string();
+    std::fs::write(dir.join("typo.json"), typo).expect("write");
+    let error = load_scenarios(dir.path()).expect_err("unknown field").to_string();
     assert!(error.contains("typo.json") && error.contains("stdout_contain"), "{error}");
 
     let both = r#"{"name": "x", "runs": [{"args": [], "expect": {"exit": 0},
         "signal": {"signal": "INT", "after_requests": 1, "when_file": "f"}}]}"#;
-    std::fs::write(dir.path.join("typo.json"), both).expect("write");
-    let error = load_scenarios(&dir.path).expect_err("two triggers").to_string();
+    std::fs::write(dir.join("typo.json"), both).expect("write");
+    let error = load_scenarios(dir.path()).expect_err("two triggers").to_string();
     assert!(error.contains("exactly one of after_requests and when_file"), "{error}");
 
     let outside =
         r#"{"name": "x", "files": {"../escape": ""}, "runs": [{"args": [], "expect": {"exit": 0}}]}"#;
-    std::fs::write(dir.path.join("typo.json"), outside).expect("write");
-    let error = load_scenarios(&dir.path).expect_err("path outside").to_string();
+    std::fs::write(dir.join("typo.json"), outside).expect("write");
+    let error = load_scenarios(dir.path()).expect_err("path outside").to_string();
     assert!(error.contains("'../escape' must be a relative path"), "{error}");
 }
 
@@ -212,8 +213,8 @@ fn scripted_streams_assemble_into_the_reply_they_describe_and_cut_ones_do_not() 
 fn tools_started_are_read_from_the_journal_as_the_journal_writes_them() {
     use crate::ch05_sessions::{Append, Body, SessionStore};
     use crate::ch09_journal::Journal;
-    let root = TempWorkspace::new("journal").expect("temp dir");
-    let store = SessionStore::new(&root.path);
+    let root = TempDir::new("eval-journal");
+    let store = SessionStore::new(root.path());
     let started = |name: &str| Body::ToolStarted {
         id: format!("id_{name}"),
         name: name.into(),
@@ -221,7 +222,7 @@ fn tools_started_are_read_from_the_journal_as_the_journal_writes_them() {
     };
     let mut first = Journal::create(&store, "m").expect("a journal");
     first.append(started("bash")).expect("append");
-    let before = journal_records(&root.path);
+    let before = journal_records(root.path());
     first.append(started("read_file")).expect("append");
     first
         .append(Body::ToolFinished {
@@ -230,21 +231,21 @@ fn tools_started_are_read_from_the_journal_as_the_journal_writes_them() {
             content: "x".into(),
         })
         .expect("append");
-    assert_eq!(tools_started_since(&before, &journal_records(&root.path)), ["read_file"]);
+    assert_eq!(tools_started_since(&before, &journal_records(root.path())), ["read_file"]);
     drop(first);
-    let before = journal_records(&root.path);
+    let before = journal_records(root.path());
     let mut second = Journal::create(&store, "m").expect("a second journal");
     second.append(started("edit_file")).expect("append");
-    assert_eq!(tools_started_since(&before, &journal_records(&root.path)), ["edit_file"]);
-    let mut everything = tools_started_since(&[], &journal_records(&root.path));
+    assert_eq!(tools_started_since(&before, &journal_records(root.path())), ["edit_file"]);
+    let mut everything = tools_started_since(&[], &journal_records(root.path()));
     everything.sort();
     assert_eq!(everything, ["bash", "edit_file", "read_file"]);
 }
 
 #[test]
 fn a_journal_with_a_torn_middle_or_a_tool_started_twice_is_a_difference() {
-    let root = TempWorkspace::new("promises").expect("temp dir");
-    let dir = root.path.join(".mini_agent").join("sessions");
+    let root = TempDir::new("eval-promises");
+    let dir = root.join(".mini_agent").join("sessions");
     std::fs::create_dir_all(&dir).expect("mkdir");
     let lines = [
         r#"{"seq":1,"type":"session"}"#,
@@ -255,7 +256,7 @@ fn a_journal_with_a_torn_middle_or_a_tool_started_twice_is_a_difference() {
     ];
     std::fs::write(dir.join("20261129-100000-abcd.jsonl"), lines.join("\n")).expect("write");
     assert_eq!(
-        journal_problems(&root.path, false),
+        journal_problems(root.path(), false),
         [
             "20261129-100000-abcd.jsonl line 3 is not a record",
             "tool call call_0_0_0 was started a second time (20261129-100000-abcd.jsonl line 4)",
@@ -263,7 +264,7 @@ fn a_journal_with_a_torn_middle_or_a_tool_started_twice_is_a_difference() {
         ]
     );
     // Only a killed process may leave a torn last line.
-    assert_eq!(journal_problems(&root.path, true).len(), 2);
+    assert_eq!(journal_problems(root.path(), true).len(), 2);
 }
 
 #[test]
@@ -298,10 +299,11 @@ fn script(dir: &Path, body: &str) -> PathBuf {
 }
 
 fn run_with(body: &str, run: &str) -> (Observed, Vec<String>) {
-    let bin = TempWorkspace::new("bin").expect("temp dir");
-    let root = TempWorkspace::new("root").expect("temp dir");
+    let bin = TempDir::new("eval-bin");
+    let root = TempDir::new("eval-root");
     let run: Run = serde_json::from_str(run).expect("a valid run");
-    let observed = run_once(&script(&bin.path, body), &root.path, 0, &run, &mut HashMap::new()).expect("ran");
+    let observed =
+        run_once(&script(bin.path(), body), root.path(), 0, &run, &mut HashMap::new()).expect("ran");
     let differences = compare(&run.expect, &observed);
     (observed, differences)
 }
@@ -343,17 +345,17 @@ fn the_runner_kills_when_the_file_appears_and_reports_signal_exit_codes() {
 
 #[test]
 fn the_table_counts_passes_per_scenario_and_failures_say_what_differed() {
-    let dir = TempWorkspace::new("scenarios").expect("temp dir");
+    let dir = TempDir::new("eval-scenarios");
     let scenario = |name: &str, exit: i32| {
         format!(
             r#"{{"name": "{name}", "runs": [{{"args": ["-p", "x"], "expect": {{"exit": {exit}, "stdout_contains": ["hello"]}}}}]}}"#
         )
     };
-    std::fs::write(dir.path.join("a.json"), scenario("passes", 0)).expect("write");
-    std::fs::write(dir.path.join("b.json"), scenario("fails", 5)).expect("write");
-    let binary = script(&dir.path, "echo hello");
+    std::fs::write(dir.join("a.json"), scenario("passes", 0)).expect("write");
+    std::fs::write(dir.join("b.json"), scenario("fails", 5)).expect("write");
+    let binary = script(dir.path(), "echo hello");
     let mut out = Vec::new();
-    let all_passed = run_eval_to(&mut out, &binary, &dir.path, 2, false).expect("ran");
+    let all_passed = run_eval_to(&mut out, &binary, dir.path(), 2, false).expect("ran");
     let out = String::from_utf8(out).expect("utf-8");
     assert!(!all_passed, "{out}");
     let lines: Vec<&str> = out.lines().collect();

@@ -9,9 +9,11 @@
 //! * [`demo`]: the rules behind `--demo`, served by the scripted server, so `--demo` drives
 //!   the real HTTP client, tools and loop unchanged.
 //!
-//! Beside them, the one copy of each helper the tests share ([`xorshift`]).
+//! Beside them, the one copy of each helper the tests share ([`tempdir`], [`xorshift`]).
 
 pub mod demo;
 pub mod scripted_server;
+#[doc(hidden)]
+pub mod tempdir;
 #[doc(hidden)]
 pub mod xorshift;
