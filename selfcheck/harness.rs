@@ -202,20 +202,17 @@ impl Test {
     }
 }
 
-pub const SIGINT: i32 = 2;
-pub const SIGKILL: i32 = 9;
+pub const SIGINT: i32 = libc::SIGINT;
+pub const SIGKILL: i32 = libc::SIGKILL;
 
 fn send_sigint(pid: u32) {
     send_signal(pid, SIGINT);
 }
 
 fn send_signal(pid: u32, signal: i32) {
-    unsafe extern "C" {
-        fn kill(pid: i32, signal: i32) -> i32;
-    }
     let pid = i32::try_from(pid).expect("pids fit in i32");
     // SAFETY: kill only sends a signal; the pid is our own child, not yet reaped.
-    assert_eq!(unsafe { kill(pid, signal) }, 0, "kill({signal}) failed");
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill({signal}) failed");
 }
 
 /// The session files of a workspace, oldest first.

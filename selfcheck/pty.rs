@@ -11,22 +11,6 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-unsafe extern "C" {
-    fn openpty(
-        master: *mut i32,
-        slave: *mut i32,
-        name: *mut std::ffi::c_char,
-        termios: *const std::ffi::c_void,
-        size: *const std::ffi::c_void,
-    ) -> i32;
-    fn setsid() -> i32;
-    fn ioctl(fd: i32, request: std::ffi::c_ulong, ...) -> i32;
-}
-
-/// Linux's "set the window size" (a `struct winsize`).
-const TIOCSWINSZ: std::ffi::c_ulong = 0x5414;
-/// Linux's "make this terminal my controlling terminal".
-const TIOCSCTTY: std::ffi::c_ulong = 0x540E;
 /// How long a wait for the screen may take before the test fails (a hang, not a slow run).
 pub const SCREEN_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -57,7 +41,7 @@ impl Terminal {
         let (mut master, mut slave) = (-1, -1);
         // SAFETY: two valid out-pointers; null name, termios and size are allowed.
         let opened = unsafe {
-            openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null())
+            libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null())
         };
         assert_eq!(opened, 0, "openpty failed");
         // SAFETY: openpty just returned these two descriptors, owned by nobody else.
@@ -76,7 +60,7 @@ impl Terminal {
         // fd 0, which is the terminal by then.
         unsafe {
             command.pre_exec(|| {
-                if setsid() < 0 || ioctl(0, TIOCSCTTY, 0) < 0 {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
@@ -135,9 +119,9 @@ impl Terminal {
     /// Resizes the window, as a person dragging its corner: the agent reads the new width.
     pub fn resize(&mut self, columns: u16, rows: u16) {
         use std::os::fd::AsRawFd;
-        let size: [u16; 4] = [rows, columns, 0, 0];
-        // SAFETY: TIOCSWINSZ reads one struct winsize (four u16), which `size` is.
-        let done = unsafe { ioctl(self.keyboard.as_raw_fd(), TIOCSWINSZ, size.as_ptr()) };
+        let size = libc::winsize { ws_row: rows, ws_col: columns, ws_xpixel: 0, ws_ypixel: 0 };
+        // SAFETY: TIOCSWINSZ reads one struct winsize, which `size` is.
+        let done = unsafe { libc::ioctl(self.keyboard.as_raw_fd(), libc::TIOCSWINSZ, &size) };
         assert_eq!(done, 0, "resize the terminal");
     }
 

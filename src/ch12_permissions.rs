@@ -13,6 +13,7 @@
 
 use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools, plural};
 use crate::ch04_terminal::question_open;
+use crate::ch04_terminal::ready::{Ready, read_when_ready};
 use crate::ch04_terminal::sanitize::sanitize_command;
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
@@ -226,31 +227,15 @@ fn read_terminal_line(fd: i32) -> Option<String> {
     let mut line = Vec::new();
     let mut buffer = [0u8; 1024];
     loop {
-        if crate::ch02_loop::interrupted() {
-            return None;
-        }
-        let mut poll_fd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd, and we say so.
-        if unsafe { libc::poll(&mut poll_fd, 1, 50) } <= 0 {
-            continue; // nothing yet, or EINTR from a signal: look at the flag again
-        }
-        // SAFETY: the buffer is valid for its length.
-        let count = unsafe { libc::read(fd, buffer.as_mut_ptr().cast(), buffer.len()) };
-        match count {
-            0 if line.is_empty() => return None,
-            0 => break,
-            n if n < 0 => {
-                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return None;
-            }
-            n => {
-                line.extend_from_slice(&buffer[..n as usize]);
+        match read_when_ready(fd, &mut buffer, crate::ch02_loop::interrupted) {
+            Ready::Bytes(count) => {
+                line.extend_from_slice(&buffer[..count]);
                 if line.ends_with(b"\n") {
                     break;
                 }
             }
+            Ready::End { .. } if !line.is_empty() => break,
+            Ready::End { .. } | Ready::Stopped | Ready::Failed => return None,
         }
     }
     Some(String::from_utf8_lossy(&line).trim().to_string())

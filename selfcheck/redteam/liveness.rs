@@ -242,7 +242,7 @@ fn ctrl_c_stops_a_walk_of_a_huge_tree() {
     assert!(took < Duration::from_secs(5), "{took:?}");
 }
 
-const SIGHUP: i32 = 1;
+const SIGHUP: i32 = libc::SIGHUP;
 
 /// Whether the workspace's (first) journal holds `needle` yet.
 fn journal_has(root: &std::path::Path, needle: &str) -> bool {
@@ -250,7 +250,7 @@ fn journal_has(root: &std::path::Path, needle: &str) -> bool {
         .first()
         .is_some_and(|file| std::fs::read_to_string(file).unwrap_or_default().contains(needle))
 }
-const SIGTERM: i32 = 15;
+const SIGTERM: i32 = libc::SIGTERM;
 
 /// Whether process `pid` is gone (or a zombie about to be reaped by init), waiting up to 3 s.
 fn gone(pid: &str) -> bool {

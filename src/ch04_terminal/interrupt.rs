@@ -5,39 +5,13 @@ use crate::ch02_loop::set_interrupted;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 // ANCHOR: interrupt_handler
-pub(super) mod sys {
-    use std::ffi::{c_int, c_short, c_void};
-
-    #[repr(C)]
-    pub struct PollFd {
-        pub fd: c_int,
-        pub events: c_short,
-        pub revents: c_short,
-    }
-    pub const POLLIN: c_short = 0x1;
-    pub const POLLERR: c_short = 0x8;
-    pub const POLLHUP: c_short = 0x10;
-    pub const SIGINT: c_int = 2;
-    #[cfg(target_os = "linux")]
-    pub type Nfds = std::ffi::c_ulong;
-    #[cfg(not(target_os = "linux"))]
-    pub type Nfds = std::ffi::c_uint;
-
-    unsafe extern "C" {
-        pub fn signal(signum: c_int, handler: extern "C" fn(c_int)) -> usize;
-        pub fn poll(fds: *mut PollFd, nfds: Nfds, timeout_ms: c_int) -> c_int;
-        pub fn read(fd: c_int, buf: *mut c_void, count: usize) -> isize;
-        pub fn _exit(status: c_int) -> !;
-    }
-}
-
 /// When the pending Ctrl+C was pressed, in milliseconds since the Unix epoch.
 pub(super) static FIRST_PRESS_MS: AtomicU64 = AtomicU64::new(0);
 /// A turn normally stops well within this; a Ctrl+C still pending after it means a stuck turn.
 pub(super) const FORCE_QUIT_AFTER_MS: u64 = 1000;
 
 /// Runs inside the signal: only async-signal-safe work (reading the clock, atomics, `_exit`).
-extern "C" fn on_sigint(_signal: std::ffi::c_int) {
+extern "C" fn on_sigint(_signal: libc::c_int) {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_millis() as u64);
@@ -48,7 +22,7 @@ extern "C" fn on_sigint(_signal: std::ffi::c_int) {
         // Pressed again, and the turn has had its chance to stop: the user wants out now.
         // A quick double press does not land here, so it cannot cut a turn's last records.
         // SAFETY: _exit is async-signal-safe and takes no pointers.
-        unsafe { sys::_exit(130) }
+        unsafe { libc::_exit(130) }
     }
 }
 
@@ -57,7 +31,7 @@ extern "C" fn on_sigint(_signal: std::ffi::c_int) {
 pub fn install_interrupt_handler() {
     // SAFETY: the handler is a plain function that touches only an atomic and `_exit`.
     unsafe {
-        sys::signal(sys::SIGINT, on_sigint);
+        libc::signal(libc::SIGINT, on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t);
     }
     crate::ch04_terminal::signals::install_stop_handlers();
 }

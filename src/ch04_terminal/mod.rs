@@ -40,6 +40,7 @@ pub mod line_reader;
 pub mod line_state;
 pub mod markdown;
 pub mod observer;
+pub(crate) mod ready;
 pub mod repl;
 pub mod sanitize;
 pub mod signals;

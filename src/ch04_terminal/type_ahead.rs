@@ -3,7 +3,7 @@
 //! takes the terminal back, so the two never read at the same time.
 
 use super::commands::*;
-use super::interrupt::*;
+use super::ready::{Ready, read_when_ready};
 use super::spinner::{QUESTION_OPEN, TOOL_LINE_OPEN, question_open};
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
@@ -53,30 +53,20 @@ impl TypeAhead {
     fn read_lines(&self, fd: i32, stop: &AtomicBool) {
         let mut pending = Vec::new();
         let mut buffer = [0u8; 4096];
-        while !stop.load(Ordering::SeqCst) {
-            let mut poll_fd = sys::PollFd { fd, events: sys::POLLIN, revents: 0 };
-            // SAFETY: one valid pollfd, and we say so.
-            if unsafe { sys::poll(&mut poll_fd, 1, 50) } <= 0 {
-                continue; // timeout, or EINTR from Ctrl+C
-            }
-            // SAFETY: the buffer is valid for its length. In cooked mode poll says "readable"
-            // only once a whole line is there, so this read does not block.
-            let count = unsafe { sys::read(fd, buffer.as_mut_ptr().cast(), buffer.len()) };
-            if count > 0 {
-                pending.extend_from_slice(&buffer[..count as usize]);
-                while let Some(end) = pending.iter().position(|&byte| byte == b'\n') {
-                    let line: Vec<u8> = pending.drain(..=end).collect();
-                    self.deliver(&line[..end]);
+        loop {
+            match read_when_ready(fd, &mut buffer, || stop.load(Ordering::SeqCst)) {
+                Ready::Bytes(count) => {
+                    pending.extend_from_slice(&buffer[..count]);
+                    while let Some(end) = pending.iter().position(|&byte| byte == b'\n') {
+                        let line: Vec<u8> = pending.drain(..=end).collect();
+                        self.deliver(&line[..end]);
+                    }
                 }
-            } else if count == 0 && poll_fd.revents & (sys::POLLHUP | sys::POLLERR) != 0 {
-                break; // the terminal or pipe is gone
-            } else if count < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                break;
-            }
-            // count == 0 without hangup is Ctrl+D on an empty line: nothing to keep, but
-            // the answer "no" to a question being asked.
-            if count == 0 {
-                self.decline();
+                // Ctrl+D on an empty line: nothing to keep, but the answer "no" to a question
+                // being asked.
+                Ready::End { hung_up: false } => self.decline(),
+                // The terminal or pipe is gone, or we were told to stop.
+                Ready::End { hung_up: true } | Ready::Stopped | Ready::Failed => break,
             }
         }
         if !pending.is_empty() {
