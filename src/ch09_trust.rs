@@ -110,13 +110,12 @@ pub fn journal_root(path: &Path) -> Result<PathBuf, Error> {
     fs::canonicalize(root).map_err(|e| Error::io(format!("cannot use workspace root {}", root.display()), e))
 }
 
-/// The session's root, after checking that the header's `recorded` root is that same
-/// directory: a journal copied or planted from elsewhere is refused, never followed.
-pub fn check_recorded_root(path: &Path, recorded: &str) -> Result<PathBuf, Error> {
-    let root = journal_root(path)?;
+/// Checks that the header's `recorded` root is `root`, the one [`journal_root`] found for the
+/// journal at `path`: a journal copied or planted from elsewhere is refused, never followed.
+pub fn check_recorded_root(path: &Path, root: &Path, recorded: &str) -> Result<(), Error> {
     let recorded_path = Path::new(recorded);
     if recorded_path == root || fs::canonicalize(recorded_path).is_ok_and(|real| real == root) {
-        return Ok(root);
+        return Ok(());
     }
     Err(Error::Session(format!(
         "{}: the session says its root is {recorded:?}, but its journal lives in {}; a session works only \
@@ -153,8 +152,9 @@ mod tests {
         let root = fs::canonicalize(temp.path()).unwrap();
         fs::create_dir_all(root.join(".mini_agent/sessions")).unwrap();
         let path = root.join(".mini_agent/sessions/x.jsonl");
-        assert_eq!(check_recorded_root(&path, &root.display().to_string()).unwrap(), root);
-        let refused = check_recorded_root(&path, "/").unwrap_err().to_string();
+        assert_eq!(journal_root(&path).unwrap(), root);
+        check_recorded_root(&path, &root, &root.display().to_string()).unwrap();
+        let refused = check_recorded_root(&path, &root, "/").unwrap_err().to_string();
         assert!(refused.contains("says its root is \"/\""), "{refused}");
         let loose = journal_root(&root.join("x.jsonl")).unwrap_err().to_string();
         assert!(loose.contains("not in a .mini_agent/sessions/ directory"), "{loose}");

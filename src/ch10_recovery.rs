@@ -20,6 +20,7 @@
 use crate::ch02_loop::{Error, Message, ToolCall, ToolStatus, describe_call, plural};
 use crate::ch02_model::shorten;
 use crate::ch05_sessions::{Append, Body, Origin, Record, replay};
+use crate::ch07_context::CompactionRecord;
 use crate::ch09_journal::{Journal, lock_holder_of, read_journal};
 use crate::ch09_trust::{check_recorded_root, journal_root, remove_leftover_temps};
 use std::fmt;
@@ -188,10 +189,10 @@ pub fn status(records: &[Record]) -> Result<SessionStatus, Error> {
 /// `--status`: reads the journal without locking or changing it, so it also works while
 /// another process runs the session.
 pub fn status_of(path: &Path) -> Result<SessionStatus, Error> {
-    journal_root(path)?;
+    let root = journal_root(path)?;
     let loaded = read_journal(path)?;
     let mut status = status(&loaded.records).map_err(|e| in_file(path, e))?;
-    check_recorded_root(path, &status.root)?;
+    check_recorded_root(path, &root, &status.root)?;
     status.warning = loaded.warning;
     status.in_use_by = lock_holder_of(path);
     Ok(status)
@@ -267,9 +268,11 @@ pub struct ResumePlan {
     pub append: Vec<Body>,
     /// The history to continue with, the appended results included.
     pub history: Vec<Message>,
-    /// The latest compaction, `(summary, replaces, elided)`: what chapter 7 was sending in place of
-    /// the oldest messages. The history above stays whole.
-    pub compaction: Option<(String, usize, usize)>,
+    /// The latest compaction: what chapter 7 was sending in place of the oldest messages.
+    /// The history above stays whole.
+    pub compaction: Option<CompactionRecord>,
+    /// What the user should hear: a torn last line cut off, temporary files removed.
+    pub warning: Option<String>,
 }
 
 /// Decides how to continue. Unknown outcomes block unless `acknowledge_unknown`; no tool
@@ -304,7 +307,14 @@ pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<R
     .collect();
     let history = replay(records.iter().map(|r| &r.body).chain(&append));
     let compaction = records.iter().rev().find_map(|record| match &record.body {
-        Body::Compaction { summary, replaces, elided } => Some((summary.clone(), *replaces, *elided)),
+        Body::Compaction { summary, replaces, elided } => Some(CompactionRecord {
+            summary: summary.clone(),
+            replaced: *replaces,
+            elided: *elided,
+            tokens_before: 0,
+            tokens_after: 0,
+            usage: None,
+        }),
         _ => None,
     });
     Ok(ResumePlan {
@@ -314,29 +324,24 @@ pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<R
         append,
         history,
         compaction,
+        warning: None,
     })
 }
 
-/// A session opened for `-c` / `--resume`: locked, repaired, ready to record.
-pub struct Resumed {
-    pub journal: Journal,
-    pub plan: ResumePlan,
-    /// A torn last line that was cut off, to show the user.
-    pub warning: Option<String>,
-}
-
-/// Opens the journal at `path`, checks it can continue, and appends the synthetic results.
-pub fn resume(path: &Path, acknowledge_unknown: bool) -> Result<Resumed, Error> {
-    journal_root(path)?; // before anything is opened, locked or cut
+/// Opens the journal at `path` for `-c` / `--resume`, checks it can continue, and appends
+/// the synthetic results: the journal comes back locked, repaired and ready to record.
+pub fn resume(path: &Path, acknowledge_unknown: bool) -> Result<(Journal, ResumePlan), Error> {
+    let root = journal_root(path)?; // before anything is opened, locked or cut
     let (mut journal, loaded) = Journal::open(path)?;
-    let plan = prepare_resume(&loaded.records, acknowledge_unknown).map_err(|e| in_file(path, e))?;
-    let plan = ResumePlan { root: check_recorded_root(path, &plan.root.to_string_lossy())?, ..plan };
+    let mut plan = prepare_resume(&loaded.records, acknowledge_unknown).map_err(|e| in_file(path, e))?;
+    check_recorded_root(path, &root, &plan.root.to_string_lossy())?;
+    plan.root = root;
     for body in &plan.append {
         journal.append(body.clone())?;
     }
     let removed = remove_leftover_temps(&plan.root, &open_calls(&loaded.records).unknown);
-    let warning = [loaded.warning, removed].into_iter().flatten().reduce(|a, b| format!("{a}; {b}"));
-    Ok(Resumed { journal, plan, warning })
+    plan.warning = [loaded.warning, removed].into_iter().flatten().reduce(|a, b| format!("{a}; {b}"));
+    Ok((journal, plan))
 }
 // ANCHOR_END: resume
 

@@ -213,10 +213,10 @@ fn a_crashed_session_resumes_from_disk_without_running_anything_again() {
     assert_eq!(crashed.in_use_by, None);
     assert!(matches!(crashed.state, SessionState::UnknownOutcomes(_)));
     assert!(resume(&path, false).is_err());
-    let resumed = resume(&path, true).unwrap();
-    assert_eq!(resumed.plan.root, temp.path());
-    let mut history = resumed.plan.history.clone();
-    let mut recorder = Recorder::new(resumed.journal);
+    let (journal, plan) = resume(&path, true).unwrap();
+    assert_eq!(plan.root, temp.path());
+    let mut history = plan.history.clone();
+    let mut recorder = Recorder::new(journal);
     let mut model = Answers(vec![Reply { content: Some("checked".into()), ..Reply::default() }], vec![]);
     let mut tools = CountRuns(vec![]);
     let outcome = run_turn(&mut model, &mut tools, &mut history, &mut recorder, &Limits { max_turns: 3 });
@@ -227,9 +227,9 @@ fn a_crashed_session_resumes_from_disk_without_running_anything_again() {
 
     let after = status_of(&path).unwrap();
     assert_eq!(after.state, SessionState::Completed);
-    let again = resume(&path, false).unwrap();
-    assert!(again.plan.append.is_empty());
-    assert_eq!(again.plan.history, history);
+    let (_, again) = resume(&path, false).unwrap();
+    assert!(again.append.is_empty());
+    assert_eq!(again.history, history);
 }
 
 #[test]
@@ -261,11 +261,11 @@ fn status_and_resume_figures() {
     let medium = sessions.join("20261129-091500-bbbb.jsonl");
     write_synthetic_journal(&medium, 1_250).unwrap();
     let started = Instant::now();
-    let resumed = resume(&medium, false).unwrap();
+    let (_, resumed) = resume(&medium, false).unwrap();
     let resume_ms = started.elapsed().as_secs_f64() * 1e3;
     eprintln!(
         "recovery: status of 10,000 records {status_ms:.1} ms; resume of {} messages {resume_ms:.1} ms",
-        resumed.plan.history.len()
+        resumed.history.len()
     );
-    assert!(resumed.plan.history.len() >= 1_000);
+    assert!(resumed.history.len() >= 1_000);
 }

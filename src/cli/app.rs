@@ -26,7 +26,7 @@ use mini_agent::ch07_context::{
     Compacting, CompactionRecord, CompactionState, SharedCompaction, SharedStats, Stats,
 };
 use mini_agent::ch09_journal::Journal;
-use mini_agent::ch10_recovery::{Resumed, resume};
+use mini_agent::ch10_recovery::{ResumePlan, resume};
 use mini_agent::ch12_permissions::{
     Answer, Gate, Permission, Permissions, Prompter, TerminalPrompter, ask_with,
 };
@@ -34,32 +34,15 @@ use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
 
 // ANCHOR: opened
-/// A session journal opened for `-c`, `--resume` or `/resume`, ready to continue.
-pub struct Opened {
-    journal: Journal,
-    history: Vec<Message>,
-    compaction: Option<CompactionRecord>,
-    /// The root the session was started in: a resumed session works there.
-    pub root: PathBuf,
-    /// The model and endpoint it talked to: the defaults for continuing it.
-    pub origin: Origin,
-    /// A torn last line that was cut off, to show the user.
-    pub warning: Option<String>,
-}
-
-/// Opens and locks the journal at `path` (chapter 10 checks it may continue and appends the
-/// synthetic results), and puts back the compaction that was in force.
-pub fn open_session(path: &Path, acknowledge_unknown: bool) -> Result<Opened, Error> {
-    let Resumed { journal, plan, warning } = resume(path, acknowledge_unknown)?;
-    let compaction = plan.compaction.map(|(summary, replaced, elided)| CompactionRecord {
-        summary,
-        replaced,
-        elided,
-        tokens_before: 0,
-        tokens_after: 0,
-        usage: None,
-    });
-    Ok(Opened { journal, history: plan.history, compaction, root: plan.root, origin: plan.origin, warning })
+/// Continues a session chapter 10 opened for `-c` or `--resume`: the journal it locked records
+/// from here on, the history it replayed goes on, and the compaction that was in force is the
+/// view the model is sent again.
+fn continue_session(
+    compaction: &SharedCompaction,
+    (journal, plan): (Journal, ResumePlan),
+) -> (Recorder<Journal>, Vec<Message>) {
+    restore_view(compaction, plan.compaction);
+    (Recorder::new(journal), plan.history)
 }
 // ANCHOR_END: opened
 
@@ -108,7 +91,7 @@ impl Agent {
     pub fn start(
         model: Box<dyn Model>,
         root: PathBuf,
-        opened: Option<Opened>,
+        opened: Option<(Journal, ResumePlan)>,
         config: Config,
     ) -> Result<Agent, Error> {
         let compaction = CompactionState::shared();
@@ -116,10 +99,7 @@ impl Agent {
         let (tools, system_prompt, skills_report) = build_tools(&root, &config)?;
         let store = SessionStore::new(&root);
         let (recorder, history) = match opened {
-            Some(opened) => {
-                restore_view(&compaction, opened.compaction);
-                (Recorder::new(opened.journal), opened.history)
-            }
+            Some(opened) => continue_session(&compaction, opened),
             None => new_session(&store, &config.origin, &system_prompt)?,
         };
         let agent = Agent {
@@ -314,14 +294,14 @@ impl ReplHost for Agent {
                 if path == self.recorder.log().path() {
                     return Ok(format!("already in session {}", self.session_id()));
                 }
-                let opened = open_session(&path, false)?;
-                if let Some(warning) = &opened.warning {
+                let (journal, plan) = resume(&path, false)?;
+                if let Some(warning) = &plan.warning {
                     eprintln!("mini-agent: warning: {}", sanitize(warning));
                 }
-                if let Some(note) = self.moved_note(&opened.origin) {
+                if let Some(note) = self.moved_note(&plan.origin) {
                     eprintln!("mini-agent: note: {}", sanitize(&note));
                 }
-                self.switch_to(Recorder::new(opened.journal), opened.history, opened.compaction)?;
+                self.switch_to(Recorder::new(journal), plan.history, plan.compaction)?;
                 let last = self.last_exchange(Look::Plain).unwrap_or_default();
                 Ok(format!("resumed session {}\n{last}", self.session_id()))
             }

@@ -15,7 +15,7 @@ mod args;
 mod json_events;
 mod sessions_table;
 
-use app::{Agent, Asker, Config, Opened, open_session};
+use app::{Agent, Asker, Config};
 use args::{Command, Options, Prompt};
 use json_events::JsonEvents;
 use mini_agent::ch02_loop::{Error, Model, Observer, Outcome, plural};
@@ -34,7 +34,8 @@ use mini_agent::ch04_terminal::{
 use mini_agent::ch05_sessions::{DEMO_ENDPOINT, OPENAI_API, Origin, SessionStore, without_credentials};
 use mini_agent::ch07_context::parse_context_tokens;
 use mini_agent::ch08_retry::{Retrying, parse_max_retries};
-use mini_agent::ch10_recovery::status_of;
+use mini_agent::ch09_journal::Journal;
+use mini_agent::ch10_recovery::{ResumePlan, resume, status_of};
 use mini_agent::ch11_streaming::StreamingClient;
 use mini_agent::ch12_permissions::Permissions;
 use mini_agent::ch13_evaluation::{DEFAULT_SCENARIO_DIR, run_eval};
@@ -149,12 +150,13 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
         return print_stdout(&sanitize(&status_of(&path)?.to_string()));
     }
     let task = options.prompt.as_ref().map(read_prompt).transpose()?;
-    let opened = chosen.map(|path| open_session(&path, options.acknowledge_unknown)).transpose()?;
-    if let Some(warning) = opened.as_ref().and_then(|opened| opened.warning.as_deref()) {
+    let opened = chosen.map(|path| resume(&path, options.acknowledge_unknown)).transpose()?;
+    let plan = opened.as_ref().map(|(_, plan)| plan);
+    if let Some(warning) = plan.and_then(|plan| plan.warning.as_deref()) {
         say(&format!("mini-agent: warning: {warning}"));
     }
-    let root = opened.as_ref().map_or(here, |opened| opened.root.clone());
-    let chosen = choose_endpoint(options, keys, opened.as_ref().map(|opened| &opened.origin))?;
+    let root = plan.map_or(here, |plan| plan.root.clone());
+    let chosen = choose_endpoint(options, keys, plan.map(|plan| &plan.origin))?;
     // The demo model is a server in this process; it stops when `demo` is dropped.
     let demo = chosen
         .demo
@@ -273,7 +275,7 @@ const HISTORY_MAX_BYTES: u64 = 8 << 20;
 fn repl(
     model: Box<dyn Model>,
     root: PathBuf,
-    opened: Option<Opened>,
+    opened: Option<(Journal, ResumePlan)>,
     config: impl Fn(Asker) -> Config,
     verbose: bool,
 ) -> Result<u8, Error> {
