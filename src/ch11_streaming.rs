@@ -18,8 +18,8 @@
 use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request, ToolCall, interrupted};
 use crate::ch02_model::reply::content_text;
 use crate::ch02_model::{
-    ChatClient, ClientConfig, DEFAULT_IDLE_TIMEOUT, INTERRUPT_POLL, MAX_REPLY_BYTES, idle_message,
-    parse_reply, parse_usage, quote, read_capped, reply_too_large, server_message,
+    ChatClient, ClientConfig, INTERRUPT_POLL, MAX_REPLY_BYTES, idle_message, parse_reply, parse_usage, quote,
+    read_capped, reply_too_large, server_message,
 };
 use serde_json::Value;
 use std::borrow::Cow;
@@ -272,20 +272,19 @@ impl StreamAssembler {
 // ANCHOR: client
 /// A Model that streams: the same request as chapter 2 plus `stream: true`.
 pub struct StreamingClient {
+    /// Chapter 2's client: the endpoint, the key and the idle timeout, kept in one place.
     pub client: ChatClient,
-    pub idle_timeout: Duration,
 }
 
 impl StreamingClient {
     pub fn new(config: ClientConfig) -> Result<Self, Error> {
-        Ok(StreamingClient { client: ChatClient::new(config)?, idle_timeout: DEFAULT_IDLE_TIMEOUT })
+        Ok(StreamingClient { client: ChatClient::new(config)? })
     }
 
     /// Changes how long the server may stay silent (chapter 2's `MINI_AGENT_IDLE_TIMEOUT_SECS`;
     /// tests use a short one).
     pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> Self {
-        self.idle_timeout = idle_timeout;
-        self.client.idle_timeout = idle_timeout;
+        self.client = self.client.with_idle_timeout(idle_timeout);
         self
     }
 }
@@ -308,7 +307,7 @@ impl Model for StreamingClient {
         if interrupted() {
             return Err(Error::Interrupted);
         }
-        let pieces = start_worker(self.client.clone(), body, self.idle_timeout)?;
+        let pieces = start_worker(self.client.clone(), body, self.client.idle_timeout)?;
         let (mut parser, mut reply) = (SseParser::new(), StreamAssembler::default());
         let mut last_data = Instant::now();
         // The start of the body, kept until an event arrives, to quote a body that is not SSE.
@@ -320,10 +319,15 @@ impl Model for StreamingClient {
             }
             let piece = match pieces.recv_timeout(INTERRUPT_POLL) {
                 Ok(piece) => piece,
-                Err(mpsc::RecvTimeoutError::Timeout) if last_data.elapsed() < self.idle_timeout => continue,
+                Err(mpsc::RecvTimeoutError::Timeout) if last_data.elapsed() < self.client.idle_timeout => {
+                    continue;
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    let silence =
-                        format!("{}; stream cut off ({})", idle_message(self.idle_timeout), reply.progress());
+                    let silence = format!(
+                        "{}; stream cut off ({})",
+                        idle_message(self.client.idle_timeout),
+                        reply.progress()
+                    );
                     return Err(cut_off(&reply, Error::Network(silence), observer));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
