@@ -20,7 +20,7 @@
 //! The reader is strict in the same way for everyone: `--status` and `--resume` use it.
 
 use crate::ch02_loop::{Error, ToolCall, ToolStatus, Usage};
-use crate::ch03_tools::secrets::{REDACTED, redactor};
+use crate::ch03_tools::secrets::{Redactor, redactor};
 use crate::ch05_sessions::{Append, Body, FORMAT_VERSION, Origin, Record, SessionStore, now_rfc3339};
 use crate::ch09_trust::{JOURNAL_MAX_BYTES, open_journal};
 use std::fs::{File, TryLockError};
@@ -36,7 +36,8 @@ pub struct Journal {
     path: PathBuf,
     id: String,
     next_seq: u64,
-    secrets: Vec<String>,
+    /// The process's redactor (chapter 3); a test gives its own.
+    redactor: &'static Redactor,
     /// Set when a write failed half-way: appending after a partial line would corrupt the
     /// middle of the file, so the journal refuses.
     broken: bool,
@@ -55,7 +56,7 @@ impl Journal {
         let (id, path, file) = store.create_file()?;
         lock(&file, &path, &id)?;
         let mut journal =
-            Journal { file, path, id: id.clone(), next_seq: 1, secrets: Vec::new(), broken: false };
+            Journal { file, path, id: id.clone(), next_seq: 1, redactor: redactor(), broken: false };
         let root = store.root().display().to_string();
         let created = now_rfc3339();
         journal.append(Body::Session { version: FORMAT_VERSION, id, root, model, api, endpoint, created })?;
@@ -89,7 +90,7 @@ impl Journal {
         }
         let next_seq = loaded.records.last().map_or(1, |last| last.seq + 1);
         let journal =
-            Journal { file, path: path.to_path_buf(), id, next_seq, secrets: Vec::new(), broken: false };
+            Journal { file, path: path.to_path_buf(), id, next_seq, redactor: redactor(), broken: false };
         Ok((journal, loaded))
     }
 
@@ -101,11 +102,10 @@ impl Journal {
         &self.path
     }
 
-    /// Also redact `secret` from every record written from now on.
-    pub fn redact(&mut self, secret: &str) {
-        if !secret.is_empty() {
-            self.secrets.push(secret.to_string());
-        }
+    /// Redacts with `redactor` instead of the process's (which only `main` installs).
+    #[cfg(test)]
+    fn redacting_with(self, redactor: &'static Redactor) -> Journal {
+        Journal { redactor, ..self }
     }
 }
 
@@ -123,14 +123,9 @@ impl Append for Journal {
         let record = Record { seq, ts: now_rfc3339(), body };
         let mut line = serde_json::to_string(&record)
             .map_err(|e| Error::Session(format!("cannot encode a record of session {}: {e}", self.id)))?;
-        // The process's secrets and URL user-info (chapter 3), then any added here.
-        line = redactor().redact_string(line);
-        for secret in &self.secrets {
-            // Secrets are plain tokens: JSON leaves them unescaped, so they match verbatim.
-            if line.contains(secret.as_str()) {
-                line = line.replace(secret.as_str(), REDACTED);
-            }
-        }
+        // The process's secrets (chapter 3): plain tokens, which JSON leaves unescaped, so
+        // they match verbatim.
+        line = self.redactor.redact_string(line);
         line.push('\n');
         if let Err(e) = self.file.write_all(line.as_bytes()).and_then(|()| self.file.sync_data()) {
             self.broken = true;
@@ -485,8 +480,8 @@ mod tests {
         let temp = TempDir::new("journal-secret");
         let fake_key = "sk-test-0123456789abcdef";
         let store = SessionStore::new(temp.path());
-        let mut journal = Journal::create(&store, "m").unwrap();
-        journal.redact(fake_key);
+        let only_this_key = Box::leak(Box::new(Redactor::new([fake_key.to_string()])));
+        let journal = Journal::create(&store, "m").unwrap().redacting_with(only_this_key);
         let mut recorder = Recorder::new(journal);
         // A tool whose output echoed the environment, the way `env` would.
         let call = ToolCall { id: "a".into(), name: "bash".into(), arguments: r#"{"command":"env"}"#.into() };

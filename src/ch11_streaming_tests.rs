@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::ch02_loop::{Message, Usage};
-use crate::testkit::scripted_server::{ScriptedServer, Step};
 use crate::ch02_model::DEFAULT_IDLE_TIMEOUT;
+use crate::testkit::scripted_server::{ScriptedServer, Step};
 use crate::testkit::xorshift::XorShift;
 use serde_json::json;
 
