@@ -51,11 +51,7 @@ fn clip(text: &str) -> String {
     if text.len() <= SHOWN {
         return text.to_string();
     }
-    let mut end = SHOWN;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes in all)", &text[..end], text.len())
+    format!("{}… ({} bytes in all)", mini_agent::text::cut_bytes(text, SHOWN), text.len())
 }
 
 /// Runs the binary in `workspace` with `args` and extra `env`, killing it after `deadline`.

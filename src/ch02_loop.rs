@@ -382,7 +382,8 @@ impl std::error::Error for Error {}
 
 /// `bash cargo test`, `read_file src/main.rs`, `list_files .`: a tool call as a person reads
 /// it, for progress lines and `--status` alike. The argument that says what the call does,
-/// on one line (`…` marks what was cut), control characters made visible.
+/// on one line (`…` marks what was cut); the screen's sanitiser (chapter 4) shows control
+/// characters when it is printed.
 pub fn describe_call(call: &ToolCall) -> String {
     let arguments: serde_json::Map<String, Value> = serde_json::from_str(&call.arguments).unwrap_or_default();
     let text = |key: &str| arguments.get(key).and_then(Value::as_str).filter(|value| !value.is_empty());
@@ -400,15 +401,7 @@ pub fn describe_call(call: &ToolCall) -> String {
             None => call.arguments.clone(),
         },
     };
-    let first = what.trim().lines().next().unwrap_or_default();
-    let mut shown: String = first
-        .chars()
-        .take(80)
-        .map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() })
-        .collect();
-    if first.chars().count() > 80 || what.trim().lines().nth(1).is_some() {
-        shown.push('…');
-    }
+    let shown = crate::text::first_line(&what, 80);
     if shown.is_empty() { call.name.clone() } else { format!("{} {shown}", call.name) }
 }
 
@@ -435,7 +428,8 @@ mod tests {
             describe_call(&call("search", r#"{"pattern":"TODO","path":"src"}"#)),
             "search TODO in src"
         );
-        assert_eq!(describe_call(&call("read_file", r#"{"path":"a\u001b[2J"}"#)), "read_file a\\u{1b}[2J");
+        // Control characters are left to whoever prints it: chapter 4's `sanitize` is the one way.
+        assert_eq!(describe_call(&call("read_file", r#"{"path":"a\u001b[2J"}"#)), "read_file a\u{1b}[2J");
         assert_eq!(describe_call(&call("odd", "not json")), "odd");
     }
 

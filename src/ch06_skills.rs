@@ -14,6 +14,7 @@
 
 use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
 use crate::ch03_tools::Workspace;
+use crate::text::cut_bytes;
 use serde_json::{Value, json};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -228,7 +229,7 @@ fn parse_skill(path: &Path, text: &str) -> Skill {
     });
     // Both go into every request's system prompt, whatever their source (a planted folder
     // name can hold a newline, a front-matter line can be megabytes): one short line each.
-    let one_line = |text: &str, max| cut_at_char_boundary(text.lines().next().unwrap_or(""), max).to_string();
+    let one_line = |text: &str, max| cut_bytes(text.lines().next().unwrap_or(""), max).to_string();
     let (name, description) = (one_line(&name, 64), one_line(&description, 160));
     Skill { name, description, body: body.to_string(), path: path.to_path_buf() }
 }
@@ -254,17 +255,6 @@ fn split_front_matter(text: &str) -> (Vec<(String, String)>, &str) {
     (Vec::new(), text)
 }
 // ANCHOR_END: front_matter
-
-fn cut_at_char_boundary(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
 
 impl fmt::Display for SkillSet {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -312,7 +302,7 @@ impl<T: Tools> WithSkills<T> {
         let found = requested.as_deref().and_then(|name| self.skills.skills.iter().find(|s| s.name == name));
         match found {
             Some(skill) => ToolOutput {
-                content: cut_at_char_boundary(&skill.body, SKILL_BODY_CAP).to_string(),
+                content: cut_bytes(&skill.body, SKILL_BODY_CAP).to_string(),
                 status: ToolStatus::Ok,
             },
             None => {

@@ -18,11 +18,11 @@
 //! nothing, and the rules are tested without a disk or a model.
 
 use crate::ch02_loop::{Error, Message, ToolCall, ToolStatus, describe_call, plural};
-use crate::ch02_model::shorten;
 use crate::ch05_sessions::{Append, Body, Origin, Record, replay};
 use crate::ch07_context::CompactionRecord;
 use crate::ch09_journal::{Journal, lock_holder_of, read_journal};
 use crate::ch09_trust::{check_recorded_root, journal_root, remove_leftover_temps};
+use crate::text::shorten;
 use std::fmt;
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,9 @@
 //! Words for people: the small text helpers every chapter shares, compiled in every state.
 //!
-//! One copy of each: a count with its noun (`plural`). Later chapters add what they need
-//! here rather than writing their own.
+//! One copy of each: a count with its noun ([`plural`]), text cut to a number of characters
+//! ([`shorten`]) or to its first line ([`first_line`]), and a byte limit that does not split a
+//! character ([`cut_bytes`]). Later chapters add what they need here rather than writing
+//! their own.
 
 /// `1 turn`, `2 turns`, `0 bytes`: a count with its noun, for people. Nouns ending in
 /// `s`, `x`, `ch` or `sh` take `es` (`1 match`, `2 matches`).
@@ -11,6 +13,35 @@ pub fn plural(count: usize, noun: &str) -> String {
     }
     let ending = if ["s", "x", "ch", "sh"].iter().any(|end| noun.ends_with(end)) { "es" } else { "s" };
     format!("{count} {noun}{ending}")
+}
+
+/// At most `max_chars` characters of `text`, then `…` when something was cut.
+pub fn shorten(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// The first line of `text` (blank space around it trimmed), at most `max_chars` characters;
+/// `…` says that something was left out: the rest of the line, or the lines after it.
+pub fn first_line(text: &str, max_chars: usize) -> String {
+    let mut lines = text.trim().lines();
+    let first = lines.next().unwrap_or_default();
+    let mut line: String = first.chars().take(max_chars).collect();
+    if lines.next().is_some() || first.chars().nth(max_chars).is_some() {
+        line.push('…');
+    }
+    line
+}
+
+/// The longest start of `text` of at most `max_bytes` bytes that does not split a character.
+pub fn cut_bytes(text: &str, max_bytes: usize) -> &str {
+    let mut end = max_bytes.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 #[cfg(test)]
@@ -23,5 +54,19 @@ mod tests {
         assert_eq!(plural(0, "byte"), "0 bytes");
         assert_eq!(plural(2, "model call"), "2 model calls");
         assert_eq!(plural(3, "match"), "3 matches");
+    }
+
+    #[test]
+    fn text_is_cut_by_characters_lines_or_bytes() {
+        assert_eq!(shorten("héllo", 2), "hé…");
+        assert_eq!(shorten("héllo", 5), "héllo");
+        assert_eq!(first_line("  cargo test\nmore", 80), "cargo test…");
+        assert_eq!(first_line("abcdef", 3), "abc…");
+        assert_eq!(first_line("abc", 3), "abc");
+        assert_eq!(first_line("", 3), "");
+        // The lines after the first are marked as left out, like the rest of a long line.
+        assert_eq!(first_line("fix it\nthen test", 100), "fix it…");
+        assert_eq!(cut_bytes("ééé", 3), "é");
+        assert_eq!(cut_bytes("abc", 10), "abc");
     }
 }

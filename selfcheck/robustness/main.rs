@@ -34,7 +34,7 @@ pub fn cases(default: usize) -> usize {
 
 /// The start of a generated input, for a failure message.
 pub fn preview(text: &str) -> String {
-    text.chars().take(80).collect()
+    mini_agent::text::shorten(text, 80)
 }
 
 /// `{"a":{"a":…1…}}` or `[[…1…]]`, `depth` levels deep.

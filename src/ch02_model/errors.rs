@@ -8,6 +8,7 @@
 
 use super::{CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, IDLE_TIMEOUT_VARIABLE};
 use crate::ch02_loop::Error;
+use crate::text::shorten;
 use serde_json::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -193,14 +194,6 @@ pub fn parse_idle_timeout(value: Option<&str>) -> Result<Duration, Error> {
     }
 }
 // ANCHOR_END: network_error
-
-/// At most `max_chars` characters of `text`, then `…` when something was cut.
-pub fn shorten(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
-}
 
 /// A short, one-line quote of a body, for "this is not what we expected" errors.
 pub fn quote(body: &str) -> String {

@@ -36,7 +36,7 @@ use wire::{RequestBody, StreamOptions, WireMessage};
 
 pub use errors::{
     error_from_response, idle_error, idle_message, network_error, parse_idle_timeout, parse_retry_after,
-    quote, seconds, server_message, shorten,
+    quote, seconds, server_message,
 };
 /// Reading the reply, field by field, is its own file's lesson (`reply.rs`).
 pub use reply::{parse_reply, parse_usage};

@@ -43,8 +43,8 @@ pub mod url_credentials;
 mod walk;
 
 use crate::ch02_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools};
-use crate::ch02_model::shorten;
 use crate::ch03_tools::secrets::redactor;
+use crate::text::shorten;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};

@@ -3,6 +3,7 @@
 //! tail in memory, however much a command prints; the spill file has its own size limit.
 
 use super::*;
+use crate::text::cut_bytes;
 
 use crate::ch03_tools::bounds::{FILE_MAX_BYTES, prune_outputs};
 use std::collections::VecDeque;
@@ -17,15 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// `.mini-agent-tmp.<name>.`: the temporary files of a write to `name` start with this
 /// (a long name is cut, so the whole stays within the 255-byte limit of a file name).
 pub(crate) fn temp_prefix(name: &OsStr) -> String {
-    format!("{TEMP_PREFIX}{}.", shorten_name(&name.to_string_lossy(), 120))
-}
-
-fn shorten_name(name: &str, max_bytes: usize) -> &str {
-    let mut end = name.len().min(max_bytes);
-    while !name.is_char_boundary(end) {
-        end -= 1;
-    }
-    &name[..end]
+    format!("{TEMP_PREFIX}{}.", cut_bytes(&name.to_string_lossy(), 120))
 }
 
 pub(super) fn unique_suffix() -> String {
@@ -80,10 +73,7 @@ impl Workspace {
         let saved = OutputStore { root: self.root.clone() }
             .create(tool)
             .and_then(|(mut file, name)| file.write_all(text.as_bytes()).map(|()| name));
-        let mut head_end = HEAD_BYTES;
-        while !text.is_char_boundary(head_end) {
-            head_end -= 1;
-        }
+        let head_end = cut_bytes(&text, HEAD_BYTES).len();
         let mut tail_start = text.len() - TAIL_BYTES;
         while !text.is_char_boundary(tail_start) {
             tail_start += 1;

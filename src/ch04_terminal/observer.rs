@@ -7,6 +7,7 @@ use super::spinner::{Spinner, TOOL_LINE_OPEN};
 use super::stream::StreamRenderer;
 use super::type_ahead::*;
 use crate::ch02_loop::{Error, Event, Observer, ToolCall, ToolOutput, ToolStatus, describe_call};
+use crate::text::first_line;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -101,7 +102,7 @@ impl TerminalObserver {
 
     fn tool_line(&self, call: &ToolCall, output: Option<&ToolOutput>) -> String {
         // Short enough not to wrap, so a live line can be rewritten in place.
-        let summary = one_line(&sanitize_command(&describe_call(call)), 72);
+        let summary = first_line(&sanitize_command(&describe_call(call)), 72);
         let Some(output) = output else { return format!("→ {summary}") };
         let (mark, word) = match output.status {
             ToolStatus::Ok => ("✓", ""),
@@ -113,7 +114,7 @@ impl TerminalObserver {
         };
         let mut line = format!("{mark} {summary}{word}");
         if output.status == ToolStatus::Error && !self.screen.verbose {
-            line.push_str(&format!(" — {}", one_line(&sanitize(&output.content), 100)));
+            line.push_str(&format!(" — {}", first_line(&sanitize(&output.content), 100)));
         }
         line
     }
@@ -188,7 +189,7 @@ impl Observer for TerminalObserver {
                 let seconds = wait_ms as f64 / 1000.0;
                 self.screen.status(&format!(
                     "retry {attempt} in {seconds:.1}s: {}\n",
-                    one_line(&sanitize(reason), 120)
+                    first_line(&sanitize(reason), 120)
                 ));
                 if self.waiting_for_model {
                     self.spin("retrying…");
@@ -223,23 +224,12 @@ impl Observer for TerminalObserver {
         let lines = self.type_ahead.as_ref().map(TypeAhead::take_messages).unwrap_or_default();
         for line in &lines {
             self.screen
-                .status(&format!("↳ sending with the next request: {}\n", one_line(&sanitize(line), 100)));
+                .status(&format!("↳ sending with the next request: {}\n", first_line(&sanitize(line), 100)));
         }
         lines
     }
 }
 // ANCHOR_END: observer
-
-/// The argument a person recognises a call by: the command, the path or the pattern.
-pub(super) fn one_line(text: &str, max_chars: usize) -> String {
-    let first = text.trim().lines().next().unwrap_or("");
-    let more = text.trim().lines().nth(1).is_some();
-    let mut line: String = first.chars().take(max_chars).collect();
-    if more || first.chars().count() > max_chars {
-        line.push('…');
-    }
-    line
-}
 
 pub(super) fn indented(text: &str, max_lines: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();

@@ -187,4 +187,13 @@ fn the_observer_draws_tool_calls_and_hands_over_queued_lines() {
     assert_eq!(out.text(), "streamed\n");
     assert_eq!(err.text(), "↳ sending with the next request: also this\n✗ bash cargo test — exit 101…\n");
     assert_eq!(type_ahead.take_all(), ["/stats"]);
+    // A control character in a call is shown by the sanitiser, the one way it is shown
+    // (chapter 2's describe_call once escaped it itself, as `\u{1b}`; `sanitize`'s `\x1b` won).
+    let planted =
+        ToolCall { id: "2".into(), name: "read_file".into(), arguments: r#"{"path":"a\u001b[2J"}"#.into() };
+    observer.event(Event::ToolStarted(&planted)).unwrap();
+    observer
+        .event(Event::ToolFinished(&planted, &ToolOutput { content: "x".into(), status: ToolStatus::Ok }))
+        .unwrap();
+    assert!(err.text().ends_with("✓ read_file a\\x1b[2J\n"), "{:?}", err.text());
 }

@@ -8,7 +8,7 @@ use super::record::*;
 use super::shrink::{calibration, fit_pieces, is_context_overflow, scaled, summary_words};
 use super::transcript::*;
 use crate::ch02_loop::{Error, Event, Message, Model, Observer, Reply, Request};
-use crate::ch02_model::shorten;
+use crate::text::shorten;
 use serde_json::Value;
 use std::sync::{MutexGuard, PoisonError};
 

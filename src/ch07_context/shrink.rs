@@ -74,11 +74,7 @@ pub fn elidable(message: &Message) -> bool {
 }
 
 fn head(text: &str) -> &str {
-    let mut end = ELIDE_KEEP.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    crate::text::cut_bytes(text, ELIDE_KEEP)
 }
 
 // ANCHOR: overflow
