@@ -396,19 +396,11 @@ mod tests {
         }
     }
 
-    /// Formats an IMF-fixdate, the inverse of what chapter 2 parses (civil_from_days).
+    /// Formats an IMF-fixdate, the inverse of what chapter 2 parses, with chapter 5's calendar.
     fn http_date(at: SystemTime) -> String {
         let secs = at.duration_since(UNIX_EPOCH).expect("after 1970").as_secs() as i64;
         let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z - era * 146_097;
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = doy - (153 * mp + 2) / 5 + 1;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 };
-        let year = yoe + era * 400 + i64::from(month <= 2);
+        let (year, month, day) = crate::ch05_sessions::ids::civil_from_days(days);
         const MONTHS: [&str; 12] =
             ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
         let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][days.rem_euclid(7) as usize];

@@ -110,14 +110,19 @@ fn parse_http_date(value: &str) -> Option<u64> {
     let (day, year): (i64, i64) = (day.parse().ok()?, year.parse().ok()?);
     let mut clock = time.split(':').map(|n| n.parse::<i64>().ok());
     let (hour, minute, second) = (clock.next()??, clock.next()??, clock.next()??);
-    // Days from 1970-01-01 to the date (Howard Hinnant's days_from_civil).
+    let days = days_from_civil(year, month, day);
+    u64::try_from(days * 86_400 + hour * 3600 + minute * 60 + second).ok()
+}
+
+/// Days from 1970-01-01 to the date (Howard Hinnant's days_from_civil; chapter 5 has its
+/// inverse, `civil_from_days`, and a test runs one into the other).
+pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let year_of_era = y - era * 400;
     let day_of_year = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + day - 1;
     let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    let days = era * 146_097 + day_of_era - 719_468;
-    u64::try_from(days * 86_400 + hour * 3600 + minute * 60 + second).ok()
+    era * 146_097 + day_of_era - 719_468
 }
 
 // ANCHOR: network_error

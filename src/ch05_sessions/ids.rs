@@ -42,7 +42,7 @@ fn civil_parts(seconds: u64) -> (Date, Clock) {
 /// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
 /// (Howard Hinnant's algorithm: count in 400-year eras that start on March 1st, so the
 /// leap day is the last day of the shifted year).
-pub(super) fn civil_from_days(days: i64) -> Date {
+pub(crate) fn civil_from_days(days: i64) -> Date {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let day_of_era = z.rem_euclid(146_097);

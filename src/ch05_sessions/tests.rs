@@ -146,6 +146,11 @@ fn dates_are_civil_dates() {
     assert_eq!(civil_from_days(0), (1970, 1, 1));
     assert_eq!(civil_from_days(11_016), (2000, 2, 29));
     assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    // Chapter 2 parses HTTP dates with the inverse: one calendar, both ways.
+    for days in (-800_000..800_000).step_by(997) {
+        let (year, month, day) = civil_from_days(days);
+        assert_eq!(crate::ch02_model::errors::days_from_civil(year, month.into(), day.into()), days);
+    }
     let time = UNIX_EPOCH + Duration::from_millis(1_795_943_700_123);
     assert_eq!(rfc3339(time), "2026-11-29T09:15:00.123Z");
     assert!(new_session_id(time, 0).starts_with("20261129-091500-"));
