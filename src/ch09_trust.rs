@@ -16,8 +16,7 @@
 use crate::ch02_loop::{Error, ToolCall};
 use crate::ch03_tools::Workspace;
 use crate::ch05_sessions::SessionStore;
-use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 /// A journal larger than this is refused before it is read: a real session stays far below
@@ -59,18 +58,13 @@ impl SessionStore {
 /// Opens a session file for reading (and appending, with `append`): not through a symlink,
 /// without blocking on a FIFO, a regular file of at most [`JOURNAL_MAX_BYTES`].
 pub fn open_journal(path: &Path, append: bool) -> Result<File, Error> {
-    let file = OpenOptions::new()
-        .read(true)
-        .append(append)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|error| match error.raw_os_error() {
-            Some(libc::ELOOP) => Error::Session(format!(
-                "{} is a symlink; a session file must be a regular file of the workspace",
-                path.display()
-            )),
-            _ => Error::io(format!("cannot open session {}", path.display()), error),
-        })?;
+    let file = Workspace::open_no_follow(path, append).map_err(|error| match error.raw_os_error() {
+        Some(libc::ELOOP) => Error::Session(format!(
+            "{} is a symlink; a session file must be a regular file of the workspace",
+            path.display()
+        )),
+        _ => Error::io(format!("cannot open session {}", path.display()), error),
+    })?;
     let meta =
         file.metadata().map_err(|e| Error::io(format!("cannot read session {}", path.display()), e))?;
     if !meta.is_file() {

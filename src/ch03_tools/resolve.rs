@@ -133,22 +133,26 @@ impl Workspace {
     }
 
     // ANCHOR: open_confined
-    /// Opens a resolved path for reading without following a final symlink (and without
-    /// blocking on a FIFO), then checks where the opened file really is: a directory on the
-    /// way swapped for a symlink after `resolve` is caught here.
+    /// Opens `path` for reading (and appending, with `append`) without following a final
+    /// symlink (that fails with `ELOOP`) and without blocking on a FIFO: the one way a file the
+    /// workspace could have planted is opened (chapter 9 opens journals with it too).
+    pub(crate) fn open_no_follow(path: &Path, append: bool) -> io::Result<File> {
+        OpenOptions::new().read(true).append(append).custom_flags(O_NOFOLLOW | O_NONBLOCK).open(path)
+    }
+
+    /// Opens a resolved path with [`Workspace::open_no_follow`], then checks where the opened
+    /// file really is: a directory on the way swapped for a symlink after `resolve` is caught.
     pub(crate) fn open_confined(&self, real: &Path) -> Result<File, String> {
         let shown_path = self.relative(real);
-        let file = OpenOptions::new().read(true).custom_flags(O_NOFOLLOW | O_NONBLOCK).open(real).map_err(
-            |error| match error.kind() {
-                io::ErrorKind::NotFound => {
-                    format!("`{shown_path}` does not exist; list_files shows what does")
-                }
-                _ if error.raw_os_error() == Some(ELOOP) => {
-                    format!("refused: `{shown_path}` became a symlink after it was checked")
-                }
-                _ => format!("cannot open `{shown_path}`: {error}"),
-            },
-        )?;
+        let file = Self::open_no_follow(real, false).map_err(|error| match error.kind() {
+            io::ErrorKind::NotFound => {
+                format!("`{shown_path}` does not exist; list_files shows what does")
+            }
+            _ if error.raw_os_error() == Some(ELOOP) => {
+                format!("refused: `{shown_path}` became a symlink after it was checked")
+            }
+            _ => format!("cannot open `{shown_path}`: {error}"),
+        })?;
         let actual = opened_path(&file).or_else(|| fs::canonicalize(real).ok());
         match actual {
             Some(actual) if actual.starts_with(&self.root) => Ok(file),
