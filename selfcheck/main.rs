@@ -21,7 +21,6 @@ mod model_replies;
 mod daily_model;
 mod repl;
 mod robustness_journal;
-mod robustness_sse;
 mod sessions;
 mod terminal;
 mod tools;

@@ -450,3 +450,7 @@ fn start_worker(client: ChatClient, body: Vec<u8>, idle: Duration) -> Result<mps
 #[cfg(test)]
 #[path = "ch11_streaming_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "ch11_streaming_properties.rs"]
+mod properties;

@@ -4,7 +4,6 @@ use super::*;
 use crate::ch02_loop::{Message, Usage};
 use crate::ch02_model::DEFAULT_IDLE_TIMEOUT;
 use crate::testkit::scripted_server::{ScriptedServer, Step};
-use crate::testkit::xorshift::XorShift;
 use serde_json::json;
 
 /// Records text deltas and notices.
@@ -300,53 +299,4 @@ fn sse_handles_comments_multiline_data_and_line_endings() {
         parser.feed(input.as_bytes()),
         vec![data("one"), data("two\nthree"), SseEvent { event: "error".into(), data: "{}".into() }]
     );
-}
-
-#[test]
-fn sse_gives_the_same_events_however_the_bytes_are_split() {
-    let input = "data: {\"a\": \"é\"}\r\n\r\n: c\n\ndata: x\ndata: y\n\ndata: [DONE]\n\n".as_bytes();
-    let whole = SseParser::new().feed(input);
-    assert_eq!(whole, vec![data("{\"a\": \"é\"}"), data("x\ny"), data("[DONE]")]);
-    for split in 0..=input.len() {
-        let mut parser = SseParser::new();
-        let mut events = parser.feed(&input[..split]);
-        events.extend(parser.feed(&input[split..]));
-        assert_eq!(events, whole, "split at {split}");
-    }
-    let mut parser = SseParser::new();
-    let one_by_one: Vec<SseEvent> = input.iter().flat_map(|b| parser.feed(&[*b])).collect();
-    assert_eq!(one_by_one, whole);
-}
-
-#[test]
-fn sse_survives_random_bytes_and_every_truncated_prefix() {
-    let mut random = XorShift::new(0x9E37_79B9_7F4A_7C15);
-    let mut x = 0;
-    for _ in 0..200 {
-        let bytes: Vec<u8> = (0..256)
-            .map(|_| {
-                x = random.next_u64();
-                // Favour the bytes the parser cares about.
-                [b'\n', b'\r', b':', b' ', b'd', (x >> 8) as u8][(x % 6) as usize]
-            })
-            .collect();
-        let mut parser = SseParser::new();
-        for piece in bytes.chunks((x % 7 + 1) as usize) {
-            for event in parser.feed(piece) {
-                let _ = StreamAssembler::default().apply(&event.data, &mut Seen::default());
-            }
-        }
-    }
-    let real = format!(
-        "data: {}\n\ndata: {}\n\n",
-        call_fragment(0, Some("c"), Some("bash"), "{\"a\":1}"),
-        finish("stop")
-    );
-    for end in 0..=real.len() {
-        let mut assembler = StreamAssembler::default();
-        for event in SseParser::new().feed(&real.as_bytes()[..end]) {
-            assembler.apply(&event.data, &mut Seen::default()).expect("every complete event is valid");
-        }
-        assert_eq!(assembler.is_complete(), end == real.len(), "prefix of {end} bytes");
-    }
 }

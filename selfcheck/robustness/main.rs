@@ -20,27 +20,15 @@ mod binary_run;
 mod argv;
 mod journal;
 mod replies;
-mod sse;
 mod streams;
 
 use binary_run::Run;
 
-pub use mini_agent::testkit::xorshift::XorShift;
-
-/// How many generated cases a test runs: `default`, unless the environment says otherwise.
-pub fn cases(default: usize) -> usize {
-    std::env::var("MINI_AGENT_ROBUSTNESS_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(default)
-}
+pub use mini_agent::testkit::xorshift::{XorShift, cases, nested_json};
 
 /// The start of a generated input, for a failure message.
 pub fn preview(text: &str) -> String {
     mini_agent::text::shorten(text, 80)
-}
-
-/// `{"a":{"a":…1…}}` or `[[…1…]]`, `depth` levels deep.
-pub fn nested_json(depth: usize, objects: bool) -> String {
-    let (open, close) = if objects { ("{\"a\":", "}") } else { ("[", "]") };
-    format!("{}1{}", open.repeat(depth), close.repeat(depth))
 }
 
 /// What every run of the binary must satisfy, whatever it was fed.

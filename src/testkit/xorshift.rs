@@ -56,6 +56,18 @@ impl XorShift {
     }
 }
 
+/// How many generated cases a test runs: `default`, unless `MINI_AGENT_ROBUSTNESS_CASES`
+/// says otherwise.
+pub fn cases(default: usize) -> usize {
+    std::env::var("MINI_AGENT_ROBUSTNESS_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(default)
+}
+
+/// `{"a":{"a":…1…}}` or `[[…1…]]`, `depth` levels deep: JSON no parser should recurse into.
+pub fn nested_json(depth: usize, objects: bool) -> String {
+    let (open, close) = if objects { ("{\"a\":", "}") } else { ("[", "]") };
+    format!("{}1{}", open.repeat(depth), close.repeat(depth))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,17 @@
-//! The SSE parser and the stream assembler: however the bytes are split, cut or garbled,
-//! the same events come out, the same reply is assembled, and nothing panics.
+//! Chapter 11's properties, against generated input: however the network splits, cuts or
+//! garbles the bytes, the same events come out, the same reply is assembled, a stream cut
+//! short is never taken for a whole one, and nothing panics. One home for them: the
+//! end-to-end suites drive the binary and leave the parser to these.
+//!
+//! The generator is the test kit's xorshift: each test prints its seed,
+//! `MINI_AGENT_ROBUSTNESS_SEED=<n>` replays it and `MINI_AGENT_ROBUSTNESS_CASES=<n>` scales
+//! how many cases run.
 
-use crate::{XorShift, cases, nested_json};
-use mini_agent::ch02_loop::{Error, Event, Observer, Reply, ToolCall, Usage};
-use mini_agent::ch11_streaming::{SseEvent, SseParser, StreamAssembler};
+use crate::ch02_loop::{Error, Event, Observer, Reply, ToolCall, Usage};
+use crate::ch11_streaming::{SseEvent, SseParser, StreamAssembler};
+use crate::testkit::xorshift::{XorShift, cases, nested_json};
+use serde_json::json;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// Collects the text deltas the assembler reports.
 #[derive(Default)]
@@ -18,7 +26,6 @@ impl Observer for Deltas {
     }
 }
 
-// ANCHOR: stream
 /// A stream as real servers write it: a role chunk, text in pieces, two tool calls whose
 /// fragments interleave by `index`, a finish reason, usage in a chunk with `choices: []`,
 /// `[DONE]` — with a keep-alive comment, an `event:` line, a `data:` split over two lines,
@@ -86,7 +93,6 @@ fn expected_reply() -> Reply {
         finish_reason: Some("tool_calls".into()),
     }
 }
-// ANCHOR_END: stream
 
 /// Feeds `bytes` in pieces cut at `cuts` (sorted offsets) and returns every event.
 fn events_split_at(bytes: &[u8], cuts: &[usize]) -> Vec<SseEvent> {
@@ -225,4 +231,24 @@ fn a_huge_data_line_arrives_whole() {
     let (assembler, error) = assemble(&events, &mut deltas);
     assert!(error.is_none(), "{error:?}");
     assert_eq!(assembler.into_reply().expect("complete").content.map(|c| c.len()), Some(5_000_000));
+}
+
+/// A server may leave out `index`: then a fragment with a new id starts the call after the
+/// last one. After a call at index `u64::MAX` there is no "after": that addition
+/// overflowed and panicked (debug builds; release wrapped to index 0 and reordered the
+/// calls). Now it is a model error that says so.
+#[test]
+fn a_call_without_an_index_after_index_u64_max_does_not_overflow() {
+    let chunk = |fragment: serde_json::Value| {
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [fragment]}}]}).to_string()
+    };
+    let mut assembler = StreamAssembler::default();
+    let mut deltas = Deltas::default();
+    let first = chunk(json!({"index": u64::MAX, "id": "call_a", "function": {"name": "bash"}}));
+    let second = chunk(json!({"id": "call_b", "function": {"name": "read_file"}}));
+    let applied = catch_unwind(AssertUnwindSafe(|| {
+        assembler.apply(&first, &mut deltas).and_then(|()| assembler.apply(&second, &mut deltas))
+    }));
+    let error = applied.expect("the assembler panicked").expect_err("no place for the second call");
+    assert!(error.to_string().contains("streamed tool call without an index"), "{error}");
 }
