@@ -156,9 +156,8 @@ pub fn ask_on_tty(question: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn temp_store(tag: &str) -> (PathBuf, ApprovalStore) {
-        let dir = std::env::temp_dir().join(format!("mini-agent-approval-{tag}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+    fn temp_store(tag: &str) -> (crate::testkit::tempdir::TempDir, ApprovalStore) {
+        let dir = crate::testkit::tempdir::TempDir::new(&format!("approval-{tag}"));
         let store = ApprovalStore::at(&dir.join("config").join("approved"));
         (dir, store)
     }
@@ -175,17 +174,16 @@ mod tests {
 
     #[test]
     fn nobody_to_ask_means_skipped_with_the_flag_named() {
-        let (dir, store) = temp_store("nobody");
+        let (_dir, store) = temp_store("nobody");
         let decision = decide(&request(b"{}"), false, Some(&store), None);
         let Decision::Skip(line) = decision else { panic!("ran without approval") };
         assert!(line.contains("--trust-mcp") && line.contains(".mcp.json") && !line.contains('\n'), "{line}");
         assert_eq!(decide(&request(b"{}"), true, Some(&store), None), Decision::Run);
-        let _ = fs::remove_dir_all(dir);
     }
 
     #[test]
     fn an_approval_covers_exactly_those_contents_once() {
-        let (dir, store) = temp_store("exact");
+        let (_dir, store) = temp_store("exact");
         let mut asked = Vec::new();
         let mut yes = |question: &str| {
             asked.push(question.to_string());
@@ -208,7 +206,6 @@ mod tests {
         assert!(matches!(decide(&moved, false, Some(&store), None), Decision::Skip(_)));
         let mode = std::os::unix::fs::PermissionsExt::mode(&fs::metadata(&store.path).unwrap().permissions());
         assert_eq!(mode & 0o777, 0o600);
-        let _ = fs::remove_dir_all(dir);
     }
 
     #[test]

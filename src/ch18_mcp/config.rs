@@ -81,7 +81,7 @@ pub fn parse(text: &str, source: &Path, root: &Path) -> Result<(Vec<ServerConfig
 }
 
 fn shorten_name(name: &str) -> String {
-    crate::ch02_model::shorten(&sanitize_command(name), 40)
+    crate::text::shorten(&sanitize_command(name), 40)
 }
 
 fn server(name: &str, entry: &Value, source: &Path, root: &Path) -> Result<Option<ServerConfig>, String> {

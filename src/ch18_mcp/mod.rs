@@ -121,7 +121,7 @@ impl McpServers {
     pub fn call(&self, call: &ToolCall) -> ToolOutput {
         let found = lock(&self.names).iter().find(|(name, _, _)| *name == call.name).cloned();
         let Some((_, index, tool)) = found else {
-            let content = format!("unknown MCP tool `{}`", crate::ch02_model::shorten(&call.name, 100));
+            let content = format!("unknown MCP tool `{}`", crate::text::shorten(&call.name, 100));
             return ToolOutput { content, status: ToolStatus::Error };
         };
         let text = if call.arguments.trim().is_empty() { "{}" } else { call.arguments.as_str() };

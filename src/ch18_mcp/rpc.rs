@@ -353,7 +353,7 @@ fn handle_line(line: &[u8], shared: &Shared) {
         (_, Some(error)) => {
             let text = error.get("message").and_then(Value::as_str).unwrap_or("no message");
             let code = error.get("code").and_then(Value::as_i64).map_or(String::new(), |c| format!(" ({c})"));
-            Reply::Error(format!("{}{code}", crate::ch02_model::shorten(text, 500)))
+            Reply::Error(format!("{}{code}", crate::text::shorten(text, 500)))
         }
         (None, None) => Reply::Error("the server's answer has neither result nor error".into()),
     };

@@ -122,7 +122,7 @@ fn handshake(mut connection: Connection, limit: Duration) -> Result<(Vec<RemoteT
     let answer = connection.request("initialize", hello, left())?;
     let version = answer.get("protocolVersion").and_then(Value::as_str).unwrap_or("none");
     if !KNOWN_VERSIONS.contains(&version) {
-        let version = crate::ch02_model::shorten(version, 40);
+        let version = crate::text::shorten(version, 40);
         return Err(RpcError::Remote(format!("the server speaks protocol version {version:?}")));
     }
     connection.notify("notifications/initialized", json!({}))?;

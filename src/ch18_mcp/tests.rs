@@ -6,25 +6,11 @@ use super::rpc::RpcError;
 use super::server::{Server, State};
 use super::*;
 use serde_json::json;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/selfcheck/mcp/fake_server.sh");
 
-struct Root(PathBuf);
-impl Root {
-    fn new(tag: &str) -> Root {
-        let dir = std::env::temp_dir().join(format!("mini-agent-mcp-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Root(std::fs::canonicalize(dir).unwrap())
-    }
-}
-impl Drop for Root {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::testkit::tempdir::TempDir as Root;
 
 fn fake(root: &Root, env: &[(&str, &str)]) -> ServerConfig {
     ServerConfig {
@@ -32,10 +18,10 @@ fn fake(root: &Root, env: &[(&str, &str)]) -> ServerConfig {
         command: "sh".into(),
         args: vec![FAKE.into()],
         env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-        cwd: root.0.clone(),
+        cwd: root.path().to_path_buf(),
         timeout: Duration::from_secs(3),
         startup_timeout: Duration::from_secs(3),
-        source: root.0.join(".mcp.json"),
+        source: root.join(".mcp.json"),
     }
 }
 
@@ -45,8 +31,8 @@ fn call(name: &str, arguments: &str) -> ToolCall {
 
 #[test]
 fn lists_every_page_and_calls_with_arguments() {
-    let root = Root::new("list");
-    let servers = McpServers::new(vec![fake(&root, &[])], &root.0);
+    let root = Root::new("mcp-list");
+    let servers = McpServers::new(vec![fake(&root, &[])], root.path());
     let schemas = servers.schemas();
     let names: Vec<&str> = schemas.iter().filter_map(|s| s["function"]["name"].as_str()).collect();
     assert_eq!(
@@ -62,14 +48,14 @@ fn lists_every_page_and_calls_with_arguments() {
     assert_eq!(servers.call(&call("mcp__fake__nope", "{}")).status, ToolStatus::Error);
     let report = servers.report();
     assert!(report.contains("fake · running") && report.contains("  mcp__fake__big"), "{report}");
-    let log = std::fs::read_to_string(root.0.join(".mini_agent/mcp/fake.log")).unwrap();
+    let log = std::fs::read_to_string(root.join(".mini_agent/mcp/fake.log")).unwrap();
     assert!(log.contains("fake server started"), "{log}");
 }
 
 #[test]
 fn a_server_killed_mid_call_is_an_unknown_outcome_and_restarts() {
-    let root = Root::new("die");
-    let servers = McpServers::new(vec![fake(&root, &[])], &root.0);
+    let root = Root::new("mcp-die");
+    let servers = McpServers::new(vec![fake(&root, &[])], root.path());
     servers.ensure_started();
     let died = servers.call(&call("mcp__fake__die", "{}"));
     assert_eq!(died.status, ToolStatus::Unknown, "{}", died.content);
@@ -81,12 +67,12 @@ fn a_server_killed_mid_call_is_an_unknown_outcome_and_restarts() {
 
 #[test]
 fn a_timeout_cancels_the_request_and_the_server_goes_on() {
-    let root = Root::new("timeout");
-    let log = root.0.join("received.jsonl");
+    let root = Root::new("mcp-timeout");
+    let log = root.join("received.jsonl");
     let log_text = log.to_str().unwrap().to_string();
     let mut config = fake(&root, &[("FAKE_LOG", &log_text), ("FAKE_SLOW", "2")]);
     config.timeout = Duration::from_millis(300);
-    let mut server = Server::new(config, &root.0);
+    let mut server = Server::new(config, root.path());
     server.start().unwrap();
     let started = Instant::now();
     assert_eq!(server.call("slow", json!({})), Err(RpcError::Timeout(Duration::from_millis(300))));
@@ -102,7 +88,7 @@ fn a_timeout_cancels_the_request_and_the_server_goes_on() {
 
 #[test]
 fn servers_that_never_start_are_reported_and_skipped() {
-    let root = Root::new("never");
+    let root = Root::new("mcp-never");
     let mut silent = fake(&root, &[("FAKE_MODE", "silent")]);
     silent.startup_timeout = Duration::from_millis(400);
     silent.name = "silent".into();
@@ -114,7 +100,7 @@ fn servers_that_never_start_are_reported_and_skipped() {
     let mut junk = fake(&root, &[("FAKE_MODE", "badinit")]);
     junk.startup_timeout = Duration::from_millis(400);
     junk.name = "junk".into();
-    let servers = McpServers::new(vec![silent, missing, exits, junk, fake(&root, &[])], &root.0);
+    let servers = McpServers::new(vec![silent, missing, exits, junk, fake(&root, &[])], root.path());
     let started = Instant::now();
     let schemas = servers.schemas();
     // In parallel: the two silent ones cost one timeout, not two.
@@ -131,13 +117,13 @@ fn servers_that_never_start_are_reported_and_skipped() {
 
 #[test]
 fn garbage_and_oversized_answers_cost_bounded_memory() {
-    let root = Root::new("garbage");
-    let mut server = Server::new(fake(&root, &[("FAKE_MODE", "garbage")]), &root.0);
+    let root = Root::new("mcp-garbage");
+    let mut server = Server::new(fake(&root, &[("FAKE_MODE", "garbage")]), root.path());
     server.start().unwrap();
     assert_eq!(server.state, State::Running);
     let answer = server.call("echo", json!({"message": "ok"})).unwrap();
     assert_eq!(answer["content"][0]["text"], r#"echo {"message":"ok"}"#);
-    let mut big = Server::new(fake(&root, &[("FAKE_BIG", "12000000")]), &root.0);
+    let mut big = Server::new(fake(&root, &[("FAKE_BIG", "12000000")]), root.path());
     big.start().unwrap();
     match big.call("big", json!({})) {
         Err(RpcError::TooLarge(bytes)) => assert!(bytes > 12_000_000),

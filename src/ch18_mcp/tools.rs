@@ -10,9 +10,9 @@
 //! **unknown outcome** when the server died while it ran.
 
 use crate::ch02_loop::{ToolOutput, ToolStatus};
-use crate::ch02_model::shorten;
 use crate::ch18_mcp::rpc::RpcError;
 use crate::ch18_mcp::server::{RemoteTool, describe};
+use crate::text::shorten;
 use serde_json::{Value, json};
 
 /// A function name the API accepts is at most this long.
