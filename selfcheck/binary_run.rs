@@ -6,6 +6,9 @@
 //! (no key, no base URL, no model leaking in from the developer's shell, `HOME` pointed at
 //! the workspace), a closed stdin (so nothing can wait for a terminal), and a deadline: a
 //! run that hangs is killed and reported as a hang instead of hanging the whole test run.
+//!
+//! The one way a test starts the binary: [`agent_command`] is the command with its scrubbed
+//! environment, which the selfcheck harness (scripted servers, signals) builds on too.
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -14,6 +17,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+#[allow(unused_imports)] // the contract and robustness targets use it, the others not
 pub use mini_agent::testkit::tempdir::TempDir as Workspace;
 
 /// What one run of the binary did.
@@ -54,20 +58,31 @@ fn clip(text: &str) -> String {
     format!("{}… ({} bytes in all)", mini_agent::text::cut_bytes(text, SHOWN), text.len())
 }
 
-/// Runs the binary in `workspace` with `args` and extra `env`, killing it after `deadline`.
-pub fn run_binary(workspace: &Path, args: &[OsString], env: &[(&str, &str)], deadline: Duration) -> Run {
+/// The agent binary to run in `root`, with an environment of its own: no key, endpoint or
+/// model from the developer's shell, no retries (a test scripts every reply), no colour.
+pub fn agent_command(root: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_mini-agent"));
     command
-        .args(args)
-        .current_dir(workspace)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .current_dir(root)
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("MODEL_ID")
+        .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
+        .env("NO_COLOR", "1");
+    command
+}
+
+/// Runs the binary in `workspace` with `args` and extra `env`, killing it after `deadline`:
+/// stdin closed, `HOME` in the workspace, and the default retries (a test that wants none
+/// says so in `env`).
+pub fn run_binary(workspace: &Path, args: &[OsString], env: &[(&str, &str)], deadline: Duration) -> Run {
+    let mut command = agent_command(workspace);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .env_remove("MINI_AGENT_REQUEST_MAX_RETRIES")
-        .env("NO_COLOR", "1")
         .env("HOME", workspace);
     for (name, value) in env {
         command.env(name, value);
@@ -76,8 +91,8 @@ pub fn run_binary(workspace: &Path, args: &[OsString], env: &[(&str, &str)], dea
     let mut child = command.spawn().expect("spawn the mini-agent binary");
     // Drain both pipes on their own threads: a child that fills one pipe while we wait on
     // the other would otherwise deadlock with us.
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
+    let stdout = drain(child.stdout.take().expect("stdout is piped"));
+    let stderr = drain(child.stderr.take().expect("stderr is piped"));
     let mut timed_out = false;
     let status = loop {
         match child.try_wait() {
@@ -101,12 +116,11 @@ pub fn run_binary(workspace: &Path, args: &[OsString], env: &[(&str, &str)], dea
     }
 }
 
-fn drain(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<String> {
+/// Reads a pipe to its end on a thread of its own, as text.
+pub fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<String> {
     thread::spawn(move || {
         let mut bytes = Vec::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut bytes);
-        }
+        let _ = pipe.read_to_end(&mut bytes);
         String::from_utf8_lossy(&bytes).into_owned()
     })
 }

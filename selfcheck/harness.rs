@@ -4,11 +4,13 @@
 //!
 //! Tests read like sentences: `Test::new().args(["-p", "go"]).server(steps).run()`.
 
+pub use crate::binary_run::agent_command;
+use crate::binary_run::drain;
 use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
 use serde_json::Value;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// A run that takes longer than this is a hang: the child is killed and the test fails.
@@ -230,14 +232,6 @@ pub fn records(path: &Path) -> Vec<Value> {
     text.lines().map(|line| serde_json::from_str(line).expect("each journal line is JSON")).collect()
 }
 
-fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = pipe.read_to_end(&mut bytes);
-        String::from_utf8_lossy(&bytes).into_owned()
-    })
-}
-
 /// What one run of the binary left behind.
 pub struct Run {
     pub code: Option<i32>,
@@ -333,18 +327,4 @@ pub fn call(name: &str, arguments: Value) -> Step {
 
 pub fn text(answer: &str) -> Step {
     Step::text(answer)
-}
-
-/// The agent binary to run in `root`, with an environment of its own: no key, endpoint or
-/// model from the developer's shell, no retries (a test scripts every reply), no colour.
-pub fn agent_command(root: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mini-agent"));
-    command
-        .current_dir(root)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("MODEL_ID")
-        .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
-        .env("NO_COLOR", "1");
-    command
 }

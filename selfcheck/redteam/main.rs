@@ -20,6 +20,9 @@
 //! | `wire.rs` | server | redirects, odd reply shapes, giant replies: a clear error or a correct answer, never a silent one |
 
 #[allow(dead_code)]
+#[path = "../binary_run.rs"]
+mod binary_run;
+#[allow(dead_code)]
 #[path = "../harness.rs"]
 mod harness;
 #[allow(dead_code)]
