@@ -80,7 +80,7 @@ impl Reply {
     /// `Some(reason)` when the model was stopped before it finished: by the output limit
     /// (`length`) or a content filter. Such a reply is not an answer, and its tool calls
     /// may be cut in the middle of their arguments.
-    pub fn cut_reason(&self) -> Option<&str> {
+    pub(crate) fn cut_reason(&self) -> Option<&str> {
         self.finish_reason.as_deref().filter(|reason| matches!(*reason, "length" | "content_filter"))
     }
 }
@@ -184,7 +184,7 @@ pub enum Outcome {
 
 /// Tool calls kept from one reply; the rest are dropped before they reach the history (a reply
 /// of a thousand calls must not run a thousand commands, nor cost the history a thousand results).
-pub const MAX_CALLS_PER_REPLY: usize = 64;
+pub(crate) const MAX_CALLS_PER_REPLY: usize = 64;
 
 // ANCHOR: run_turn
 /// Runs one user turn to its end. `history` already holds the user's message.

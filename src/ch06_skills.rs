@@ -20,9 +20,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Past this many bytes of skill bodies, skills are listed and loaded on demand.
-pub const INLINE_SKILLS_BUDGET: usize = 8 * 1024;
+pub(crate) const INLINE_SKILLS_BUDGET: usize = 8 * 1024;
 /// `AGENTS.md` is cut here, with a note that says so.
-pub const AGENTS_MD_CAP: usize = 8 * 1024;
+pub(crate) const AGENTS_MD_CAP: usize = 8 * 1024;
 /// A skill body returned by `load_skill` is cut here.
 const SKILL_BODY_CAP: usize = 32 * 1024;
 /// At most this much of one skill file is read.

@@ -23,7 +23,7 @@ use crate::testkit::xorshift::XorShift;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The longest `Retry-After` we honour; a server asking for more gets an error that says so.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// The first backoff; each further retry doubles it, up to `MAX_BACKOFF`.
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(8);
@@ -160,7 +160,7 @@ fn random_fraction() -> f64 {
 }
 
 /// Sleeps `duration` in small slices, returning early with `Interrupted` on Ctrl+C.
-pub fn sleep_interruptibly(duration: Duration) -> Result<(), Error> {
+pub(crate) fn sleep_interruptibly(duration: Duration) -> Result<(), Error> {
     let mut left = duration;
     while !left.is_zero() {
         if interrupted() {

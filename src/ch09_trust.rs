@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 /// A journal larger than this is refused before it is read: a real session stays far below
 /// (a long day of work is a few MB), and reading must not cost unbounded memory.
-pub const JOURNAL_MAX_BYTES: u64 = 256 << 20;
+pub(crate) const JOURNAL_MAX_BYTES: u64 = 256 << 20;
 
 // ANCHOR: check_dirs
 impl SessionStore {

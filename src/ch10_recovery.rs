@@ -27,20 +27,20 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// What the model reads for a call whose outcome is unknown, once the user acknowledged it.
-pub const UNKNOWN_OUTCOME_RESULT: &str = "unknown outcome: mini-agent stopped while this tool was running, so it \
+pub(crate) const UNKNOWN_OUTCOME_RESULT: &str = "unknown outcome: mini-agent stopped while this tool was running, so it \
      may have finished, partly run or not run at all. It was not run again. The user inspected the workspace and \
      chose to continue: check the current state before relying on it.";
 
 /// The tools that only read: they change nothing, so one that started and never finished
 /// was simply interrupted. Its outcome is known (no effect), and resuming needs no one to look.
-pub const READ_ONLY_TOOLS: [&str; 3] = ["read_file", "list_files", "search"];
+pub(crate) const READ_ONLY_TOOLS: [&str; 3] = ["read_file", "list_files", "search"];
 
 /// What the model reads for a read-only call that the session stopped in the middle of.
-pub const READ_ONLY_INTERRUPTED_RESULT: &str = "interrupted: the session stopped while this read-only tool ran; \
+pub(crate) const READ_ONLY_INTERRUPTED_RESULT: &str = "interrupted: the session stopped while this read-only tool ran; \
      it changes nothing, so nothing happened. Call it again if it is still needed.";
 
 /// What the model reads for a call that never started.
-pub const NOT_RUN_RESULT: &str = "not run: the session stopped before this tool call started, so nothing was \
+pub(crate) const NOT_RUN_RESULT: &str = "not run: the session stopped before this tool call started, so nothing was \
      executed. Call it again if it is still needed.";
 
 // ANCHOR: state

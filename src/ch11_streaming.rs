@@ -52,7 +52,7 @@ pub struct SseParser {
 
 /// One event (its data plus the line being read) may not grow past this: a hostile or broken
 /// server that sends an endless line must not take the machine's memory with it.
-pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
 impl SseParser {
     pub fn new() -> Self {

@@ -35,7 +35,7 @@ pub struct Permissions {
 }
 
 /// The whole policy: which tool needs what. Everything else is free.
-pub fn permission_needed(tool: &str) -> Option<Permission> {
+pub(crate) fn permission_needed(tool: &str) -> Option<Permission> {
     match tool {
         "write_file" | "edit_file" => Some(Permission::Write),
         "bash" => Some(Permission::Shell),

@@ -97,7 +97,7 @@ pub fn user_config_dir() -> Option<PathBuf> {
 }
 
 /// What is approved: this kind of file, at this real path, with exactly these bytes.
-pub fn approval_key(kind: &str, path: &Path, contents: &[u8]) -> String {
+pub(crate) fn approval_key(kind: &str, path: &Path, contents: &[u8]) -> String {
     let mut context = ring::digest::Context::new(&ring::digest::SHA256);
     for part in [kind.as_bytes(), path.as_os_str().as_encoded_bytes(), contents] {
         context.update(&(part.len() as u64).to_le_bytes());

@@ -42,7 +42,7 @@ impl<M: Model> Model for TextCallCheck<M> {
 /// The name of the offered tool that `text` calls, when the whole text is such a call:
 /// bare JSON, fenced in ```` ``` ```` / ```` ```json ````, or in `<tool_call>` tags; an object
 /// (`{"name"…}` or `{"function": {"name"…}}`) or a list of them.
-pub fn text_tool_call(text: &str, tools: &[Value]) -> Option<String> {
+pub(crate) fn text_tool_call(text: &str, tools: &[Value]) -> Option<String> {
     let mut body = text.trim();
     if let Some(fenced) = body.strip_prefix("```") {
         // The info string (`json`) runs to the end of the first line.

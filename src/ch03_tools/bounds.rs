@@ -18,10 +18,10 @@ use std::io::{self, BufRead};
 use std::path::Path;
 
 /// The largest file any tool writes: a spill file, a `write_file`, the result of an `edit_file`.
-pub const FILE_MAX_BYTES: u64 = 64 << 20;
+pub(crate) const FILE_MAX_BYTES: u64 = 64 << 20;
 /// Saved outputs kept in `.mini_agent/outputs/`, in bytes and in files (the newest are kept).
-pub const SPILL_BUDGET_BYTES: u64 = 256 << 20;
-pub const SPILL_MAX_FILES: usize = 100;
+pub(crate) const SPILL_BUDGET_BYTES: u64 = 256 << 20;
+pub(crate) const SPILL_MAX_FILES: usize = 100;
 
 /// Reads one line (through `\n`) from `reader`, keeping at most `keep` bytes of it in `line`.
 /// Returns the line's whole length in bytes, or `None` at the end of the input. Memory stays
@@ -58,7 +58,7 @@ pub fn read_line_capped(
 
 /// Deletes the oldest saved outputs in `directory` until the rest (plus `incoming` bytes
 /// about to be written) fit the budget. Best effort: a file that cannot be removed stays.
-pub fn prune_outputs(directory: &Path, incoming: u64) {
+pub(crate) fn prune_outputs(directory: &Path, incoming: u64) {
     let Ok(entries) = fs::read_dir(directory) else { return };
     let mut files: Vec<(std::time::SystemTime, u64, std::path::PathBuf)> = entries
         .filter_map(Result::ok)
@@ -79,7 +79,7 @@ pub fn prune_outputs(directory: &Path, incoming: u64) {
 }
 
 /// The refusal for a file that would pass [`FILE_MAX_BYTES`].
-pub fn too_big(shown_path: &str, size: u64) -> String {
+pub(crate) fn too_big(shown_path: &str, size: u64) -> String {
     format!(
         "refused: `{shown_path}` would be {size} bytes; the file tools write at most {} MiB \
          (use bash for larger files)",

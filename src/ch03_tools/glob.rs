@@ -28,7 +28,7 @@ enum Token {
 }
 
 /// A glob, as the model writes it for `list_files` and `search`.
-pub struct Glob;
+pub(crate) struct Glob;
 
 impl Glob {
     /// Refuses patterns too long to be a reasonable filter (the matcher itself is linear).

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 const TAIL_BYTES: usize = 1024;
 
 /// The tail of one command's output.
-pub struct Tail(Mutex<Vec<u8>>);
+pub(crate) struct Tail(Mutex<Vec<u8>>);
 
 static TAIL: Tail = Tail::new();
 

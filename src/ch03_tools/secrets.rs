@@ -34,14 +34,14 @@ use std::sync::OnceLock;
 use super::url_credentials::{credentials_of, has_credentials, redact_userinfo};
 
 /// What replaces a secret.
-pub const REDACTED: &str = "[redacted]";
+pub(crate) const REDACTED: &str = "[redacted]";
 /// Shorter values are placeholders (`sk-...`, `none`), and redacting them would mangle text.
-pub const MIN_SECRET_BYTES: usize = 8;
+pub(crate) const MIN_SECRET_BYTES: usize = 8;
 
 // ANCHOR: key_variables
 /// The environment variables that carry credentials the agent reads. `OPENAI_BASE_URL` joins
 /// them when it holds a password (`http://user:pass@host/v1`) or a token (`?api-key=…`).
-pub const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY"];
+pub(crate) const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY"];
 const BASE_URL_VARIABLE: &str = "OPENAI_BASE_URL";
 
 /// Removes the key variables from a child's environment (the rule for every spawned process).
@@ -350,7 +350,7 @@ impl<M: Model> Model for Redacted<M> {
 // ANCHOR_END: redacted_model
 
 /// The same error with every text in it redacted.
-pub fn redact_error(r: &Redactor, error: Error) -> Error {
+pub(crate) fn redact_error(r: &Redactor, error: Error) -> Error {
     let line = |text: String| r.redact_line(&text).into_owned();
     match error {
         Error::Usage(text) => Error::Usage(line(text)),

@@ -58,7 +58,7 @@ impl LineReader {
 
     // ANCHOR_END: line_reader
     /// Lines from any reader: piped stdin, or a script in tests.
-    pub fn from_reader(reader: Box<dyn BufRead + Send>) -> LineReader {
+    pub(crate) fn from_reader(reader: Box<dyn BufRead + Send>) -> LineReader {
         LineReader { source: Source::Plain(reader), type_ahead: TypeAhead::default() }
     }
 

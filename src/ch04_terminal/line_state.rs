@@ -14,13 +14,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Whether the line being edited has text. Shows nothing and changes nothing.
 #[derive(Default)]
-pub struct LineState {
+pub(crate) struct LineState {
     typed: AtomicBool,
 }
 
 impl LineState {
     /// The line had text when the prompt ended; resets for the next prompt.
-    pub fn take_typed(&self) -> bool {
+    pub(crate) fn take_typed(&self) -> bool {
         self.typed.swap(false, Ordering::SeqCst)
     }
 
@@ -54,4 +54,4 @@ impl Validator for LineState {}
 impl rustyline::Helper for LineState {}
 
 /// The line editor with its helper.
-pub type Editor = rustyline::Editor<LineState, rustyline::history::DefaultHistory>;
+pub(crate) type Editor = rustyline::Editor<LineState, rustyline::history::DefaultHistory>;

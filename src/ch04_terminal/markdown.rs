@@ -25,7 +25,7 @@ pub enum Look {
 }
 
 /// The width of the terminal on stdout (or stderr), read now; `COLUMNS`, else 80.
-pub fn terminal_width() -> usize {
+pub(crate) fn terminal_width() -> usize {
     for fd in [1, 2] {
         // SAFETY: TIOCGWINSZ fills one winsize, which we own; a non-terminal fd fails cleanly.
         let mut size: libc::winsize = unsafe { std::mem::zeroed() };
@@ -47,7 +47,7 @@ pub fn render_markdown(text: &str, look: Look) -> String {
 
 /// Laid out for `width` columns, styled with ANSI codes for `Color`, without them for
 /// `Plain`, and unchanged for `Raw` (a pipe gets exactly what the model wrote).
-pub fn render_markdown_at(text: &str, look: Look, width: usize) -> String {
+pub(crate) fn render_markdown_at(text: &str, look: Look, width: usize) -> String {
     if look == Look::Raw {
         let mut raw = text.trim_end().to_string();
         raw.push('\n');

@@ -36,9 +36,9 @@
 
 pub mod commands;
 pub mod interrupt;
-pub mod line_reader;
-pub mod line_state;
-pub mod markdown;
+pub(crate) mod line_reader;
+pub(crate) mod line_state;
+pub(crate) mod markdown;
 pub mod observer;
 pub(crate) mod ready;
 pub mod repl;

@@ -56,7 +56,7 @@ extern "C" fn on_stop_signal(signal: libc::c_int) {
 
 /// Makes SIGTERM and SIGHUP stop the running turn the way Ctrl+C does. Called with the
 /// Ctrl+C handler, once at start.
-pub fn install_stop_handlers() {
+pub(crate) fn install_stop_handlers() {
     let handler = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: the handler only touches atomics, the saved termios, and `_exit`.
     unsafe {
@@ -72,7 +72,7 @@ pub fn stop_signal() -> Option<i32> {
 
 /// The REPL says when it waits at its prompt (`true`) and when a line arrived (`false`).
 /// The first call saves the terminal's settings, to restore them on the way out.
-pub fn at_prompt(waiting: bool) {
+pub(crate) fn at_prompt(waiting: bool) {
     if waiting && SAVED_TERMINAL.get().is_none() {
         // SAFETY: tcgetattr fills a termios we own; it fails harmlessly when 0 is no terminal.
         let mut settings: libc::termios = unsafe { std::mem::zeroed() };

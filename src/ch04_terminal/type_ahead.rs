@@ -42,7 +42,7 @@ pub struct TypeAheadReader {
 
 impl TypeAhead {
     /// Starts reading whole lines from `fd` (stdin is 0) until `finish`.
-    pub fn start_reading(&self, fd: i32) -> TypeAheadReader {
+    pub(crate) fn start_reading(&self, fd: i32) -> TypeAheadReader {
         self.lock().reading = true;
         let stop = Arc::new(AtomicBool::new(false));
         let (flag, queue) = (Arc::clone(&stop), self.clone());
@@ -95,7 +95,7 @@ impl TypeAhead {
 
     // ANCHOR_END: type_ahead
     /// The queued lines that are messages; slash commands stay queued for after the turn.
-    pub fn take_messages(&self) -> Vec<String> {
+    pub(crate) fn take_messages(&self) -> Vec<String> {
         let mut queue = self.lock();
         let (messages, kept): (Vec<String>, Vec<String>) =
             queue.lines.drain(..).partition(|line| parse_command(line).is_none());
@@ -105,12 +105,12 @@ impl TypeAhead {
     }
 
     /// The lines sent with a request since the last call, for the history.
-    pub fn take_handed_over(&self) -> Vec<String> {
+    pub(crate) fn take_handed_over(&self) -> Vec<String> {
         std::mem::take(&mut self.lock().handed_over)
     }
 
     /// Everything still queued, in the order it was typed.
-    pub fn take_all(&self) -> Vec<String> {
+    pub(crate) fn take_all(&self) -> Vec<String> {
         self.lock().lines.drain(..).collect()
     }
 

@@ -26,13 +26,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 // ANCHOR: repeats
 /// The identical call in a row at which the model is told it is repeating itself.
-pub const TELL_AT: usize = 3;
+pub(crate) const TELL_AT: usize = 3;
 /// The identical call in a row after which the turn is stopped.
-pub const STOP_AT: usize = 5;
+pub(crate) const STOP_AT: usize = 5;
 
 /// The last call's fingerprint (tool, arguments, result) and how many replies in a row made it.
 #[derive(Debug, Default)]
-pub struct RepeatState {
+pub(crate) struct RepeatState {
     last: Option<u64>,
     streak: usize,
     name: String,

@@ -21,14 +21,14 @@ use crate::ch02_loop::{Error, Message, ToolCall};
 use std::borrow::Cow;
 
 /// A tool result or tool-call argument over this many bytes is elided once it is old.
-pub const ELIDE_OVER: usize = 512;
+pub(crate) const ELIDE_OVER: usize = 512;
 /// Bytes of an elided text that are kept, so the model still sees what it was.
-pub const ELIDE_KEEP: usize = 200;
+pub(crate) const ELIDE_KEEP: usize = 200;
 
 /// The calibration ratio (server count / our estimate) is kept in this range: a server that
 /// counts strangely (or a cached prompt) must not make the estimate absurd.
-pub const MIN_RATIO: f64 = 0.5;
-pub const MAX_RATIO: f64 = 4.0;
+pub(crate) const MIN_RATIO: f64 = 0.5;
+pub(crate) const MAX_RATIO: f64 = 4.0;
 
 // ANCHOR: elide
 /// The message as sent once it is old: large tool results and tool-call arguments cut to their
@@ -69,7 +69,7 @@ fn elided_call(call: &ToolCall) -> ToolCall {
 // ANCHOR_END: elide
 
 /// Whether eliding `message` would make it smaller.
-pub fn elidable(message: &Message) -> bool {
+pub(crate) fn elidable(message: &Message) -> bool {
     matches!(elided(message), Cow::Owned(_))
 }
 
@@ -82,7 +82,7 @@ fn head(text: &str) -> &str {
 /// OpenAI's `context_length_exceeded`, llama.cpp's "exceeds the available context size",
 /// vLLM's and OpenAI's "maximum context length", and a few other common phrasings. Only a
 /// refusal of the request (400, 413, 422) counts: a 429 about tokens per minute is a rate limit.
-pub fn is_context_overflow(error: &Error) -> bool {
+pub(crate) fn is_context_overflow(error: &Error) -> bool {
     let Error::Http { status: 400 | 413 | 422, message, code, .. } = error else { return false };
     if code
         .as_deref()
@@ -107,26 +107,26 @@ pub fn is_context_overflow(error: &Error) -> bool {
 // ANCHOR_END: overflow
 
 /// The calibration ratio learnt from one request: the server's prompt count over our estimate.
-pub fn calibration(server_tokens: u64, estimated: u64) -> Option<f64> {
+pub(crate) fn calibration(server_tokens: u64, estimated: u64) -> Option<f64> {
     (estimated > 0 && server_tokens > 0)
         .then(|| (server_tokens as f64 / estimated as f64).clamp(MIN_RATIO, MAX_RATIO))
 }
 
 /// `tokens` scaled by `ratio`, rounded up.
-pub fn scaled(tokens: u64, ratio: f64) -> u64 {
+pub(crate) fn scaled(tokens: u64, ratio: f64) -> u64 {
     (tokens as f64 * ratio).ceil() as u64
 }
 
 /// A summary may not take more than this many tokens of a small window (the instructions ask
 /// for fewer words, but a model may not listen).
-pub fn summary_words(window: u64) -> u64 {
+pub(crate) fn summary_words(window: u64) -> u64 {
     (window / 16).clamp(40, 300)
 }
 
 /// Keeps the transcript to summarise within `budget` tokens: whole pieces from the start
 /// while they fit, then a line saying how many were left out. Summarising less than everything
 /// beats refusing: a reply of a thousand calls must not make a session impossible to continue.
-pub fn fit_pieces(pieces: &[String], budget: u64, estimate: impl Fn(&str) -> u64) -> String {
+pub(crate) fn fit_pieces(pieces: &[String], budget: u64, estimate: impl Fn(&str) -> u64) -> String {
     let mut used = 0;
     let mut out = String::new();
     for (index, piece) in pieces.iter().enumerate() {

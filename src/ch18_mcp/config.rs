@@ -20,13 +20,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The workspace file, relative to the root.
-pub const WORKSPACE_FILE: &str = ".mcp.json";
+pub(crate) const WORKSPACE_FILE: &str = ".mcp.json";
 /// A configuration larger than this is refused, not read.
 const CONFIG_MAX_BYTES: usize = 1 << 20;
 /// At most this many servers from one file.
 const MAX_SERVERS: usize = 32;
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
-pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_TIMEOUT_SECS: u64 = 3_600;
 
 /// One server: the program to start and how long to wait for it.

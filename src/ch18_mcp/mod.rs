@@ -18,7 +18,7 @@
 //! parallel; with no server configured this chapter costs nothing.
 
 pub mod config;
-pub mod rpc;
+pub(crate) mod rpc;
 pub mod server;
 #[cfg(test)]
 mod tests;

@@ -34,9 +34,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 /// The longest line kept from a server; a longer one fails the request it answers.
-pub const MAX_LINE_BYTES: usize = 8 << 20;
+pub(crate) const MAX_LINE_BYTES: usize = 8 << 20;
 /// The most a server's stderr log grows to in one run.
-pub const LOG_MAX_BYTES: u64 = 1 << 20;
+pub(crate) const LOG_MAX_BYTES: u64 = 1 << 20;
 /// How often a waiting request looks at Ctrl+C.
 const POLL: Duration = Duration::from_millis(20);
 /// Between SIGTERM and SIGKILL when a server is stopped.
@@ -149,7 +149,7 @@ impl Connection {
     }
 
     /// Whether requests can still be sent.
-    pub fn is_alive(&self) -> bool {
+    pub(crate) fn is_alive(&self) -> bool {
         !self.broken && !self.shared.closed.load(Ordering::SeqCst)
     }
 
@@ -190,7 +190,7 @@ impl Connection {
     }
 
     /// A notification: no answer expected.
-    pub fn notify(&mut self, method: &str, params: Value) -> Result<(), RpcError> {
+    pub(crate) fn notify(&mut self, method: &str, params: Value) -> Result<(), RpcError> {
         let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
         self.send(&message, Instant::now() + Duration::from_secs(1))
     }
@@ -214,7 +214,7 @@ impl Connection {
     }
 
     /// "exited with status 3", "killed by signal 9", or "closed its output".
-    pub fn how_it_ended(&mut self) -> String {
+    pub(crate) fn how_it_ended(&mut self) -> String {
         let until = Instant::now() + Duration::from_millis(200);
         loop {
             match self.child.try_wait() {

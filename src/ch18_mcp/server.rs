@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The protocol version we ask for (the MCP specification of 2025-06-18).
-pub const PROTOCOL_VERSION: &str = "2025-06-18";
+pub(crate) const PROTOCOL_VERSION: &str = "2025-06-18";
 /// Versions whose stdio framing, `tools/list` and `tools/call` are the ones spoken here.
 const KNOWN_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 /// Pages of `tools/list` followed, and tools kept from one server.
@@ -58,7 +58,7 @@ impl Server {
         Server { config, state: State::NotStarted, tools: Vec::new(), connection: None, log_dir, starts: 0 }
     }
 
-    pub fn log_path(&self) -> PathBuf {
+    pub(crate) fn log_path(&self) -> PathBuf {
         self.log_dir.join(format!("{}.log", self.config.name))
     }
 

@@ -22,7 +22,7 @@ const DESCRIPTION_MAX_CHARS: usize = 1_000;
 const SCHEMA_MAX_BYTES: usize = 16 * 1024;
 
 /// `mcp__<server>__<tool>`, with every other character made `_` and cut to 64 bytes.
-pub fn exposed_name(server: &str, tool: &str) -> String {
+pub(crate) fn exposed_name(server: &str, tool: &str) -> String {
     let clean = |text: &str| -> String {
         text.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
     };
@@ -49,7 +49,7 @@ pub fn schema(exposed: &str, tool: &RemoteTool) -> Value {
 }
 
 /// A `tools/call` result as the model reads it.
-pub fn render_result(result: &Value) -> ToolOutput {
+pub(crate) fn render_result(result: &Value) -> ToolOutput {
     let mut parts: Vec<String> = Vec::new();
     for item in result.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
         let field = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or("?");

@@ -40,7 +40,7 @@ use crate::testkit::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 
 /// The honest answer to anything the demo model does not understand.
-pub const CAPABILITIES: &str = "I am the offline demo model: a few fixed rules, not a real language model. \
+pub(crate) const CAPABILITIES: &str = "I am the offline demo model: a few fixed rules, not a real language model. \
 I can:
 - create a file: `create hello.txt containing hello` or `write \"some text\" to notes.md`
 - read a file: `read README.md` or `show src/main.rs`
@@ -59,7 +59,7 @@ pub fn start_demo_server() -> std::io::Result<ScriptedServer> {
 
 /// How the server answers one request: a JSON reply, or an SSE stream when the
 /// client asked for `"stream": true` (so `--demo --stream` works too).
-pub fn demo_step(request: &Value) -> Step {
+pub(crate) fn demo_step(request: &Value) -> Step {
     let body = demo_reply(request);
     if request["stream"] == Value::Bool(true) {
         Step::Stream { chunks: stream_chunks(&body), delay_ms: 0, finish: true }
@@ -69,7 +69,7 @@ pub fn demo_step(request: &Value) -> Step {
 }
 
 /// The whole Chat Completions response body for a request: a pure function of it.
-pub fn demo_reply(request: &Value) -> Value {
+pub(crate) fn demo_reply(request: &Value) -> Value {
     let no_messages = Vec::new();
     let messages = request["messages"].as_array().unwrap_or(&no_messages);
     let message = demo_message(messages);
