@@ -15,6 +15,7 @@ use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools, plural};
 use crate::ch04_terminal::question_open;
 use crate::ch04_terminal::ready::{Ready, read_when_ready};
 use crate::ch04_terminal::sanitize::sanitize_command;
+use crate::text::head_and_tail;
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -333,13 +334,9 @@ fn describe(call: &ToolCall) -> Described {
             format!("{} wants to run with {}", sanitize_command(other), sanitize_command(&call.arguments))
         }
     };
-    let count = whole.chars().count();
-    if count <= SHOW_WHOLE_UP_TO {
+    let Some((head, hidden, tail)) = head_and_tail(&whole, SHOW_WHOLE_UP_TO, HEAD_CHARS, TAIL_CHARS) else {
         return Described { text: whole.clone(), whole, hidden: 0 };
-    }
-    let hidden = count - HEAD_CHARS - TAIL_CHARS;
-    let head: String = whole.chars().take(HEAD_CHARS).collect();
-    let tail: String = whole.chars().skip(HEAD_CHARS + hidden).collect();
+    };
     let text = format!("{head}\n[… {hidden} characters hidden; answer v to see them …]\n{tail}");
     Described { text, whole, hidden }
 }

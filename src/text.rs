@@ -44,6 +44,17 @@ pub fn cut_bytes(text: &str, max_bytes: usize) -> &str {
     &text[..end]
 }
 
+/// `text` as its first `head` and last `tail` characters and the count of those between,
+/// or `None` when it is short enough to show whole (at most `whole` characters).
+pub fn head_and_tail(text: &str, whole: usize, head: usize, tail: usize) -> Option<(&str, usize, &str)> {
+    let count = text.chars().count();
+    if count <= whole || count <= head + tail {
+        return None;
+    }
+    let byte_at = |chars: usize| text.char_indices().nth(chars).map_or(text.len(), |(at, _)| at);
+    Some((&text[..byte_at(head)], count - head - tail, &text[byte_at(count - tail)..]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +79,8 @@ mod tests {
         assert_eq!(first_line("fix it\nthen test", 100), "fix it…");
         assert_eq!(cut_bytes("ééé", 3), "é");
         assert_eq!(cut_bytes("abc", 10), "abc");
+        assert_eq!(head_and_tail("ab…yz", 4, 2, 2), Some(("ab", 1, "yz")));
+        assert_eq!(head_and_tail("ab…yz", 5, 2, 2), None);
+        assert_eq!(head_and_tail("abcd", 0, 2, 2), None);
     }
 }

@@ -41,14 +41,11 @@ pub(super) fn transcript_piece(message: &Message) -> String {
 }
 
 pub(super) fn clip(text: &str) -> Cow<'_, str> {
-    let count = text.chars().count();
-    if count <= SUMMARY_CLIP_CHARS {
-        return Cow::Borrowed(text);
-    }
     let half = SUMMARY_CLIP_CHARS / 2;
-    let head: String = text.chars().take(half).collect();
-    let tail: String = text.chars().skip(count - half).collect();
-    Cow::Owned(format!("{head}\n[… {} characters cut …]\n{tail}", count - 2 * half))
+    match crate::text::head_and_tail(text, SUMMARY_CLIP_CHARS, half, half) {
+        None => Cow::Borrowed(text),
+        Some((head, cut, tail)) => Cow::Owned(format!("{head}\n[… {cut} characters cut …]\n{tail}")),
+    }
 }
 
 /// Passes everything on except streamed text: a summary is not the answer to show.
