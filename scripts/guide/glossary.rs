@@ -137,15 +137,17 @@ fn occurrences(text: &str, needle: &str) -> Vec<usize> {
 
 /// Whether the refused `found` at `at` is allowed: inside an accepted rendering, or the English
 /// term glossed in full-width brackets right after the accepted Chinese one.
-fn allowed(text: &str, at: usize, found: &str, term: &Term, glossary: &Glossary) -> bool {
+/// `before` is the chapter's source up to the occurrence (so `*重放*（replay）` is a gloss too).
+fn allowed(text: &str, at: usize, before: &str, found: &str, term: &Term, glossary: &Glossary) -> bool {
     let inside_accepted = glossary.iter().any(|other| {
         other.chinese.contains(found)
             && text
                 .match_indices(other.chinese.as_str())
                 .any(|(start, matched)| start <= at && at + found.len() <= start + matched.len())
     });
-    let gloss =
-        text[..at].ends_with(&format!("{}（", term.chinese)) && text[at + found.len()..].starts_with('）');
+    let gloss = before.ends_with('（')
+        && before.trim_end_matches('（').trim_end_matches(['*', '_']).ends_with(&term.chinese)
+        && text[at + found.len()..].starts_with('）');
     inside_accepted || gloss
 }
 
@@ -162,14 +164,17 @@ pub fn check_chapter(chapter: &Chapter, glossary: &Glossary, diagnostics: &mut V
             Event::End(TagEnd::Heading(_)) => in_heading = false,
             Event::Start(Tag::CodeBlock(_)) => in_code = true,
             Event::End(TagEnd::CodeBlock) => in_code = false,
-            Event::Text(text) if !in_code => {
+            Event::Text(text)
+                if !in_code && !is_reference(&text) && crate::diagrams::reference(&text).is_none() =>
+            {
                 for term in glossary.iter().filter(|term| in_heading || !term.heading) {
                     for refused in &term.refused {
                         for at in occurrences(&text, refused) {
-                            if allowed(&text, at, refused, term, glossary) {
+                            let offset = (range.start + at).min(range.end.saturating_sub(1));
+                            let before = chapter.text.get(..range.start + at).unwrap_or("");
+                            if allowed(&text, at, before, refused, term, glossary) {
                                 continue;
                             }
-                            let offset = (range.start + at).min(range.end.saturating_sub(1));
                             diagnostics.push(Diagnostic::new(
                                 &chapter.path,
                                 lines.of(offset),
@@ -209,9 +214,9 @@ pub fn table(glossary: &Glossary, language: &str) -> String {
         let (english, chinese) = (escape_html(&term.english), escape_html(&term.chinese));
         let cells = if language == "zh" {
             let refused: Vec<String> = term.refused.iter().map(|x| escape_html(x)).collect();
-            vec![chinese, english, escape_html(&term.meaning_zh), refused.join("、")]
+            vec![chinese, english, with_code(&term.meaning_zh), refused.join("、")]
         } else {
-            vec![english, chinese, escape_html(&term.meaning_en)]
+            vec![english, chinese, with_code(&term.meaning_en)]
         };
         html.push_str("<tr>");
         for (index, cell) in cells.iter().enumerate() {
@@ -224,12 +229,25 @@ pub fn table(glossary: &Glossary, language: &str) -> String {
     html
 }
 
+/// A definition as HTML: escaped, with `backticks` shown as code.
+fn with_code(text: &str) -> String {
+    let mut html = String::new();
+    for (index, part) in text.split('`').enumerate() {
+        if index % 2 == 1 {
+            html.push_str(&format!("<code>{}</code>", escape_html(part)));
+        } else {
+            html.push_str(&escape_html(part));
+        }
+    }
+    html
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const TSV: &str = "# kind\tenglish\n\
-        term\tobserver\t观察者\tobserver|观测者\tSees every event.\t看到每个事件。\n\
+        term\tobserver\t观察者\tobserver|观测者\tSees every `Event`.\t看到每个事件。\n\
         term\tsystem prompt\t系统提示词\t系统提示\tThe first message.\t第一条消息。\n\
         term\tjournal\t日志\tjournal\tThe file.\t文件。\n\
         heading\tRun it\t动手运行\t动手试试\tRun the state.\t运行本章状态。\n";
@@ -263,7 +281,7 @@ mod tests {
 
     #[test]
     fn code_accepted_renderings_glosses_and_parts_of_words_are_allowed() {
-        let text = "# 标题 {#a}\n\n`Observer` 与系统提示词；日志（journal）；observers 与 journal.rs 不算。\n\n```text\nobserver\n```\n";
+        let text = "# 标题 {#a}\n\n`Observer` 与系统提示词；日志（journal）、*日志*（journal）；observers 与 journal.rs 不算。\n\n```text\nobserver\n```\n";
         assert_eq!(violations(text), [] as [String; 0]);
         assert_eq!(violations("# 标题 {#a}\n\n写进 journal 里。\n").len(), 1);
         assert_eq!(violations("# 标题 {#a}\n\n系统提示太长。\n").len(), 1);
@@ -284,7 +302,10 @@ mod tests {
     fn both_tables_list_every_term() {
         let glossary = parse(TSV, &mut Vec::new());
         let english = table(&glossary, "en");
-        assert!(english.contains("<tr><th>observer</th><td>观察者</td><td>Sees every event.</td></tr>"));
+        assert!(
+            english
+                .contains("<tr><th>observer</th><td>观察者</td><td>Sees every <code>Event</code>.</td></tr>")
+        );
         let chinese = table(&glossary, "zh");
         assert!(
             chinese.contains(
