@@ -5,6 +5,7 @@
 //! cargo run --release --bin build-guide              # write guide/index.html (problems are warnings)
 //! cargo run --release --bin build-guide -- --check   # every check; exit 1 with file:line lines
 //! cargo run --release --bin build-guide -- --accept 03-tools.md#dispatch   # record a translation
+//! cargo run --release --bin build-guide -- --stats   # reading cost: words, characters, code lines
 //! ```
 //!
 //! It is a package of its own, `scripts/guide/Cargo.toml` (this file is its binary, its
@@ -63,6 +64,45 @@
 //!   shown as "3 · Tools" / "第 3 章 · 工具"), so a title never says "Chapter 3". `00-*` (the
 //!   preface) and the chapters of an `{.unnumbered}` part have no number.
 //!
+//! # The chapter shape
+//!
+//! Every numbered chapter has the `##` sections listed in `guide/shape.txt`, in that order,
+//! each with its fixed title and an id ending in the listed suffix (`{#retry-run-it}`):
+//!
+//! ```text
+//! what-you-build    | What you will build     | 本章要做什么   2–4 sentences
+//! prerequisites     | Prerequisites           | 前置章节       the earlier chapters it uses
+//!   (the code: sections of the chapter's own)
+//! plugs-in          | How it plugs in         | 如何接入       which seam, what it wraps
+//! what-can-go-wrong | What can go wrong       | 可能出什么错
+//! run-it            | Run it                  | 动手运行
+//! summary           | Summary and what's next | 小结与下一步
+//! exercises         | Exercises               | 练习
+//! ```
+//!
+//! In the exercises section each exercise opens with its difficulty and title in bold,
+//! `**★ Predict the message.**` (★ a few minutes, ★★ an afternoon's change with a test, ★★★ a
+//! design question or a larger change), and is followed by its answer in a solution box. Both
+//! languages have the same number of deep dives and solutions per chapter. `pending 15 16` in
+//! `guide/shape.txt` would exempt chapters while a new section is phased in; a finished book has
+//! no such line. The rule lives in `guide/shape.rs`.
+//!
+//! # Boxes: deep dives and solutions
+//!
+//! Two block quotes are drawn as boxes (`guide/boxes.rs`), keyed by their first bold words:
+//!
+//! ```text
+//! > **Deep dive: why the directory is synced too.** Optional material a first reading skips…
+//! > **深入：为什么还要同步目录** …
+//!
+//! > **Solution.** The answer, a few sentences or a short plan; hidden until clicked.
+//! > **解答：** …
+//! ```
+//!
+//! A deep dive becomes `<aside class="deep-dive">` (a marked box); a solution becomes a closed
+//! `<details>` whose summary is the bold words (opened when the page is printed). Both may hold
+//! anything a quote may, includes too. No raw HTML is needed, so the tag list above stays short.
+//!
 //! # Translations
 //!
 //! English is the source. After bringing a Chinese section in line with its English one, run
@@ -76,8 +116,9 @@
 //! Anchors balanced, unique per file, all used; includes resolve to non-empty regions; same
 //! chapters, parts, heading skeletons, includes and diagrams in both languages; diagrams safe
 //! and used; Chinese terms as the glossary renders them; ids unique; links
-//! resolve; no pasted Rust; translations current; no external reference in the output; the
-//! committed `guide/index.html` equals a fresh build.
+//! resolve; no pasted Rust; translations current; no external reference in the output; every
+//! numbered chapter has the shape of `guide/shape.txt`; the committed `guide/index.html` equals
+//! a fresh build.
 //!
 //! # The page
 //!
@@ -96,6 +137,8 @@
 
 #[path = "guide/anchors.rs"]
 mod anchors;
+#[path = "guide/boxes.rs"]
+mod boxes;
 #[path = "guide/chapters.rs"]
 mod chapters;
 #[path = "guide/compare.rs"]
@@ -110,6 +153,10 @@ mod highlight;
 mod listings;
 #[path = "guide/page.rs"]
 mod page;
+#[path = "guide/shape.rs"]
+mod shape;
+#[path = "guide/stats.rs"]
+mod stats;
 #[cfg(test)]
 #[path = "guide/tests.rs"]
 mod tests;
@@ -296,12 +343,13 @@ pub fn build(root: &Path) -> Build {
     let mut diagnostics = Vec::new();
     let sources = read_sources(root, &mut diagnostics);
     compare::languages(&sources.languages, &mut diagnostics);
+    shape::check_book(root, &sources.languages, &mut diagnostics);
     let records = translations::load(root, &mut diagnostics);
     translations::check(&records, &pairs(&sources.languages), &mut diagnostics);
 
     let mut rendered_languages: Vec<Vec<Rendered>> = Vec::new();
     for language in &sources.languages {
-        check_unique_ids(language, &mut diagnostics);
+        compare::unique_ids(language, &mut diagnostics);
         let targets: chapters::LinkTargets = language
             .chapters
             .iter()
@@ -427,29 +475,6 @@ fn pairs(languages: &[Language]) -> Vec<translations::Pair<'_>> {
         .collect()
 }
 
-/// Heading ids become page ids (`en-tool-loop`), so they must be unique across a language.
-fn check_unique_ids(language: &Language, diagnostics: &mut Vec<Diagnostic>) {
-    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
-    for (chapter, outline) in language.chapters.iter().zip(&language.outlines) {
-        for heading in &outline.headings {
-            match seen.get(heading.id.as_str()) {
-                Some(first) if *first != chapter.path => diagnostics.push(Diagnostic::new(
-                    &chapter.path,
-                    heading.line,
-                    format!(
-                        "heading id `{}` is already used in {first}; ids are unique across the book",
-                        heading.id
-                    ),
-                )),
-                Some(_) => {} // reported by the chapter's own outline
-                None => {
-                    seen.insert(&heading.id, &chapter.path);
-                }
-            }
-        }
-    }
-}
-
 fn check_unused_anchors(
     anchors: &anchors::AnchorMap,
     rendered: &[Vec<Rendered>],
@@ -482,7 +507,7 @@ fn repository_root() -> PathBuf {
     }
 }
 
-const USAGE: &str = "usage: build-guide [--check | --accept [NN-slug.md[#id]]...]";
+const USAGE: &str = "usage: build-guide [--check | --stats | --accept [NN-slug.md[#id]]...]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -522,6 +547,10 @@ fn main() -> ExitCode {
                 eprintln!("guide: {} problems", diagnostics.len());
                 ExitCode::FAILURE
             }
+        }
+        Some("--stats") if args.len() == 1 => {
+            print!("{}", stats::reading_stats(&root));
+            ExitCode::SUCCESS
         }
         Some("--accept") => match accept(&root, &args[1..]) {
             Ok(count) => {

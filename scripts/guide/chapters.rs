@@ -515,7 +515,7 @@ fn directive_html(
 
 fn to_html(events: Vec<Event>) -> String {
     let mut html = String::new();
-    pulldown_cmark::html::push_html(&mut html, events.into_iter());
+    pulldown_cmark::html::push_html(&mut html, crate::boxes::mark(events).into_iter());
     html
 }
 

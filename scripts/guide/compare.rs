@@ -3,6 +3,7 @@
 
 use crate::chapters::Outline;
 use crate::{Diagnostic, Language, Part, UNNUMBERED};
+use std::collections::BTreeMap;
 
 /// Same chapter files, same parts, same heading skeletons, same includes in both languages.
 pub fn languages(languages: &[Language], diagnostics: &mut Vec<Diagnostic>) {
@@ -97,6 +98,29 @@ pub fn languages(languages: &[Language], diagnostics: &mut Vec<Diagnostic>) {
                 chapter.path
             );
             diagnostics.push(Diagnostic::new(&zh_chapter.path, zh_line, message));
+        }
+    }
+}
+
+/// Heading ids become page ids (`en-tool-loop`), so they must be unique across a language.
+pub fn unique_ids(language: &Language, diagnostics: &mut Vec<Diagnostic>) {
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for (chapter, outline) in language.chapters.iter().zip(&language.outlines) {
+        for heading in &outline.headings {
+            match seen.get(heading.id.as_str()) {
+                Some(first) if *first != chapter.path => diagnostics.push(Diagnostic::new(
+                    &chapter.path,
+                    heading.line,
+                    format!(
+                        "heading id `{}` is already used in {first}; ids are unique across the book",
+                        heading.id
+                    ),
+                )),
+                Some(_) => {} // reported by the chapter's own outline
+                None => {
+                    seen.insert(&heading.id, &chapter.path);
+                }
+            }
         }
     }
 }

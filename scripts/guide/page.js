@@ -167,6 +167,10 @@
     results.append(note);
   }
 
+  // A printed book shows the exercise answers that a reader on screen opens by clicking.
+  window.addEventListener('beforeprint', function () {
+    document.querySelectorAll('details.solution').forEach(function (box) { box.open = true; });
+  });
   window.addEventListener('hashchange', function () {
     var match = /^#(en|zh)-(.+)$/.exec(location.hash);
     uncut();

@@ -458,3 +458,103 @@ fn a_glossary_term_rendered_another_way_is_reported_and_the_appendix_shows_the_t
     assert!(html.contains("<tr><th>greeting</th><td>问候</td><td>Saying hello.</td></tr>"));
     assert!(html.contains("<tr><th>问候</th><td>greeting</td><td>打招呼。</td><td>招呼、greeting</td></tr>"));
 }
+
+#[test]
+fn deep_dives_and_solutions_become_boxes_and_both_languages_have_the_same() {
+    let fixture = Fixture::new("boxes");
+    fixture.edit(
+        "guide/en/01-intro.md",
+        "Some text.\n",
+        "Some text.\n\n> **Deep dive: the race.** Skip me.\n\n> **Solution.** Use a lock.\n> Then test it.\n",
+    );
+    fixture.edit(
+        "guide/zh/01-intro.md",
+        "一些文字。\n",
+        "一些文字。\n\n> **深入：竞争** 可以跳过。\n\n> **解答：** 加锁。\n",
+    );
+    accept(fixture.root(), &[]).expect("accept");
+    assert_eq!(fixture.diagnostics(), Vec::<String>::new());
+    let html = build(fixture.root()).html;
+    assert!(html.contains(
+        "<aside class=\"deep-dive\">\n<p><strong>Deep dive: the race.</strong> Skip me.</p>\n</aside>"
+    ));
+    assert!(html.contains(
+        "<details class=\"solution\"><summary>Solution.</summary>\n<p>Use a lock.\nThen test it.</p>\n</details>"
+    ));
+    assert!(
+        html.contains("<details class=\"solution\"><summary>解答：</summary>\n<p>加锁。</p>\n</details>")
+    );
+    assert!(!html.contains("<blockquote>"), "marked quotes are boxes, not quotes");
+
+    fixture.edit("guide/zh/01-intro.md", "> **深入：竞争** 可以跳过。\n", "");
+    fixture.assert_reports(
+        "guide/zh/01-intro.md:1",
+        "0 deep dives and 1 solutions here but 1 and 1 in guide/en/01-intro.md",
+    );
+}
+
+#[test]
+fn every_numbered_chapter_has_the_sections_of_the_shape_with_answered_exercises() {
+    let fixture = Fixture::new("shape");
+    fixture.write("guide/shape.txt", "# comment\nrun-it | Run it | 动手运行\nexercises | Exercises | 练习\n");
+    fixture.assert_reports("guide/en/01-intro.md:1", "missing section `## Run it {#intro-run-it}`");
+    fixture.assert_reports("guide/zh/01-intro.md:1", "missing section `## 练习 {#intro-exercises}`");
+
+    fixture
+        .write("guide/shape.txt", "run-it | Run it | 动手运行\nexercises | Exercises | 练习\npending 01\n");
+    assert_eq!(fixture.diagnostics(), Vec::<String>::new(), "a pending chapter is not held to the shape");
+    fixture.write("guide/shape.txt", "run-it | Run it | 动手运行\nexercises | Exercises | 练习\n");
+
+    let tail =
+        |run: &str, exercises: &str, body: &str| format!("\n## {run}\n\nx\n\n## {exercises}\n\n{body}");
+    let english = tail("Exercises {#intro-exercises}", "Try it {#intro-run-it}", "x\n");
+    fixture.write("guide/en/01-intro.md", &(ENGLISH.to_string() + &english));
+    fixture.assert_reports(
+        "guide/en/01-intro.md:19",
+        "section `{#intro-run-it}` is written `## Try it`; the shape (guide/shape.txt) writes it `## Run it`",
+    );
+    fixture.assert_reports("guide/en/01-intro.md:15", "`{#intro-exercises}` comes before `-run-it`");
+
+    let english = tail("Run it {#intro-run-it}", "Exercises {#intro-exercises}", "**★ Do it.** Go.\n");
+    let chinese =
+        tail("动手运行 {#intro-run-it}", "练习 {#intro-exercises}", "**★ 做。** 去。\n\n> **解答：** 好。\n");
+    fixture.write("guide/en/01-intro.md", &(ENGLISH.to_string() + &english));
+    fixture.write("guide/zh/01-intro.md", &(CHINESE.to_string() + &chinese));
+    fixture.assert_reports("guide/en/01-intro.md:19", "1 exercises but 0 solutions");
+    fixture.assert_reports("guide/zh/01-intro.md:1", "0 deep dives and 1 solutions here but 0 and 0");
+
+    let english = tail(
+        "Run it {#intro-run-it}",
+        "Exercises {#intro-exercises}",
+        "**★★★★ Do it.** Go.\n\n> **Solution.** Done.\n",
+    );
+    fixture.write("guide/en/01-intro.md", &(ENGLISH.to_string() + &english));
+    fixture.assert_reports("guide/en/01-intro.md:19", "tag it ★, ★★ or ★★★");
+
+    let english = tail(
+        "Run it {#intro-run-it}",
+        "Exercises {#intro-exercises}",
+        "**★★ Do it.** Go.\n\n> **Solution.** Done.\n",
+    );
+    let chinese = tail(
+        "动手运行 {#intro-run-it}",
+        "练习 {#intro-exercises}",
+        "**★★ 做。** 去。\n\n> **解答：** 好。\n",
+    );
+    fixture.write("guide/en/01-intro.md", &(ENGLISH.to_string() + &english));
+    fixture.write("guide/zh/01-intro.md", &(CHINESE.to_string() + &chinese));
+    accept(fixture.root(), &[]).expect("accept");
+    assert_eq!(fixture.diagnostics(), Vec::<String>::new());
+}
+
+#[test]
+fn reading_cost_counts_english_words_chinese_characters_and_code_lines() {
+    let fixture = Fixture::new("stats");
+    assert_eq!(crate::stats::prose_units("Hello, world: `run_turn` it"), 4);
+    assert_eq!(crate::stats::prose_units("你好，world。"), 3);
+    let table = crate::stats::reading_stats(fixture.root());
+    // "Intro Hello paragraph. Greeting Some text. See the intro and the greeting." = 12 words;
+    // the included region is 3 lines.
+    assert!(table.contains("01-intro.md                   12"), "{table}");
+    assert!(table.lines().last().unwrap().ends_with("3            0"), "{table}");
+}
