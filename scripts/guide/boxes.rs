@@ -37,6 +37,11 @@ fn kind_of(first_words: &str) -> Kind {
     }
 }
 
+/// Whether a block quote opening with these bold words is a box (deep dive or solution).
+pub fn is_marked(first_words: &str) -> bool {
+    kind_of(first_words) != Kind::Quote
+}
+
 /// Rewrites marked block quotes into boxes; everything else passes through unchanged.
 pub fn mark(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
     let mut out = Vec::with_capacity(events.len());

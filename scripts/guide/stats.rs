@@ -1,14 +1,16 @@
 //! Reading cost: how much a reader has to get through, per chapter, so a rewrite can say
 //! whether it made the book shorter. `build-guide --stats` prints, for every chapter: English
-//! words of prose, Chinese characters of prose (Han characters, plus each Latin word as one),
+//! words of prose, Chinese characters of prose (each with the part inside deep dives and
+//! solutions, which a first reading skips, in parentheses) (Han characters, plus each Latin word as one),
 //! and lines of code shown: Rust included from `src/` (as shown) and other fenced blocks
 //! (commands, output; the English side, which both languages share). Prose is everything outside code blocks, headings
 //! included, inline code counted as words.
 
 use crate::anchors::AnchorMap;
+use crate::boxes;
 use crate::chapters::options;
 use crate::listings::{fence_language, include_target};
-use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -17,6 +19,8 @@ use std::path::Path;
 pub struct Cost {
     /// English words, or for Chinese: Han characters plus Latin words.
     pub prose: usize,
+    /// The part of `prose` inside deep dives and solutions, which a first reading skips.
+    pub optional: usize,
     /// Lines of Rust included from `src/`, as shown.
     pub included_lines: usize,
     /// Lines of other fenced blocks (commands, output, JSON, TOML).
@@ -44,14 +48,32 @@ pub fn prose_units(text: &str) -> usize {
 
 pub fn cost(markdown: &str, anchors: &AnchorMap) -> Cost {
     let mut cost = Cost::default();
-    let mut prose = String::new();
+    let (mut main, mut optional) = (String::new(), String::new());
     let mut block: Option<(String, String)> = None;
-    for event in Parser::new_ext(markdown, options()) {
+    let events: Vec<Event> = Parser::new_ext(markdown, options()).collect();
+    // Per open block quote: is it a box (deep dive or solution)?
+    let mut quotes: Vec<bool> = Vec::new();
+    for (at, event) in events.iter().enumerate() {
+        let prose = if quotes.contains(&true) { &mut optional } else { &mut main };
         match event {
+            Event::Start(Tag::BlockQuote(_)) => {
+                let marked = match (events.get(at + 1), events.get(at + 2), events.get(at + 3)) {
+                    (
+                        Some(Event::Start(Tag::Paragraph)),
+                        Some(Event::Start(Tag::Strong)),
+                        Some(Event::Text(words)),
+                    ) => boxes::is_marked(words),
+                    _ => false,
+                };
+                quotes.push(marked);
+            }
+            Event::End(TagEnd::BlockQuote(_)) => {
+                quotes.pop();
+            }
             Event::Start(Tag::CodeBlock(kind)) => {
                 let info = match kind {
-                    pulldown_cmark::CodeBlockKind::Fenced(info) => info.to_string(),
-                    pulldown_cmark::CodeBlockKind::Indented => String::new(),
+                    CodeBlockKind::Fenced(info) => info.to_string(),
+                    CodeBlockKind::Indented => String::new(),
                 };
                 block = Some((info, String::new()));
             }
@@ -65,9 +87,9 @@ pub fn cost(markdown: &str, anchors: &AnchorMap) -> Cost {
                 }
             }
             Event::Text(text) | Event::Code(text) => match block.as_mut() {
-                Some((_, body)) => body.push_str(&text),
+                Some((_, body)) => body.push_str(text),
                 None => {
-                    prose.push_str(&text);
+                    prose.push_str(text);
                     prose.push(' ');
                 }
             },
@@ -75,7 +97,8 @@ pub fn cost(markdown: &str, anchors: &AnchorMap) -> Cost {
             _ => {}
         }
     }
-    cost.prose = prose_units(&prose);
+    cost.optional = prose_units(&optional);
+    cost.prose = prose_units(&main) + cost.optional;
     cost
 }
 
@@ -84,24 +107,41 @@ fn region<'a>(target: &str, anchors: &'a AnchorMap) -> Option<&'a str> {
     anchors.get(file)?.get(anchor).map(|region| region.code.as_str())
 }
 
-/// The `--stats` table: chapter, English words, Chinese characters, Rust lines included,
-/// other code lines (English side); then totals.
+/// The `--stats` table: chapter, English words (of which in boxes), Chinese characters (of
+/// which in boxes), Rust lines included, other code lines (English side); then totals.
 pub fn table(rows: &[(String, Cost, Cost)]) -> String {
-    let mut out = String::from("chapter                 en words   zh chars   rust lines  other lines\n");
-    let mut total = (0, 0, 0, 0);
+    let mut out = String::from(
+        "chapter                 en words (boxed)   zh chars (boxed)   rust lines  other lines\n",
+    );
+    let mut total = [0; 6];
     for (name, english, chinese) in rows {
-        let _ = writeln!(
-            out,
-            "{name:<22} {:>9} {:>10} {:>12} {:>12}",
-            english.prose, chinese.prose, english.included_lines, english.other_lines
-        );
-        total.0 += english.prose;
-        total.1 += chinese.prose;
-        total.2 += english.included_lines;
-        total.3 += english.other_lines;
+        let row = [
+            english.prose,
+            english.optional,
+            chinese.prose,
+            chinese.optional,
+            english.included_lines,
+            english.other_lines,
+        ];
+        let _ = writeln!(out, "{name:<22} {}", columns(&row));
+        for (sum, value) in total.iter_mut().zip(row) {
+            *sum += value;
+        }
     }
-    let _ = writeln!(out, "{:<22} {:>9} {:>10} {:>12} {:>12}", "total", total.0, total.1, total.2, total.3);
+    let _ = writeln!(out, "{:<22} {}", "total", columns(&total));
     out
+}
+
+fn columns(row: &[usize; 6]) -> String {
+    format!(
+        "{:>9} {:>8} {:>10} {:>8} {:>12} {:>12}",
+        row[0],
+        format!("({})", row[1]),
+        row[2],
+        format!("({})", row[3]),
+        row[4],
+        row[5]
+    )
 }
 
 /// The `--stats` table (see `guide/stats.rs`): what each chapter costs to read.
