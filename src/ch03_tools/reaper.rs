@@ -111,7 +111,8 @@ mod tests {
     #[test]
     fn what_left_the_group_is_found_by_its_mark_and_killed() {
         let mark = new_mark();
-        let pid_file = std::env::temp_dir().join(format!("mini-agent-reaper-{mark}"));
+        let temp = crate::testkit::tempdir::TempDir::new("reaper");
+        let pid_file = temp.join("escaped.pid");
         // The shell starts a process in a session of its own and exits: the orphan is
         // re-parented to this process, the subreaper.
         let script =
@@ -129,7 +130,6 @@ mod tests {
             assert!(started.elapsed().as_secs() < 5, "the escaped process never started");
             std::thread::sleep(std::time::Duration::from_millis(10));
         };
-        let _ = std::fs::remove_file(&pid_file);
         assert!(own_children().contains(&pid), "re-parented to us");
         assert_eq!(kill_escaped("another-run", -1), 0, "another run's mark touches nothing");
         assert_eq!(kill_escaped(&mark, -1), 1);
