@@ -407,6 +407,11 @@ pub fn describe_call(call: &ToolCall) -> String {
 
 pub use crate::text::plural;
 
+/// Test doubles of the seams, shared by every chapter's tests.
+#[cfg(test)]
+#[path = "ch02_fakes.rs"]
+pub(crate) mod fakes;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -433,28 +438,8 @@ mod tests {
         assert_eq!(describe_call(&call("odd", "not json")), "odd");
     }
 
-    /// A model that replays scripted replies and records how many messages it was sent.
-    struct Scripted(Vec<Reply>, Vec<usize>);
-    impl Model for Scripted {
-        fn complete(&mut self, request: &Request, _: &mut dyn Observer) -> Result<Reply, Error> {
-            self.1.push(request.messages.len());
-            if self.0.is_empty() {
-                Err(Error::Model("script exhausted".into()))
-            } else {
-                Ok(self.0.remove(0))
-            }
-        }
-    }
-    struct Echo(Vec<String>);
-    impl Tools for Echo {
-        fn schemas(&self) -> Vec<Value> {
-            Vec::new()
-        }
-        fn run(&mut self, call: &ToolCall) -> ToolOutput {
-            self.0.push(call.name.clone());
-            ToolOutput { content: format!("ran {}", call.name), status: ToolStatus::Ok }
-        }
-    }
+    use super::fakes::{RecordingTools, ScriptedModel};
+
     struct Quiet(Vec<String>);
     impl Observer for Quiet {
         fn event(&mut self, _: Event) -> Result<(), Error> {
@@ -476,13 +461,14 @@ mod tests {
 
     #[test]
     fn every_tool_call_is_answered_once_in_order() {
-        let mut model = Scripted(vec![calls(vec![call("a", "one"), call("b", "two")]), text("done")], vec![]);
-        let mut tools = Echo(vec![]);
+        let mut model =
+            ScriptedModel::new(vec![calls(vec![call("a", "one"), call("b", "two")]), text("done")]);
+        let mut tools = RecordingTools::default();
         let mut history = vec![Message::User { content: "go".into() }];
         let outcome =
             run_turn(&mut model, &mut tools, &mut history, &mut Quiet(vec![]), &Limits { max_turns: 5 });
         assert!(matches!(outcome, Outcome::Completed(ref t) if t == "done"));
-        assert_eq!(tools.0, ["one", "two"]);
+        assert_eq!(tools.names(), ["one", "two"]);
         let answered: Vec<&str> = history
             .iter()
             .filter_map(|m| match m {
@@ -491,42 +477,48 @@ mod tests {
             })
             .collect();
         assert_eq!(answered, ["a", "b"]);
-        assert_eq!(model.1, [1, 4]);
+        assert_eq!(model.sent, [1, 4]);
     }
 
     #[test]
     fn the_turn_limit_stops_a_model_that_never_stops() {
         let replies = (0..3).map(|i| calls(vec![call(&i.to_string(), "x")])).collect();
-        let mut model = Scripted(replies, vec![]);
+        let mut model = ScriptedModel::new(replies);
         let mut history = vec![Message::User { content: "go".into() }];
         let outcome = run_turn(
             &mut model,
-            &mut Echo(vec![]),
+            &mut RecordingTools::default(),
             &mut history,
             &mut Quiet(vec![]),
             &Limits { max_turns: 2 },
         );
         assert!(matches!(outcome, Outcome::TurnLimit));
-        assert_eq!(model.1.len(), 2);
+        assert_eq!(model.sent.len(), 2);
     }
 
     #[test]
     fn queued_input_joins_the_next_request() {
-        let mut model = Scripted(vec![text("ok")], vec![]);
+        let mut model = ScriptedModel::new(vec![text("ok")]);
         let mut history = vec![Message::User { content: "first".into() }];
         let mut observer = Quiet(vec!["typed meanwhile".into()]);
-        run_turn(&mut model, &mut Echo(vec![]), &mut history, &mut observer, &Limits { max_turns: 1 });
+        run_turn(
+            &mut model,
+            &mut RecordingTools::default(),
+            &mut history,
+            &mut observer,
+            &Limits { max_turns: 1 },
+        );
         assert_eq!(history[1], Message::User { content: "typed meanwhile".into() });
-        assert_eq!(model.1, [2]);
+        assert_eq!(model.sent, [2]);
     }
 
     #[test]
     fn a_model_error_fails_the_turn() {
-        let mut model = Scripted(vec![], vec![]);
+        let mut model = ScriptedModel::new(vec![]);
         let mut history = vec![Message::User { content: "go".into() }];
         let outcome = run_turn(
             &mut model,
-            &mut Echo(vec![]),
+            &mut RecordingTools::default(),
             &mut history,
             &mut Quiet(vec![]),
             &Limits { max_turns: 3 },

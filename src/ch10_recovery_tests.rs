@@ -1,12 +1,11 @@
 //! Tests of chapter 10: the status of a session that stopped, and resuming it.
 
 use super::*;
-use crate::ch02_loop::{Limits, Model, Outcome, Reply, Request, ToolOutput, Tools, run_turn};
+use crate::ch02_loop::{Limits, Outcome, Reply, run_turn};
 use crate::ch05_sessions::tests::call;
 use crate::ch05_sessions::{FORMAT_VERSION, MemoryLog, Recorder, SessionStore};
 use crate::ch09_journal::write_synthetic_journal;
 use crate::testkit::tempdir::TempDir;
-use serde_json::Value;
 use std::time::Instant;
 
 fn session(bodies: Vec<Body>) -> Vec<Record> {
@@ -175,27 +174,7 @@ fn calls_that_never_started_are_answered_not_run_without_acknowledgement() {
     assert_eq!(plan.history.len(), 4);
 }
 
-struct Answers(Vec<Reply>, Vec<usize>);
-impl Model for Answers {
-    fn complete(
-        &mut self,
-        request: &Request,
-        _: &mut dyn crate::ch02_loop::Observer,
-    ) -> Result<Reply, Error> {
-        self.1.push(request.messages.len());
-        Ok(self.0.remove(0))
-    }
-}
-struct CountRuns(Vec<String>);
-impl Tools for CountRuns {
-    fn schemas(&self) -> Vec<Value> {
-        Vec::new()
-    }
-    fn run(&mut self, call: &ToolCall) -> ToolOutput {
-        self.0.push(call.id.clone());
-        ToolOutput { content: "ran".into(), status: ToolStatus::Ok }
-    }
-}
+use crate::ch02_loop::fakes::{RecordingTools, ScriptedModel};
 
 #[test]
 fn a_crashed_session_resumes_from_disk_without_running_anything_again() {
@@ -217,12 +196,12 @@ fn a_crashed_session_resumes_from_disk_without_running_anything_again() {
     assert_eq!(plan.root, temp.path());
     let mut history = plan.history.clone();
     let mut recorder = Recorder::new(journal);
-    let mut model = Answers(vec![Reply { content: Some("checked".into()), ..Reply::default() }], vec![]);
-    let mut tools = CountRuns(vec![]);
+    let mut model = ScriptedModel::new(vec![Reply { content: Some("checked".into()), ..Reply::default() }]);
+    let mut tools = RecordingTools::default();
     let outcome = run_turn(&mut model, &mut tools, &mut history, &mut recorder, &Limits { max_turns: 3 });
     assert!(matches!(outcome, Outcome::Completed(_)));
-    assert!(tools.0.is_empty(), "no tool runs again");
-    assert_eq!(model.1, [3]);
+    assert!(tools.calls.is_empty(), "no tool runs again");
+    assert_eq!(model.sent, [3]);
     drop(recorder);
 
     let after = status_of(&path).unwrap();

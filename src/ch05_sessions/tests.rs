@@ -2,30 +2,16 @@
 
 use super::ids::civil_from_days;
 use super::*;
-use crate::ch02_loop::{Error, Event, Message, Observer, ToolCall, ToolStatus, Usage};
-use crate::ch02_loop::{Limits, Model, Outcome, Reply, Request, ToolOutput, Tools, run_turn};
+use crate::ch02_loop::{Event, Message, Observer, ToolCall, ToolStatus, Usage};
+use crate::ch02_loop::{Limits, Outcome, Reply, ToolOutput, run_turn};
 use crate::testkit::tempdir::TempDir;
-use serde_json::Value;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
-struct Scripted(Vec<Reply>);
-impl Model for Scripted {
-    fn complete(&mut self, _: &Request, _: &mut dyn Observer) -> Result<Reply, Error> {
-        Ok(self.0.remove(0))
-    }
-}
-struct Echo;
-impl Tools for Echo {
-    fn schemas(&self) -> Vec<Value> {
-        Vec::new()
-    }
-    fn run(&mut self, call: &ToolCall) -> ToolOutput {
-        ToolOutput { content: format!("ran {} {}", call.name, call.arguments), status: ToolStatus::Ok }
-    }
-}
+use crate::ch02_loop::fakes::{RecordingTools, ScriptedModel};
+
 pub(crate) fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
     ToolCall { id: id.into(), name: name.into(), arguments: arguments.into() }
 }
@@ -41,7 +27,7 @@ fn a_recorded_turn_replays_to_the_same_history() {
         recorder.message(message).unwrap();
     }
     let usage = Some(Usage { prompt_tokens: 10, completion_tokens: 3 });
-    let mut model = Scripted(vec![
+    let mut model = ScriptedModel::new(vec![
         Reply {
             content: Some("looking".into()),
             tool_calls: vec![call("a", "list_files", "{}"), call("b", "read_file", r#"{"path":"x"}"#)],
@@ -50,7 +36,13 @@ fn a_recorded_turn_replays_to_the_same_history() {
         },
         Reply { content: Some("done".into()), ..Reply::default() },
     ]);
-    let outcome = run_turn(&mut model, &mut Echo, &mut history, &mut recorder, &Limits { max_turns: 5 });
+    let outcome = run_turn(
+        &mut model,
+        &mut RecordingTools::default(),
+        &mut history,
+        &mut recorder,
+        &Limits { max_turns: 5 },
+    );
     assert!(matches!(outcome, Outcome::Completed(_)));
 
     let records = recorder.into_log().0;

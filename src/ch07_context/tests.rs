@@ -4,10 +4,9 @@ use super::shrink::*;
 use super::*;
 use super::{compacting::*, record::*, stats::*};
 use crate::ch02_loop::{
-    Error, Event, Limits, Message, Model, Observer, Outcome, Reply, Request, ToolCall, ToolOutput,
-    ToolStatus, Tools, Usage, run_turn,
+    Error, Event, Limits, Message, Model, Observer, Outcome, Reply, Request, ToolCall, Usage, run_turn,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// A scripted inner model: answers summary requests with `summary`, anything else with
 /// "ok" and `usage`; records what it was sent.
@@ -341,23 +340,9 @@ fn manual_compaction_keeps_the_last_user_turn() {
 
 #[test]
 fn stats_count_requests_tokens_and_tool_calls() {
-    struct Script(Vec<Reply>);
-    impl Model for Script {
-        fn complete(&mut self, _: &Request, _: &mut dyn Observer) -> Result<Reply, Error> {
-            Ok(self.0.remove(0))
-        }
-    }
-    struct Ok2;
-    impl Tools for Ok2 {
-        fn schemas(&self) -> Vec<Value> {
-            Vec::new()
-        }
-        fn run(&mut self, _: &ToolCall) -> ToolOutput {
-            ToolOutput { content: "fine".into(), status: ToolStatus::Ok }
-        }
-    }
+    use crate::ch02_loop::fakes::{RecordingTools, ScriptedModel};
     let call = |id: &str| ToolCall { id: id.into(), name: "bash".into(), arguments: "{}".into() };
-    let mut model = Script(vec![
+    let mut model = ScriptedModel::new(vec![
         Reply {
             tool_calls: vec![call("a"), call("b")],
             usage: Some(Usage { prompt_tokens: 100, completion_tokens: 10 }),
@@ -368,7 +353,13 @@ fn stats_count_requests_tokens_and_tool_calls() {
     let mut stats = Stats::new();
     let mut history = vec![Message::User { content: "go".into() }];
     stats.event(Event::Message(&history[0])).expect("counted");
-    let outcome = run_turn(&mut model, &mut Ok2, &mut history, &mut stats, &Limits { max_turns: 5 });
+    let outcome = run_turn(
+        &mut model,
+        &mut RecordingTools::default(),
+        &mut history,
+        &mut stats,
+        &Limits { max_turns: 5 },
+    );
     assert!(matches!(outcome, Outcome::Completed(_)));
     assert_eq!((stats.requests, stats.tool_calls, stats.estimated_replies), (2, 2, 1));
     // The second reply had no usage: its prompt is the estimate of the four messages before it.
