@@ -1,7 +1,8 @@
 //! Test doubles for chapter 2's seams, one copy for every chapter's tests: a model that
-//! replays scripted replies, and tools that run nothing but remember what was asked.
+//! replays scripted replies, tools that run nothing but remember what was asked, and an
+//! observer that shows nothing.
 
-use super::{Error, Model, Observer, Reply, Request, ToolCall, ToolOutput, ToolStatus, Tools};
+use super::{Error, Event, Model, Observer, Reply, Request, ToolCall, ToolOutput, ToolStatus, Tools};
 use serde_json::Value;
 
 /// Replays `replies` in order (a model error once they run out) and records how many
@@ -49,5 +50,19 @@ impl Tools for RecordingTools {
     fn run(&mut self, call: &ToolCall) -> ToolOutput {
         self.calls.push(call.clone());
         ToolOutput { content: format!("ran {} {}", call.name, call.arguments), status: ToolStatus::Ok }
+    }
+}
+
+/// Shows nothing; hands over its lines as typed-ahead input at the first chance.
+#[derive(Default)]
+pub(crate) struct Quiet(pub(crate) Vec<String>);
+
+impl Observer for Quiet {
+    fn event(&mut self, _: Event) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn queued_input(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.0)
     }
 }

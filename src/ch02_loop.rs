@@ -438,17 +438,8 @@ mod tests {
         assert_eq!(describe_call(&call("odd", "not json")), "odd");
     }
 
-    use super::fakes::{RecordingTools, ScriptedModel};
+    use super::fakes::{Quiet, RecordingTools, ScriptedModel};
 
-    struct Quiet(Vec<String>);
-    impl Observer for Quiet {
-        fn event(&mut self, _: Event) -> Result<(), Error> {
-            Ok(())
-        }
-        fn queued_input(&mut self) -> Vec<String> {
-            std::mem::take(&mut self.0)
-        }
-    }
     fn call(id: &str, name: &str) -> ToolCall {
         ToolCall { id: id.into(), name: name.into(), arguments: "{}".into() }
     }

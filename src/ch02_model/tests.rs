@@ -2,18 +2,13 @@
 //! interrupts.
 
 use super::*;
-use crate::ch02_loop::{Event, Message, ToolCall, Usage};
+use crate::ch02_loop::{Message, ToolCall, Usage};
 use crate::testkit::scripted_server::{ScriptedServer, Step};
 use serde_json::Value;
 use serde_json::json;
 use std::time::UNIX_EPOCH;
 
-struct Quiet;
-impl Observer for Quiet {
-    fn event(&mut self, _: Event) -> Result<(), Error> {
-        Ok(())
-    }
-}
+use crate::ch02_loop::fakes::Quiet;
 
 fn client(server: &ScriptedServer) -> ChatClient {
     ChatClient::new(ClientConfig { base_url: server.url.clone(), api_key: None, model: "m".into() })
@@ -23,7 +18,8 @@ fn client(server: &ScriptedServer) -> ChatClient {
 fn ask(steps: Vec<Step>) -> (Result<Reply, Error>, Vec<Value>) {
     let server = ScriptedServer::scripted(steps).expect("server starts");
     let messages = [Message::User { content: "hi".into() }];
-    let result = client(&server).complete(&Request { messages: &messages, tools: &[] }, &mut Quiet);
+    let result =
+        client(&server).complete(&Request { messages: &messages, tools: &[] }, &mut Quiet::default());
     (result, server.requests())
 }
 
@@ -129,7 +125,8 @@ fn a_refused_connection_names_the_url() {
         model: "m".into(),
     })
     .expect("client");
-    let error = client.complete(&Request { messages: &[], tools: &[] }, &mut Quiet).expect_err("refused");
+    let error =
+        client.complete(&Request { messages: &[], tools: &[] }, &mut Quiet::default()).expect_err("refused");
     assert!(matches!(error, Error::Refused(_)), "{error:?}");
     let text = error.to_string();
     assert!(
@@ -149,7 +146,9 @@ fn the_request_carries_roles_tool_pairing_and_tools() {
         Message::Tool { tool_call_id: "call_1".into(), content: "a.txt".into() },
     ];
     let tools = [json!({"type": "function", "function": {"name": "bash"}})];
-    client(&server).complete(&Request { messages: &messages, tools: &tools }, &mut Quiet).expect("ok");
+    client(&server)
+        .complete(&Request { messages: &messages, tools: &tools }, &mut Quiet::default())
+        .expect("ok");
     assert_eq!(
         server.requests(),
         vec![json!({"model": "m", "tools": tools, "messages": [
@@ -180,7 +179,8 @@ fn ctrl_c_abandons_a_request_the_server_never_answers() {
             crate::ch02_loop::set_interrupted(true);
         });
         let messages = [Message::User { content: "hi".into() }];
-        let result = client(&server).complete(&Request { messages: &messages, tools: &[] }, &mut Quiet);
+        let result =
+            client(&server).complete(&Request { messages: &messages, tools: &[] }, &mut Quiet::default());
         assert!(matches!(result, Err(Error::Interrupted)), "{result:?}");
         let pressed_at = pressed.lock().expect("lock").expect("Ctrl+C was pressed");
         println!("figure: request abandoned {:?} after Ctrl+C", pressed_at.elapsed());
@@ -193,7 +193,7 @@ fn ask_within(idle: Duration, steps: Vec<Step>) -> (Result<Reply, Error>, Durati
     let started = std::time::Instant::now();
     let result = client(&server)
         .with_idle_timeout(idle)
-        .complete(&Request { messages: &messages, tools: &[] }, &mut Quiet);
+        .complete(&Request { messages: &messages, tools: &[] }, &mut Quiet::default());
     (result, started.elapsed())
 }
 
@@ -240,7 +240,7 @@ fn a_server_that_stops_taking_the_request_hits_the_idle_timeout() {
         .with_idle_timeout(Duration::from_millis(300));
     let messages = [Message::User { content: "x".repeat(32 << 20) }];
     let started = std::time::Instant::now();
-    let error = client.clone().complete(&Request { messages: &messages, tools: &[] }, &mut Quiet);
+    let error = client.clone().complete(&Request { messages: &messages, tools: &[] }, &mut Quiet::default());
     let took = started.elapsed();
     let error = error.expect_err("stuck").to_string();
     assert!(

@@ -3,7 +3,7 @@ use super::journal::*;
 use super::runner::*;
 use super::scenario::*;
 use super::script::*;
-use crate::ch02_loop::{Error, Event, Observer, Reply, ToolCall};
+use crate::ch02_loop::{Reply, ToolCall};
 use crate::ch11_streaming::StreamAssembler;
 use crate::testkit::tempdir::TempDir;
 use serde_json::{Value, json};
@@ -169,17 +169,12 @@ fn a_killed_or_timed_out_run_says_so() {
     );
 }
 
-struct Ignore;
-impl Observer for Ignore {
-    fn event(&mut self, _: Event) -> Result<(), Error> {
-        Ok(())
-    }
-}
+use crate::ch02_loop::fakes::Quiet as Ignore;
 
 fn assemble(chunks: &[String]) -> StreamAssembler {
     let mut assembler = StreamAssembler::default();
     for chunk in chunks {
-        assembler.apply(chunk, &mut Ignore).expect("a valid chunk");
+        assembler.apply(chunk, &mut Ignore::default()).expect("a valid chunk");
     }
     assembler
 }
