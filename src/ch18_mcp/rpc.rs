@@ -210,7 +210,23 @@ impl Connection {
         if written.is_err() {
             self.broken = true;
         }
-        written
+        match written {
+            // The server is gone: say how it ended (its exit status), not which pipe broke.
+            Err(RpcError::Closed(how)) if how == BROKEN_PIPE => {
+                Err(RpcError::Closed(self.ended_after_broken_pipe()))
+            }
+            written => written,
+        }
+    }
+
+    /// [`Connection::how_it_ended`] for a server whose input pipe broke: it has exited or is
+    /// exiting, so wait a moment for its status (a race the write just lost).
+    fn ended_after_broken_pipe(&mut self) -> String {
+        let until = Instant::now() + Duration::from_millis(500);
+        while Instant::now() < until && matches!(self.child.try_wait(), Ok(None)) {
+            thread::sleep(Duration::from_millis(5));
+        }
+        self.how_it_ended()
     }
 
     /// "exited with status 3", "killed by signal 9", or "closed its output".
@@ -262,6 +278,10 @@ fn set_nonblocking(stdin: &ChildStdin) -> io::Result<()> {
     if done { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
 
+/// What [`write_before`] says when the server's end of the pipe is gone; the connection then
+/// asks the process how it ended.
+const BROKEN_PIPE: &str = "the server stopped reading its input";
+
 /// Writes all of `bytes` to the server's stdin before `deadline`, waiting with `poll` while
 /// the pipe is full; Ctrl+C stops the wait.
 fn write_before(stdin: &mut Option<ChildStdin>, bytes: &[u8], deadline: Instant) -> Result<(), RpcError> {
@@ -286,6 +306,9 @@ fn write_before(stdin: &mut Option<ChildStdin>, bytes: &[u8], deadline: Instant)
                 let wait = left.min(POLL).as_millis() as i32;
                 // SAFETY: one valid pollfd, and we say so.
                 unsafe { libc::poll(&mut poll_fd, 1, wait.max(1)) };
+            }
+            Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
+                return Err(RpcError::Closed(BROKEN_PIPE.into()));
             }
             Err(error) => return Err(RpcError::Write(format!("writing to the server: {error}"))),
         }
