@@ -7,24 +7,13 @@
 //! `MINI_AGENT_ROBUSTNESS_SEED=<n>` replays it and `MINI_AGENT_ROBUSTNESS_CASES=<n>` scales
 //! how many cases run.
 
-use crate::ch02_loop::{Error, Event, Observer, Reply, ToolCall, Usage};
+use crate::ch02_loop::{Error, Reply, ToolCall, Usage};
 use crate::ch11_streaming::{SseEvent, SseParser, StreamAssembler};
 use crate::testkit::xorshift::{XorShift, cases, nested_json};
 use serde_json::json;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-/// Collects the text deltas the assembler reports.
-#[derive(Default)]
-struct Deltas(String);
-
-impl Observer for Deltas {
-    fn event(&mut self, event: Event) -> Result<(), Error> {
-        if let Event::TextDelta(text) = event {
-            self.0.push_str(text);
-        }
-        Ok(())
-    }
-}
+use super::tests::Seen as Deltas;
 
 /// A stream as real servers write it: a role chunk, text in pieces, two tool calls whose
 /// fragments interleave by `index`, a finish reason, usage in a chunk with `choices: []`,
@@ -145,7 +134,7 @@ fn any_split_of_a_stream_gives_the_same_events_and_reply() {
         assert!(error.is_none(), "{error:?}");
         assert!(assembler.is_complete());
         assert_eq!(assembler.into_reply().expect("a complete reply"), expected_reply());
-        assert_eq!(deltas.0, "Reading both, 数据 ✓.");
+        assert_eq!(deltas.deltas.concat(), "Reading both, 数据 ✓.");
     }
 }
 
@@ -159,7 +148,11 @@ fn every_cut_of_a_stream_is_incomplete_or_whole_never_a_panic() {
         let mut deltas = Deltas::default();
         let (assembler, error) = assemble(&events, &mut deltas);
         assert!(error.is_none(), "cut at {cut}: whole events are valid chunks: {error:?}");
-        assert!("Reading both, 数据 ✓.".starts_with(&deltas.0), "cut at {cut}: text {:?}", deltas.0);
+        assert!(
+            "Reading both, 数据 ✓.".starts_with(&deltas.deltas.concat()),
+            "cut at {cut}: {:?}",
+            deltas.deltas
+        );
         if cut < finish_at {
             // The client must report this as a cut stream, not as a reply.
             assert!(!assembler.is_complete(), "complete after only {cut} bytes");

@@ -7,9 +7,10 @@ use crate::testkit::scripted_server::{ScriptedServer, Step};
 use serde_json::json;
 
 /// Records text deltas and notices.
+/// Collects what the assembler reports: text deltas and notices (the properties use it too).
 #[derive(Default)]
-struct Seen {
-    deltas: Vec<String>,
+pub(super) struct Seen {
+    pub(super) deltas: Vec<String>,
     notices: Vec<(String, String)>,
 }
 impl Observer for Seen {
