@@ -6,6 +6,7 @@
 //! cargo run --release --bin build-guide -- --check   # every check; exit 1 with file:line lines
 //! cargo run --release --bin build-guide -- --accept 03-tools.md#dispatch   # record a translation
 //! cargo run --release --bin build-guide -- --stats   # reading cost: words, characters, code lines
+//! cargo run --release --bin build-guide -- --run-examples target/snapshots  # run every "Run it"
 //! ```
 //!
 //! It is a package of its own, `scripts/guide/Cargo.toml` (this file is its binary, its
@@ -38,6 +39,10 @@
 //!   marker lines dropped, dedented) under a caption naming the file and anchor. Every anchor in
 //!   `src/` is included by some chapter, and both languages include the same anchors in the same
 //!   order (a top-level listing is then printed once and shared by both languages).
+//! * A listing is at most 50 lines; chapter-state attributes (`#[cfg(feature = "ch08")]`) are
+//!   hidden (see `guide/anchors.rs`, `guide/listings.rs`).
+//! * "Run it" shows ```` ```console ```` blocks, `$ command` then its output, that
+//!   `--run-examples` runs against each chapter's state (rules and masks: `guide/examples.rs`).
 //! * Other fenced blocks name their language: `toml`, `sh` (or `console`), `json` (or
 //!   `jsonl`), `text`. Indented code blocks are refused (they cannot name a language).
 //! * Links: `[text](#id)` within the chapter, `[text](03-tools.md#id)` or `[text](03-tools.md)`
@@ -145,6 +150,8 @@ mod chapters;
 mod compare;
 #[path = "guide/diagrams.rs"]
 mod diagrams;
+#[path = "guide/examples.rs"]
+mod examples;
 #[path = "guide/glossary.rs"]
 mod glossary;
 #[path = "guide/highlight.rs"]
@@ -344,6 +351,7 @@ pub fn build(root: &Path) -> Build {
     let sources = read_sources(root, &mut diagnostics);
     compare::languages(&sources.languages, &mut diagnostics);
     shape::check_book(root, &sources.languages, &mut diagnostics);
+    examples::compare_languages(&sources.languages, &mut diagnostics);
     let records = translations::load(root, &mut diagnostics);
     translations::check(&records, &pairs(&sources.languages), &mut diagnostics);
 
@@ -507,7 +515,8 @@ fn repository_root() -> PathBuf {
     }
 }
 
-const USAGE: &str = "usage: build-guide [--check | --stats | --accept [NN-slug.md[#id]]...]";
+const USAGE: &str =
+    "usage: build-guide [--check | --stats | --accept [NN-slug.md[#id]]... | --run-examples DIR]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -562,6 +571,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some("--run-examples") => examples::main(&root, &args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             ExitCode::SUCCESS

@@ -111,6 +111,8 @@ fn build_with_budget(root: &Path, inline_budget: usize) -> (String, SkillSet) {
         Some(Ok(None)) | None => {}
     }
 
+    // ANCHOR_END: build
+    // ANCHOR: build_skills
     let skills = workspace.map(|w| load_skills(&w, &mut warnings)).unwrap_or_default();
     let total: usize = skills.iter().map(|skill| skill.body.len()).sum();
     let mode = if total <= inline_budget { SkillMode::Inline } else { SkillMode::OnDemand };
@@ -136,7 +138,7 @@ fn build_with_budget(root: &Path, inline_budget: usize) -> (String, SkillSet) {
     let prompt_bytes = prompt.len();
     (prompt, SkillSet { skills, mode, agents_md, prompt_bytes, warnings })
 }
-// ANCHOR_END: build
+// ANCHOR_END: build_skills
 
 /// Skills come from `skills/*.md` and `skills/*/SKILL.md`, sorted by name; the first of two
 /// skills with the same name wins. Each file is read like `AGENTS.md`: confined, regular,
@@ -320,6 +322,8 @@ impl<T: Tools> WithSkills<T> {
     }
 }
 
+// ANCHOR_END: with_skills
+// ANCHOR: with_skills_tools
 impl<T: Tools> Tools for WithSkills<T> {
     fn schemas(&self) -> Vec<Value> {
         let mut schemas = self.inner.schemas();
@@ -348,7 +352,7 @@ impl<T: Tools> Tools for WithSkills<T> {
         }
     }
 }
-// ANCHOR_END: with_skills
+// ANCHOR_END: with_skills_tools
 
 #[cfg(test)]
 mod tests {

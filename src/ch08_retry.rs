@@ -111,6 +111,8 @@ fn decide(error: Error, attempt: u32, max_retries: u32) -> Result<Retry, Error> 
         | Error::Io { .. }
         | Error::Session(_) => return Err(error),
     };
+    // ANCHOR_END: decide
+    // ANCHOR: decide_wait
     let give_up = |why: Option<String>| {
         let message = match why {
             Some(why) => format!("{message} ({why})"),
@@ -142,7 +144,7 @@ fn decide(error: Error, attempt: u32, max_retries: u32) -> Result<Retry, Error> 
     };
     Ok(Retry { wait, reason: format!("{status} {message}") })
 }
-// ANCHOR_END: decide
+// ANCHOR_END: decide_wait
 
 // ANCHOR: backoff
 /// Exponential backoff with "equal jitter": half the delay is fixed, half is random.

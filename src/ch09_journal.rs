@@ -71,6 +71,8 @@ impl Journal {
         Ok(journal)
     }
 
+    // ANCHOR_END: journal
+    // ANCHOR: journal_open
     /// Opens an existing session to continue it: locks it, reads every record, and cuts a
     /// torn last line off the file (the returned `Loaded::warning` says so).
     pub fn open(path: &Path) -> Result<(Journal, Loaded), Error> {
@@ -109,6 +111,8 @@ impl Journal {
     }
 }
 
+// ANCHOR_END: journal_open
+// ANCHOR: journal_append
 impl Append for Journal {
     /// Writes the record as one line with one `write`, then `sync_data`: when this returns
     /// `Ok`, the record survives a crash.
@@ -135,7 +139,7 @@ impl Append for Journal {
         Ok(seq)
     }
 }
-// ANCHOR_END: journal
+// ANCHOR_END: journal_append
 
 fn id_of(path: &Path) -> String {
     path.file_stem().map_or_else(|| path.display().to_string(), |stem| stem.to_string_lossy().into_owned())
@@ -213,6 +217,8 @@ pub fn read_journal(path: &Path) -> Result<Loaded, Error> {
     parse_journal(path, &bytes, "it is ignored, and will be cut off when the session is resumed")
 }
 
+// ANCHOR_END: reader
+// ANCHOR: parse_journal
 fn parse_journal(path: &Path, bytes: &[u8], torn_action: &str) -> Result<Loaded, Error> {
     let mut records = Vec::new();
     let mut good_len = 0usize;
@@ -253,6 +259,7 @@ fn parse_journal(path: &Path, bytes: &[u8], torn_action: &str) -> Result<Loaded,
     Ok(Loaded { records, warning, good_len: good_len as u64 })
 }
 
+// ANCHOR_END: parse_journal
 /// A line can parse and still be wrong for its place: the first must be the header of a
 /// format version we know.
 fn check_record(path: &Path, number: usize, record: &Record) -> Result<(), Error> {
@@ -268,7 +275,6 @@ fn check_record(path: &Path, number: usize, record: &Record) -> Result<(), Error
         _ => Ok(()),
     }
 }
-// ANCHOR_END: reader
 
 // ANCHOR: measure
 /// Appends `count` records to a fresh journal in `dir` and returns records per second.

@@ -75,6 +75,8 @@ struct OpenCalls {
     not_run: Vec<ToolCall>,
 }
 
+// ANCHOR_END: state
+// ANCHOR: open_calls
 /// Follows every call from the assistant message that asked for it to its result.
 fn open_calls(records: &[Record]) -> OpenCalls {
     // Few calls are open at any moment, so a list beats a map here.
@@ -109,6 +111,8 @@ fn open_calls(records: &[Record]) -> OpenCalls {
     OpenCalls { unknown, interrupted, not_run: never.into_iter().map(|(call, _)| call).collect() }
 }
 
+// ANCHOR_END: open_calls
+// ANCHOR: state_of
 fn state_of(records: &[Record]) -> SessionState {
     let open = open_calls(records);
     if !open.unknown.is_empty() {
@@ -140,7 +144,7 @@ fn state_of(records: &[Record]) -> SessionState {
     }
     SessionState::New
 }
-// ANCHOR_END: state
+// ANCHOR_END: state_of
 
 // ANCHOR: status
 /// Everything `--status` prints.
@@ -163,6 +167,8 @@ pub struct SessionStatus {
     pub in_use_by: Option<u32>,
 }
 
+// ANCHOR_END: status
+// ANCHOR: status_fn
 /// The status of a session, from its records (the first must be the `session` header).
 pub fn status(records: &[Record]) -> Result<SessionStatus, Error> {
     let header = header(records)?;
@@ -197,7 +203,7 @@ pub fn status_of(path: &Path) -> Result<SessionStatus, Error> {
     status.in_use_by = lock_holder_of(path);
     Ok(status)
 }
-// ANCHOR_END: status
+// ANCHOR_END: status_fn
 
 impl fmt::Display for SessionStatus {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -328,6 +334,8 @@ pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<R
     })
 }
 
+// ANCHOR_END: resume
+// ANCHOR: resume_open
 /// Opens the journal at `path` for `-c` / `--resume`, checks it can continue, and appends
 /// the synthetic results: the journal comes back locked, repaired and ready to record.
 pub fn resume(path: &Path, acknowledge_unknown: bool) -> Result<(Journal, ResumePlan), Error> {
@@ -343,7 +351,7 @@ pub fn resume(path: &Path, acknowledge_unknown: bool) -> Result<(Journal, Resume
     plan.warning = [loaded.warning, removed].into_iter().flatten().reduce(|a, b| format!("{a}; {b}"));
     Ok((journal, plan))
 }
-// ANCHOR_END: resume
+// ANCHOR_END: resume_open
 
 struct Header<'a> {
     id: &'a str,

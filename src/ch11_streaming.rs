@@ -54,6 +54,8 @@ pub struct SseParser {
 /// server that sends an endless line must not take the machine's memory with it.
 pub(crate) const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
+// ANCHOR_END: sse
+// ANCHOR: sse_feed
 impl SseParser {
     pub fn new() -> Self {
         Self::default()
@@ -81,6 +83,8 @@ impl SseParser {
         events
     }
 
+    // ANCHOR_END: sse_feed
+    // ANCHOR: sse_line
     fn line_ended(&mut self, line: &str) -> Option<SseEvent> {
         if line.is_empty() {
             // A blank line dispatches the event gathered so far.
@@ -107,7 +111,7 @@ impl SseParser {
         None
     }
 }
-// ANCHOR_END: sse
+// ANCHOR_END: sse_line
 
 // ANCHOR: assembler
 /// Builds a reply from the chunks of a streamed Chat Completion.
@@ -137,6 +141,8 @@ struct PartialCall {
     arguments: String,
 }
 
+// ANCHOR_END: assembler
+// ANCHOR: assembler_apply
 impl StreamAssembler {
     /// Applies one event's data; new text is reported as `TextDelta` as soon as it is known.
     pub fn apply(&mut self, data: &str, observer: &mut dyn Observer) -> Result<(), Error> {
@@ -184,6 +190,8 @@ impl StreamAssembler {
         Ok(())
     }
 
+    // ANCHOR_END: assembler_apply
+    // ANCHOR: add_fragment
     fn add_fragment(&mut self, fragment: &Value) -> Result<(), Error> {
         let id = fragment.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
         let index = match fragment.get("index").and_then(Value::as_u64) {
@@ -227,6 +235,8 @@ impl StreamAssembler {
         self.count(held + piece.len())
     }
 
+    // ANCHOR_END: add_fragment
+    // ANCHOR: into_reply
     /// Counts gathered bytes against [`MAX_REPLY_BYTES`], the cap of a non-streamed reply.
     fn count(&mut self, bytes: usize) -> Result<(), Error> {
         self.received += bytes;
@@ -267,7 +277,7 @@ impl StreamAssembler {
         parts.join(", ")
     }
 }
-// ANCHOR_END: assembler
+// ANCHOR_END: into_reply
 
 // ANCHOR: client
 /// A Model that streams: the same request as chapter 2 plus `stream: true`.
@@ -301,6 +311,8 @@ enum Piece {
     Failed(Error),
 }
 
+// ANCHOR_END: client
+// ANCHOR: client_wait
 impl Model for StreamingClient {
     fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
         let body = self.client.request_body(request, true);
@@ -334,6 +346,8 @@ impl Model for StreamingClient {
                     Piece::Failed(Error::Network("the streaming thread stopped unexpectedly".into()))
                 }
             };
+            // ANCHOR_END: client_wait
+            // ANCHOR: client_events
             match piece {
                 Piece::Bytes(bytes) => {
                     last_data = Instant::now();
@@ -358,6 +372,8 @@ impl Model for StreamingClient {
                         }
                     }
                 }
+                // ANCHOR_END: client_events
+                // ANCHOR: client_end
                 Piece::Whole(text) => {
                     let whole = parse_reply(&text)?;
                     if let Some(text) = &whole.content {
@@ -397,7 +413,7 @@ fn cut_off(reply: &StreamAssembler, error: Error, observer: &mut dyn Observer) -
     }
     error
 }
-// ANCHOR_END: client
+// ANCHOR_END: client_end
 
 // ANCHOR: worker
 /// Sends the request on a worker thread that forwards the body as it arrives. The caller can

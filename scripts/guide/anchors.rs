@@ -2,7 +2,10 @@
 //!
 //! A region is the lines between `// ANCHOR: name` and `// ANCHOR_END: name` in a file under
 //! `src/`. Regions may nest or overlap; marker lines inside a region are dropped when it is
-//! shown, and the region is dedented so a method reads as if it stood at the margin. The scan
+//! shown, and the region is dedented so a method reads as if it stood at the margin. So are the
+//! chapter-state attributes (`#[cfg(feature = "ch08")]`, `#[cfg(not(feature = …))]`,
+//! `#[cfg(all(…feature…))]` alone on a line, and any `#![cfg…]`): they say which chapter a
+//! piece belongs to, which the book already says around the listing; other attributes stay. The scan
 //! reports every marker problem with its file and line, and remembers where each anchor starts
 //! so an anchor no chapter includes can be named too.
 
@@ -131,9 +134,21 @@ fn is_valid_name(name: &str) -> bool {
     !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// The shown text of a region: marker lines dropped, blank edges trimmed, common indent removed.
+/// A line that only says which chapter states compile the next item: `#[cfg(feature = "ch08")]`,
+/// `#[cfg(not(feature = "ch08"))]`, `#[cfg(all(unix, feature = "ch08"))]`, `#![cfg(…)]`.
+/// `#[cfg(test)]` and `#[cfg(unix)]` are part of the code a reader should see.
+pub fn is_state_attribute(line: &str) -> bool {
+    let trimmed = line.trim();
+    let single = trimmed.ends_with(']') && trimmed.matches('[').count() == 1;
+    single
+        && (trimmed.starts_with("#![cfg") || (trimmed.starts_with("#[cfg(") && trimmed.contains("feature")))
+}
+
+/// The shown text of a region: marker lines and chapter-state attributes dropped, blank edges
+/// trimmed, common indent removed.
 fn region(lines: &[&str]) -> String {
-    let kept: Vec<&str> = lines.iter().copied().filter(|line| marker(line).is_none()).collect();
+    let kept: Vec<&str> =
+        lines.iter().copied().filter(|line| marker(line).is_none() && !is_state_attribute(line)).collect();
     let first = kept.iter().position(|line| !line.trim().is_empty());
     let last = kept.iter().rposition(|line| !line.trim().is_empty());
     let (Some(first), Some(last)) = (first, last) else {
@@ -167,6 +182,18 @@ mod tests {
         assert_eq!(anchors["outer"].code, "fn b() {\n    c();\n}\n");
         assert_eq!(anchors["outer"].line, 2);
         assert_eq!(anchors["inner"].code, "c();\n");
+    }
+
+    #[test]
+    fn chapter_state_attributes_are_hidden_and_other_attributes_stay() {
+        let text = "// ANCHOR: a\n#![cfg(feature = \"ch03\")]\n#[cfg(feature = \"ch08\")]\nfn retry() {}\n    #[cfg(not(feature = \"ch11\"))]\n    #[cfg(all(unix, feature = \"ch04\"))]\n#[cfg(test)]\n#[cfg(unix)]\n#[derive(Debug)]\n#[cfg(feature = \"ch08\")] fn inline() {}\n// ANCHOR_END: a\n";
+        let mut diagnostics = Vec::new();
+        let anchors = scan_file("src/x.rs", text, &mut diagnostics);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        assert_eq!(
+            anchors["a"].code,
+            "fn retry() {}\n#[cfg(test)]\n#[cfg(unix)]\n#[derive(Debug)]\n#[cfg(feature = \"ch08\")] fn inline() {}\n"
+        );
     }
 
     #[test]

@@ -558,3 +558,42 @@ fn reading_cost_counts_english_words_chinese_characters_and_code_lines() {
     assert!(table.contains("01-intro.md                   12"), "{table}");
     assert!(table.lines().last().unwrap().ends_with("3            0"), "{table}");
 }
+
+#[test]
+fn a_listing_over_fifty_lines_is_reported_with_its_length_and_state_attributes_do_not_count() {
+    let fixture = Fixture::new("long-listing");
+    let body = |lines: usize| (0..lines).map(|n| format!("    let x{n} = {n};\n")).collect::<String>();
+    let attributes = "#[cfg(feature = \"ch08\")]\n".repeat(10);
+    fixture.write(
+        "src/a.rs",
+        &format!("// ANCHOR: greet\n{attributes}pub fn greet() {{\n{}}}\n// ANCHOR_END: greet\n", body(48)),
+    );
+    assert_eq!(fixture.diagnostics(), Vec::<String>::new(), "50 lines shown, 10 hidden");
+    fixture.write(
+        "src/a.rs",
+        &format!("// ANCHOR: greet\npub fn greet() {{\n{}}}\n// ANCHOR_END: greet\n", body(49)),
+    );
+    fixture.assert_reports("guide/en/01-intro.md:10", "listing src/a.rs:greet is 51 lines; at most 50");
+    fixture.assert_reports("guide/zh/01-intro.md:10", "listing src/a.rs:greet is 51 lines");
+}
+
+#[test]
+fn a_chinese_run_it_block_that_differs_from_the_english_is_reported() {
+    let fixture = Fixture::new("run-it-languages");
+    fixture.edit(
+        "guide/en/01-intro.md",
+        "Some text.\n",
+        "Some text.\n\n## Run it {#intro-run}\n\n```console\n$ mini-agent --demo -p hi\nhello\n```\n",
+    );
+    fixture.edit(
+        "guide/zh/01-intro.md",
+        "一些文字。\n",
+        "一些文字。\n\n## 运行 {#intro-run}\n\n```console\n$ mini-agent --demo -p hi\n你好\n```\n",
+    );
+    fixture.assert_reports(
+        "guide/zh/01-intro.md:12",
+        "\"Run it\" console block 1 differs from guide/en/01-intro.md:12",
+    );
+    fixture.edit("guide/zh/01-intro.md", "你好\n", "hello\n");
+    assert!(!fixture.diagnostics().iter().any(|line| line.contains("Run it")), "{:?}", fixture.diagnostics());
+}

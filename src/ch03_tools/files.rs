@@ -110,6 +110,8 @@ impl Workspace {
         if !directory.metadata().is_ok_and(|m| m.is_dir()) {
             return Err(format!("cannot write `{shown_path}`: its parent is not a directory"));
         }
+        // ANCHOR_END: write_confined
+        // ANCHOR: write_temp
         // Checked again on the directory the kernel actually opened: whatever spelling or
         // symlink led here, this is where the file will land.
         let landing = opened_path(&directory).or_else(|| fs::canonicalize(parent).ok());
@@ -139,7 +141,7 @@ impl Workspace {
             format!("cannot write `{shown_path}`: {error}")
         })
     }
-    // ANCHOR_END: write_confined
+    // ANCHOR_END: write_temp
 
     // ANCHOR: protected
     /// The agent's own records (`.mini_agent/`: journals, saved outputs) are its memory of
@@ -224,6 +226,8 @@ impl Workspace {
                 ));
             }
         }
+        // ANCHOR_END: edit_file
+        // ANCHOR: edit_file_write
         // The size of the result is known before it is made: refuse it before writing a byte.
         let size = (text.len() as u64 - (count * args.old_string.len()) as u64)
             .saturating_add((count as u64).saturating_mul(args.new_string.len() as u64));
@@ -245,7 +249,7 @@ impl Workspace {
             count => format!("edited `{shown_path}`: replaced {count} occurrences"),
         })
     }
-    // ANCHOR_END: edit_file
+    // ANCHOR_END: edit_file_write
 }
 
 fn line_number_at(text: &str, byte: usize) -> usize {

@@ -45,6 +45,7 @@ impl Glob {
     }
 }
 
+// ANCHOR_END: glob
 fn compile(pattern: &str) -> Vec<Token> {
     let chars: Vec<char> = pattern.chars().collect();
     let mut tokens = Vec::with_capacity(chars.len() + 1);
@@ -67,6 +68,7 @@ fn compile(pattern: &str) -> Vec<Token> {
     tokens
 }
 
+// ANCHOR: glob_run
 /// Runs `text` through the automaton of `tokens`: state `i` means "tokens before `i` have
 /// matched the text read so far". O(len(text) · len(tokens)) time, O(len(tokens)) memory.
 fn run(tokens: &[Token], text: &str) -> bool {
@@ -115,7 +117,7 @@ fn close(tokens: &[Token], states: &mut [bool]) {
         }
     }
 }
-// ANCHOR_END: glob
+// ANCHOR_END: glob_run
 
 #[cfg(test)]
 mod tests {

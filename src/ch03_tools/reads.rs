@@ -55,6 +55,8 @@ impl Workspace {
         Ok(Some(WorkspaceFile { text: String::from_utf8_lossy(&bytes).into_owned(), size, cut }))
     }
 
+    // ANCHOR_END: read_workspace_file
+    // ANCHOR: list_workspace_dir
     /// The names in directory `path` with their types (a symlink is reported as a symlink,
     /// not followed), sorted: `Ok(None)` when it does not exist.
     pub fn list_workspace_dir(&self, path: &str) -> Result<Option<Vec<(OsString, FileType)>>, String> {
@@ -76,6 +78,7 @@ impl Workspace {
         Ok(Some(names))
     }
 
+    // ANCHOR_END: list_workspace_dir
     /// Removes the temporary files (`.mini-agent-tmp.<name>.*`) that a write to `path`
     /// left next to it when it was killed mid-write; returns how many.
     pub fn remove_temp_files(&self, path: &str) -> usize {
@@ -93,7 +96,6 @@ impl Workspace {
             .count()
     }
 }
-// ANCHOR_END: read_workspace_file
 
 #[cfg(test)]
 mod tests {

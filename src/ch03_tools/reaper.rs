@@ -29,6 +29,7 @@ pub fn new_mark() -> String {
     format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
+// ANCHOR_END: reaper
 /// Asks the kernel, once, to re-parent orphaned descendants to this process (Linux only).
 fn become_subreaper() {
     #[cfg(target_os = "linux")]
@@ -41,6 +42,7 @@ fn become_subreaper() {
     }
 }
 
+// ANCHOR: kill_escaped
 /// Kills and reaps this process's children that belong to the command run `mark` whose
 /// process group was `group`: those that carry the mark, and those still in the group (killed
 /// with it, but re-parented to us when the shell died: without a `waitpid` they would stay
@@ -72,7 +74,7 @@ pub fn kill_escaped(mark: &str, group: i32) -> usize {
     }
     escaped
 }
-// ANCHOR_END: reaper
+// ANCHOR_END: kill_escaped
 
 /// The children of this process's main thread. An orphan is re-parented to the first live
 /// thread of the subreaper, which is its main thread for as long as the agent runs, so this

@@ -59,6 +59,8 @@ impl Workspace {
         let mut pending = steps_of(requested);
         let mut symlinks_followed = 0;
         let mut missing = false;
+        // ANCHOR_END: resolve
+        // ANCHOR: resolve_walk
         while let Some(step) = pending.pop() {
             let name = match step {
                 // Below a missing directory `..` cannot be applied as the kernel would (there
@@ -102,6 +104,8 @@ impl Workspace {
                 Err(error) => return Err(format!("cannot access `{}`: {error}", shown(path))),
             }
         }
+        // ANCHOR_END: resolve_walk
+        // ANCHOR: resolve_inside
         if resolved.starts_with(&self.root) {
             return Ok(resolved);
         }
@@ -121,7 +125,7 @@ impl Workspace {
             )
         })
     }
-    // ANCHOR_END: resolve
+    // ANCHOR_END: resolve_inside
 
     /// `path` relative to the root, as the model should write it next time.
     pub(super) fn relative(&self, real: &Path) -> String {

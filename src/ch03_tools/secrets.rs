@@ -223,6 +223,8 @@ impl Redactor {
         self.redact_secrets(Cow::Borrowed(text))
     }
 
+    // ANCHOR_END: redactor
+    // ANCHOR: redact_line
     /// For a line the agent itself prints about an error: [`Redactor::redact`], and every
     /// URL user-info too (an error can quote a URL we never saw as a secret).
     pub fn redact_line<'a>(&self, text: &'a str) -> Cow<'a, str> {
@@ -269,7 +271,7 @@ pub fn install(redactor: Redactor) -> &'static Redactor {
 pub fn redactor() -> &'static Redactor {
     PROCESS.get().unwrap_or(&NONE)
 }
-// ANCHOR_END: redactor
+// ANCHOR_END: redact_line
 
 // ANCHOR: stream
 /// Redacts a stream that arrives in pieces: a secret split across two pieces is still

@@ -60,6 +60,8 @@ fn spawn_shell(root: &Path, command: &str, mark: &str, output: io::PipeWriter) -
     // `output` drops here: only the child holds the write end now, so EOF means it is done.
 }
 
+// ANCHOR_END: process_group
+// ANCHOR: terminate_group
 /// Makes `command` start in a session of its own: its own process group, no controlling
 /// terminal. Chapter 13's evaluation starts the agent the same way.
 pub(crate) fn in_new_session(command: &mut Command) {
@@ -97,7 +99,7 @@ fn terminate_group(group: i32, child: &mut Child) {
     signal_group(group, SIGKILL);
     let _ = child.wait();
 }
-// ANCHOR_END: process_group
+// ANCHOR_END: terminate_group
 
 impl Workspace {
     // ANCHOR: bash
@@ -135,6 +137,8 @@ impl Workspace {
                 terminate_group(group, &mut child)
             }
         }
+        // ANCHOR_END: bash
+        // ANCHOR: bash_escaped
         // What left the group (`setsid`, a daemon) was re-parented to us: it ends here too.
         let escaped = kill_escaped(&mark, group);
         let escaped_note = match escaped {
@@ -155,7 +159,7 @@ impl Workspace {
         let (status_line, status) = describe_ending(ending, seconds);
         ToolOutput { content: format!("{output}{note}{escaped_note}\n[{status_line}]"), status }
     }
-    // ANCHOR_END: bash
+    // ANCHOR_END: bash_escaped
 }
 
 /// Reads the command's output on a thread into `capture`; the receiver hears when the pipe

@@ -32,6 +32,8 @@ pub const HELP: &str = "\
 /exit          leave (also Ctrl+C or Ctrl+D at the prompt)
 During a turn: Ctrl+C stops it; lines you type are sent with the next model request.";
 
+// ANCHOR_END: commands
+// ANCHOR: parse_command
 /// `None` when the line is a message, not a command. A path such as `/usr/bin/env is
 /// missing` is a message: a command word has no second slash.
 pub fn parse_command(line: &str) -> Option<Result<Command, String>> {
@@ -58,4 +60,4 @@ pub fn parse_command(line: &str) -> Option<Result<Command, String>> {
     };
     Some(Ok(command))
 }
-// ANCHOR_END: commands
+// ANCHOR_END: parse_command

@@ -80,6 +80,8 @@ pub(crate) fn render_markdown_at(text: &str, look: Look, width: usize) -> String
                 out.push_style(CODE);
                 out.preformatted = true;
             }
+            // ANCHOR_END: markdown
+            // ANCHOR: markdown_lists
             Md::Start(Tag::List(start)) => {
                 if out.lists.is_empty() {
                     out.block();
@@ -100,7 +102,7 @@ pub(crate) fn render_markdown_at(text: &str, look: Look, width: usize) -> String
             }
             Md::Start(Tag::TableHead | Tag::TableRow) => out.table_row(),
             Md::Start(_) => {}
-            // ANCHOR_END: markdown
+            // ANCHOR_END: markdown_lists
             Md::End(TagEnd::Paragraph | TagEnd::HtmlBlock) => out.end_line(),
             Md::End(TagEnd::Heading(_)) => {
                 out.pop_style();

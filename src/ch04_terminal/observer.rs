@@ -159,6 +159,8 @@ impl Observer for TerminalObserver {
                     (None, Some(text)) => self.screen.print(&render_markdown(text, self.screen.look)),
                 }
             }
+            // ANCHOR_END: observer
+            // ANCHOR: observer_tools
             Event::Message(_) => {}
             Event::ToolStarted(call) => {
                 self.spinner = None;
@@ -184,6 +186,8 @@ impl Observer for TerminalObserver {
                     self.screen.status(&indented(&sanitize(&output.content), 40));
                 }
             }
+            // ANCHOR_END: observer_tools
+            // ANCHOR: observer_notices
             Event::Retry { attempt, wait_ms, reason } => {
                 self.spinner = None;
                 let seconds = wait_ms as f64 / 1000.0;
@@ -229,7 +233,7 @@ impl Observer for TerminalObserver {
         lines
     }
 }
-// ANCHOR_END: observer
+// ANCHOR_END: observer_notices
 
 pub(super) fn indented(text: &str, max_lines: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();

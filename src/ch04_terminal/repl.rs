@@ -57,6 +57,8 @@ pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Scree
         if line.trim().is_empty() {
             continue;
         }
+        // ANCHOR_END: repl
+        // ANCHOR: repl_commands
         // A shell habit: `exit` alone would be sent to the model as a task.
         if ["exit", "quit", "exit()", "quit()", ":q"].contains(&line.trim().to_lowercase().as_str()) {
             screen.status("to leave, type /exit or press Ctrl+D (nothing was sent)\n");
@@ -71,6 +73,8 @@ pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Scree
                 Err(error) => screen.status(&format!("error: {}\n", sanitize(&error.to_string()))),
             },
             Some(Err(hint)) => screen.status(&format!("{hint}\n")),
+            // ANCHOR_END: repl_commands
+            // ANCHOR: repl_turn
             None => {
                 set_interrupted(false);
                 let type_ahead = reader.type_ahead();
@@ -109,4 +113,4 @@ pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Scree
         set_interrupted(false);
     }
 }
-// ANCHOR_END: repl
+// ANCHOR_END: repl_turn

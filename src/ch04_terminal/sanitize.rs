@@ -94,6 +94,7 @@ pub fn sanitize_command(command: &str) -> String {
     out
 }
 
+// ANCHOR_END: sanitize_command
 /// What shows as blank space: spaces and tabs of every kind, and the invisible characters
 /// (a Hangul filler is as wide as a letter and draws nothing). Control characters are not
 /// blanks: [`sanitize`] shows them.
@@ -128,7 +129,6 @@ fn squeeze_blanks(line: &str, out: &mut String) {
     }
     flush(&mut run, out);
 }
-// ANCHOR_END: sanitize_command
 
 #[cfg(test)]
 mod tests {

@@ -54,6 +54,8 @@ extern "C" fn on_stop_signal(signal: libc::c_int) {
     }
 }
 
+// ANCHOR_END: stop_signals
+// ANCHOR: stop_signals_install
 /// Makes SIGTERM and SIGHUP stop the running turn the way Ctrl+C does. Called with the
 /// Ctrl+C handler, once at start.
 pub(crate) fn install_stop_handlers() {
@@ -82,4 +84,4 @@ pub(crate) fn at_prompt(waiting: bool) {
     }
     AT_PROMPT.store(waiting, Ordering::SeqCst);
 }
-// ANCHOR_END: stop_signals
+// ANCHOR_END: stop_signals_install

@@ -33,6 +33,8 @@ pub fn question_open(open: bool) {
     *QUESTION_OPEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = open;
 }
 
+// ANCHOR_END: spinner
+// ANCHOR: spinner_thread
 impl Spinner {
     /// `detail` is read at each frame: for `bash`, the last line of output so far.
     pub(crate) fn start(screen: &Screen, label: String, detail: Option<fn() -> String>) -> Spinner {
@@ -80,6 +82,7 @@ impl Spinner {
     }
 }
 
+// ANCHOR_END: spinner_thread
 impl Drop for Spinner {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
@@ -89,4 +92,3 @@ impl Drop for Spinner {
         }
     }
 }
-// ANCHOR_END: spinner

@@ -54,6 +54,8 @@ impl StreamRenderer {
         out
     }
 
+    // ANCHOR_END: stream
+    // ANCHOR: long_prose
     /// A paragraph written as one long line can take many seconds to arrive. Its rows are
     /// shown as soon as they are full, when nothing in them can change any more: the text
     /// up to the last space renders to more than one row, and has no open emphasis, code
@@ -99,6 +101,8 @@ impl StreamRenderer {
         out
     }
 
+    // ANCHOR_END: long_prose
+    // ANCHOR: stream_line
     /// The reply is complete: the last line, and a table still open.
     pub fn finish(&mut self) -> String {
         let rest = std::mem::take(&mut self.partial);
@@ -148,6 +152,7 @@ impl StreamRenderer {
         out
     }
 
+    // ANCHOR_END: stream_line
     fn flush_table(&mut self) -> String {
         if self.table.is_empty() {
             return String::new();
@@ -172,4 +177,3 @@ pub(super) fn without_styles(text: &str) -> String {
     }
     out
 }
-// ANCHOR_END: stream

@@ -50,6 +50,8 @@ impl TypeAhead {
         TypeAheadReader { stop, thread: Some(thread), type_ahead: self.clone() }
     }
 
+    // ANCHOR_END: type_ahead
+    // ANCHOR: read_lines
     fn read_lines(&self, fd: i32, stop: &AtomicBool) {
         let mut pending = Vec::new();
         let mut buffer = [0u8; 4096];
@@ -74,6 +76,8 @@ impl TypeAhead {
         }
     }
 
+    // ANCHOR_END: read_lines
+    // ANCHOR: deliver
     fn decline(&self) {
         let mut queue = self.lock();
         if queue.asking && queue.answer.is_none() {
@@ -93,7 +97,7 @@ impl TypeAhead {
         }
     }
 
-    // ANCHOR_END: type_ahead
+    // ANCHOR_END: deliver
     /// The queued lines that are messages; slash commands stay queued for after the turn.
     pub(crate) fn take_messages(&self) -> Vec<String> {
         let mut queue = self.lock();

@@ -53,6 +53,8 @@ pub enum Body {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
     },
+    // ANCHOR_END: record
+    // ANCHOR: record_tools
     ToolStarted {
         id: String,
         name: String,
@@ -87,7 +89,7 @@ pub enum Body {
         completion_tokens: u64,
     },
 }
-// ANCHOR_END: record
+// ANCHOR_END: record_tools
 
 // ANCHOR: origin
 /// Where a session talks: its model, the wire format (`api`) and the endpoint, as the

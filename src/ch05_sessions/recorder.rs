@@ -76,6 +76,8 @@ impl<A: Append> Observer for Recorder<A> {
                 self.pending_usage = reply.usage;
                 return Ok(());
             }
+            // ANCHOR_END: recorder_events
+            // ANCHOR: recorder_tools
             Event::ToolStarted(call) => Body::ToolStarted {
                 id: call.id.clone(),
                 name: call.name.clone(),
@@ -110,4 +112,4 @@ impl<A: Append> Observer for Recorder<A> {
         self.log.append(body).map(drop)
     }
 }
-// ANCHOR_END: recorder_events
+// ANCHOR_END: recorder_tools

@@ -48,6 +48,8 @@ impl SessionStore {
         self.dir.join(format!("{id}.jsonl"))
     }
 
+    // ANCHOR_END: store
+    // ANCHOR: create_file
     /// Creates a new, empty session file (0600, in a 0700 directory) under a fresh id.
     pub fn create_file(&self) -> Result<(String, PathBuf, File), Error> {
         DirBuilder::new()
@@ -68,7 +70,7 @@ impl SessionStore {
         Err(Error::Session(format!("cannot find a free session id in {}", self.dir.display())))
     }
 
-    // ANCHOR_END: store
+    // ANCHOR_END: create_file
     // ANCHOR: resolve
     /// Session ids of this root, oldest first (ids sort by time).
     pub fn ids(&self) -> Result<Vec<String>, Error> {
@@ -111,6 +113,8 @@ impl SessionStore {
         Ok(replied.unwrap_or_else(|| self.path_of(newest)))
     }
 
+    // ANCHOR_END: resolve
+    // ANCHOR: resolve_prefix
     /// `--resume` argument → journal path: a path to a file, an id, or a unique id prefix.
     pub fn resolve(&self, wanted: &str) -> Result<PathBuf, Error> {
         let as_path = Path::new(wanted);
@@ -146,7 +150,7 @@ impl SessionStore {
         }
     }
 
-    // ANCHOR_END: resolve
+    // ANCHOR_END: resolve_prefix
     /// The sessions of this root, oldest first, for `/list`.
     pub fn list(&self) -> Result<Vec<SessionSummary>, Error> {
         self.ids()?.into_iter().map(|id| self.summary(id)).collect()

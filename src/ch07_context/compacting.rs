@@ -85,6 +85,7 @@ impl<M: Model> Compacting<M> {
         self.state.clone()
     }
 
+    // ANCHOR_END: compacting
     fn too_large(&self, estimate: u64) -> Error {
         match self.learned_window.filter(|&learned| learned < self.context_tokens) {
             Some(learned) => Error::Config(format!(
@@ -105,6 +106,7 @@ impl<M: Model> Compacting<M> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    // ANCHOR: estimate_prompt
     /// The prompt the next request will cost: the server's last count plus an estimate of
     /// what was appended since, or a plain estimate when there is no usable count.
     pub fn estimate_prompt(&self, history: &[Message], tools: &[Value]) -> u64 {
@@ -120,7 +122,7 @@ impl<M: Model> Compacting<M> {
         scaled(estimate_request_tokens(&state.view(history), tools), self.ratio)
     }
 
-    // ANCHOR_END: compacting
+    // ANCHOR_END: estimate_prompt
     /// `/compact`: summarises everything before the most recent user message (or, in one
     /// long turn, before its last assistant step). `None` when there is nothing to compact.
     pub fn compact(
@@ -172,6 +174,8 @@ impl<M: Model> Compacting<M> {
             let needed = fixed + pieces.iter().map(|piece| estimate_text_tokens(piece)).sum::<u64>();
             return Err(self.too_large(needed));
         };
+        // ANCHOR_END: compact_with
+        // ANCHOR: compact_request
         let transcript = header + &fit_pieces(&pieces[..cut - already], budget, estimate_text_tokens);
         let messages =
             [Message::System { content: SUMMARY_INSTRUCTIONS.into() }, Message::User { content: transcript }];
@@ -206,7 +210,7 @@ impl<M: Model> Compacting<M> {
         self.lock().set(record.clone(), history.get(start).cloned());
         Ok(Some(record))
     }
-    // ANCHOR_END: compact_with
+    // ANCHOR_END: compact_request
 
     // ANCHOR: elide_more
     /// Elides large tool output further into the history, without a model call: first the

@@ -34,6 +34,8 @@ pub(super) fn clean_cuts(history: &[Message]) -> Vec<usize> {
     cuts
 }
 
+// ANCHOR_END: cut
+// ANCHOR: choose_cut
 /// Chooses the cut for a compaction that must summarise something after `already`.
 /// Automatic (`keep_tokens`): keep as many recent messages as fit in the budget, at least
 /// the last step. Manual: keep the last user turn, or in one long turn its last step.
@@ -58,4 +60,4 @@ pub(super) fn choose_cut(history: &[Message], already: usize, keep_tokens: Optio
         }
     }
 }
-// ANCHOR_END: cut
+// ANCHOR_END: choose_cut

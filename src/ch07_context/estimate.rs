@@ -42,6 +42,8 @@ pub(super) fn is_cjk(c: char) -> bool {
         | 0x20000..=0x3FFFF)
 }
 
+// ANCHOR_END: estimate
+// ANCHOR: estimate_messages
 /// A few tokens per message for the role and separators a chat template adds.
 pub(super) const PER_MESSAGE: u64 = 4;
 
@@ -76,4 +78,4 @@ pub fn estimate_request_tokens(messages: &[Message], tools: &[Value]) -> u64 {
     let schemas = if tools.is_empty() { 0 } else { estimate_text_tokens(&Value::from(tools).to_string()) };
     estimate_messages_tokens(messages) + schemas
 }
-// ANCHOR_END: estimate
+// ANCHOR_END: estimate_messages

@@ -66,6 +66,8 @@ impl RepeatState {
 
 type Shared = Arc<Mutex<RepeatState>>;
 
+// ANCHOR_END: repeats
+// ANCHOR: repeat_notes
 /// Tools that notice repetition and say so in the result.
 pub struct RepeatNotes<T> {
     pub inner: T,
@@ -108,6 +110,8 @@ impl<T: Tools> Tools for RepeatNotes<T> {
     }
 }
 
+// ANCHOR_END: repeat_notes
+// ANCHOR: stop_repeats
 /// Refuses the next request once the model has repeated itself [`STOP_AT`] times.
 pub struct StopRepeats(Shared);
 
@@ -126,7 +130,7 @@ impl Observer for StopRepeats {
         }
     }
 }
-// ANCHOR_END: repeats
+// ANCHOR_END: stop_repeats
 
 #[cfg(test)]
 mod tests {

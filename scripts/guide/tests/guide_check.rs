@@ -37,6 +37,7 @@ impl Checkout {
         Command::new(env!("CARGO_BIN_EXE_build-guide"))
             .args(args)
             .current_dir(&self.root)
+            .env("OPENAI_API_KEY", "sk-must-not-reach-examples")
             .output()
             .expect("run build-guide")
     }
@@ -100,4 +101,68 @@ fn unknown_arguments_and_unknown_sections_fail_without_writing() {
     assert_eq!(checkout.run(&["--accept", "09-none.md"]).status.code(), Some(1));
     assert!(!exists(&checkout.path("guide/index.html")));
     assert!(!exists(&checkout.path("guide/zh/.translated.json")));
+}
+
+/// A chapter whose "Run it" runs a fake `mini-agent` (a shell script in `snapshots/ch01/`).
+fn checkout_with_run_it(name: &str, expected: &str) -> Checkout {
+    let checkout = Checkout::new(name);
+    let run_it = format!(
+        "\n## Run it {{#intro-run-it}}\n\n```console\n$ mini-agent --demo -p hi\n{expected}$ mini-agent --fail   # exit 3\nno such flag\n$ echo $HOME $OPENAI_API_KEY > home && cat home | grep -c \"^$PWD$\"\n1\n```\n"
+    );
+    checkout.write("guide/en/01-intro.md", &format!("# Intro {{#intro}}\n\nHello.\n{run_it}"));
+    checkout.write(
+        "guide/zh/01-intro.md",
+        &format!("# 简介 {{#intro}}\n\n你好。\n{}", run_it.replace("Run it", "运行")),
+    );
+    checkout.write(
+        "snapshots/ch01/mini-agent",
+        "#!/bin/sh\nif [ \"$1\" = --fail ]; then echo 'no such flag' >&2; exit 3; fi\nprintf '\\033[1mhello\\033[0m from %s  \\n' \"$(date +%s)\"\necho 'session saved' >&2\n",
+    );
+    let script = checkout.path("snapshots/ch01/mini-agent");
+    let mut permissions = std::fs::metadata(&script).expect("script").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&script, permissions).expect("chmod");
+    checkout
+}
+
+#[test]
+fn run_examples_runs_each_command_against_the_chapters_binary_with_masks() {
+    let checkout = checkout_with_run_it("run-it-pass", "hello from [..]\nsession saved\n");
+    let output = checkout.run(&["--run-examples", "snapshots"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!((output.status.code(), stdout(&output)), (Some(0), String::new()), "{stderr}");
+    assert!(stderr.contains("3 \"Run it\" commands checked"), "{stderr}");
+
+    let dots = checkout_with_run_it("run-it-dots", "...\n");
+    assert_eq!(dots.run(&["--run-examples", "snapshots"]).status.code(), Some(0));
+}
+
+#[test]
+fn run_examples_reports_a_difference_at_the_command_with_a_diff_and_a_missing_binary() {
+    let checkout = checkout_with_run_it("run-it-fail", "hello from [..]\n");
+    let output = checkout.run(&["--run-examples", "snapshots"]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = stdout(&output);
+    assert!(
+        report.starts_with("guide/en/01-intro.md:8: \"Run it\" output differs\n    + session saved\n"),
+        "{report}"
+    );
+
+    checkout.write(
+        "guide/en/01-intro.md",
+        &std::fs::read_to_string(checkout.path("guide/en/01-intro.md")).unwrap().replace("   # exit 3", ""),
+    );
+    let report = stdout(&checkout.run(&["--run-examples", "snapshots"]));
+    assert!(
+        report.contains("guide/en/01-intro.md:10: \"Run it\" command exited with 3, expected 0"),
+        "{report}"
+    );
+
+    let missing = checkout.run(&["--run-examples", "elsewhere"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        stdout(&missing).contains("guide/en/01-intro.md:8: no binary elsewhere/ch01/mini-agent"),
+        "{}",
+        stdout(&missing)
+    );
 }
