@@ -1,7 +1,7 @@
 //! Words for people: the small text helpers every chapter shares, compiled in every state.
 //!
 //! One copy of each: a count with its noun ([`plural`]), text cut to a number of characters
-//! ([`shorten`]) or to its first line ([`first_line`]), and a byte limit that does not split a
+//! ([`take_chars`], [`shorten`]) or to its first line ([`first_line`]), and a byte limit that does not split a
 //! character ([`cut_bytes`]). Later chapters add what they need here rather than writing
 //! their own.
 
@@ -15,12 +15,18 @@ pub fn plural(count: usize, noun: &str) -> String {
     format!("{count} {noun}{ending}")
 }
 
+/// The first `max_chars` characters of `text` (all of it when shorter), with no mark.
+pub fn take_chars(text: &str, max_chars: usize) -> &str {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => &text[..cut],
+        None => text,
+    }
+}
+
 /// At most `max_chars` characters of `text`, then `…` when something was cut.
 pub fn shorten(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
+    let head = take_chars(text, max_chars);
+    if head.len() < text.len() { format!("{head}…") } else { text.to_owned() }
 }
 
 /// The first line of `text` (blank space around it trimmed), at most `max_chars` characters;
@@ -71,6 +77,8 @@ mod tests {
     fn text_is_cut_by_characters_lines_or_bytes() {
         assert_eq!(shorten("héllo", 2), "hé…");
         assert_eq!(shorten("héllo", 5), "héllo");
+        assert_eq!(take_chars("héllo", 2), "hé");
+        assert_eq!(take_chars("hé", 9), "hé");
         assert_eq!(first_line("  cargo test\nmore", 80), "cargo test…");
         assert_eq!(first_line("abcdef", 3), "abc…");
         assert_eq!(first_line("abc", 3), "abc");

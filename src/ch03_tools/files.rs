@@ -6,6 +6,7 @@
 use super::output::{temp_prefix, unique_suffix};
 use super::resolve::{not_binary, opened_path, read_text, regular_file, through_fd};
 use super::*;
+use crate::text::take_chars;
 
 use crate::ch02_loop::plural;
 use crate::ch03_tools::bounds::{FILE_MAX_BYTES, read_line_capped, too_big};
@@ -42,7 +43,7 @@ impl Workspace {
             let text = String::from_utf8_lossy(&line);
             let text = text.trim_end_matches(['\n', '\r']);
             let text: String = if text.chars().count() > LINE_MAX_CHARS || length > line.len() as u64 {
-                format!("{}… [line cut]", text.chars().take(LINE_MAX_CHARS).collect::<String>())
+                format!("{}… [line cut]", take_chars(text, LINE_MAX_CHARS))
             } else {
                 text.to_string()
             };
@@ -297,9 +298,7 @@ fn nearest_lines(text: &str, wanted: &str) -> String {
     }
     let shown_lines: Vec<String> = scored
         .iter()
-        .map(|(_, number, line)| {
-            format!("{number:>6}\t{}", line.chars().take(SEARCH_LINE_MAX_CHARS).collect::<String>())
-        })
+        .map(|(_, number, line)| format!("{number:>6}\t{}", take_chars(line, SEARCH_LINE_MAX_CHARS)))
         .collect();
     format!(" Nearest lines:\n{}", shown_lines.join("\n"))
 }

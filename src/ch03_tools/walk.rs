@@ -149,7 +149,7 @@ impl Workspace {
                     more += 1;
                     continue;
                 }
-                let text: String = line.trim().chars().take(SEARCH_LINE_MAX_CHARS).collect();
+                let text = crate::text::take_chars(line.trim(), SEARCH_LINE_MAX_CHARS);
                 matches.push(format!("{shown_path}:{}: {text}", index + 1));
             }
         };

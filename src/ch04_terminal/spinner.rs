@@ -47,7 +47,7 @@ impl Spinner {
             // Fixed width, so a later frame covers exactly the earlier one, and short enough
             // not to wrap: the line is rewritten in place.
             let width = super::markdown::terminal_width().saturating_sub(1).clamp(20, 100);
-            let label: String = label.chars().take(width / 2).collect();
+            let label = crate::text::take_chars(&label, width / 2);
             // A quick reply should not flash a spinner.
             std::thread::park_timeout(Duration::from_millis(200));
             while !flag.load(Ordering::SeqCst) {

@@ -190,8 +190,7 @@ pub(super) fn shown(text: Option<&str>) -> String {
     match text {
         None => "(absent)".into(),
         Some(text) if text.chars().count() > 160 => {
-            let cut: String = text.chars().take(160).collect();
-            format!("{cut:?}…")
+            format!("{:?}…", crate::text::take_chars(text, 160))
         }
         Some(text) => format!("{text:?}"),
     }

@@ -327,7 +327,7 @@ fn unknown_flag(flag: &str, known: &[&str]) -> String {
 }
 
 fn unexpected_word(word: &str) -> String {
-    let shown: String = word.chars().take(40).collect();
+    let shown = mini_agent::text::take_chars(word, 40);
     format!("unexpected argument '{shown}' — to run one task, write: mini-agent -p \"{shown}\"")
 }
 

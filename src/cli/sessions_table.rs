@@ -10,6 +10,7 @@ use mini_agent::ch02_loop::{Error, plural};
 use mini_agent::ch04_terminal::sanitize::sanitize;
 use mini_agent::ch05_sessions::SessionStore;
 use mini_agent::ch10_recovery::{SessionState, status_of};
+use mini_agent::text::take_chars;
 use std::path::Path;
 
 // ANCHOR: table
@@ -34,7 +35,7 @@ pub fn sessions_table(store: &SessionStore, current: Option<&str>) -> Result<Str
         .map(|s| {
             let mark = if Some(s.id.as_str()) == current { '*' } else { ' ' };
             let prompt = s.first_prompt.as_deref().unwrap_or("(no messages)");
-            let prompt: String = prompt.lines().next().unwrap_or_default().chars().take(60).collect();
+            let prompt = take_chars(prompt.lines().next().unwrap_or_default(), 60);
             let date = s.created.get(..16).unwrap_or(&s.created).replace('T', " ");
             let turns = plural(s.user_turns, "turn");
             format!("{mark} {}  {date}  {:<11}  {turns:>9}  {prompt}", s.id, state_word(&s.path))
