@@ -66,6 +66,13 @@ impl Test {
         self
     }
 
+    /// Arguments built at run time.
+    #[allow(dead_code)] // used by the selfcheck target, not by every target that includes this
+    pub fn args_vec(mut self, args: Vec<String>) -> Test {
+        self.args.extend(args);
+        self
+    }
+
     pub fn stdin(mut self, text: &str) -> Test {
         self.stdin = text.to_string();
         self

@@ -25,5 +25,6 @@ mod daily_model;
 mod repl;
 mod robustness_journal;
 mod sessions;
+mod tasks;
 mod terminal;
 mod tools;

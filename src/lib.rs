@@ -29,6 +29,8 @@ pub mod ch11_streaming;
 pub mod ch12_permissions;
 #[cfg(feature = "ch13")]
 pub mod ch13_evaluation;
+#[cfg(feature = "ch15")]
+pub mod ch15_tasks;
 #[cfg(feature = "ch16")]
 pub mod ch16_approval;
 #[cfg(feature = "ch18")]

@@ -105,13 +105,18 @@ impl Workspace {
     // ANCHOR: bash
     pub(super) fn bash(&self, args: BashArgs) -> ToolOutput {
         let seconds = args.timeout_secs.unwrap_or(BASH_DEFAULT_TIMEOUT_SECS).clamp(1, BASH_MAX_TIMEOUT_SECS);
-        let failed = |content: String| ToolOutput { content, status: ToolStatus::Error };
+        self.shell(&args.command, seconds).0
+    }
+
+    /// Runs `command` under the rules above; also returns its exit code when it exited.
+    fn shell(&self, command: &str, seconds: u64) -> (ToolOutput, Option<i32>) {
+        let failed = |content: String| (ToolOutput { content, status: ToolStatus::Error }, None);
         let (pipe, writer) = match io::pipe() {
             Ok(ends) => ends,
             Err(error) => return failed(format!("cannot create a pipe for the command: {error}")),
         };
         let mark = new_mark();
-        let mut child = match spawn_shell(&self.root, &args.command, &mark, writer) {
+        let mut child = match spawn_shell(&self.root, command, &mark, writer) {
             Ok(child) => child,
             Err(error) => return failed(format!("cannot start the shell: {error}")),
         };
@@ -156,10 +161,25 @@ impl Workspace {
             capture.render()
         };
         let output = if output.is_empty() { "(no output)".to_string() } else { output };
+        let code = match &ending {
+            Ending::Exited(exit) => exit.code(),
+            _ => None,
+        };
         let (status_line, status) = describe_ending(ending, seconds);
-        ToolOutput { content: format!("{output}{note}{escaped_note}\n[{status_line}]"), status }
+        (ToolOutput { content: format!("{output}{note}{escaped_note}\n[{status_line}]"), status }, code)
     }
     // ANCHOR_END: bash_escaped
+
+    // ANCHOR: run_command
+    /// A command the agent runs for itself, not for the model (chapter 15's verify command):
+    /// the same process group, timeout, bounded capture and redaction as `bash`. Returns the
+    /// exit code (`None`: timed out, interrupted or killed) and the output as `bash` shows it.
+    #[cfg(feature = "ch15")]
+    pub fn run_command(&self, command: &str, timeout_secs: u64) -> (Option<i32>, ToolOutput) {
+        let (output, code) = self.shell(command, timeout_secs.clamp(1, BASH_MAX_TIMEOUT_SECS));
+        (code, ToolOutput { content: redactor().redact_string(output.content), ..output })
+    }
+    // ANCHOR_END: run_command
 }
 
 /// Reads the command's output on a thread into `capture`; the receiver hears when the pipe

@@ -56,6 +56,9 @@ pub enum Command {
     Sessions {
         root: Option<PathBuf>,
     },
+    /// `mini-agent tasks …` (chapter 15): the words after `tasks`, parsed by `cli/tasks.rs`.
+    #[cfg(feature = "ch15")]
+    Tasks(Vec<String>),
     Help,
     Version,
 }
@@ -116,6 +119,8 @@ pub fn parse(words: &[String]) -> Result<Command, String> {
     match words.first().map(String::as_str) {
         Some("eval") => return parse_eval(&words[1..]),
         Some("sessions") => return parse_sessions(&words[1..]),
+        #[cfg(feature = "ch15")]
+        Some("tasks") => return Ok(Command::Tasks(words[1..].to_vec())),
         _ => {}
     }
     let mut options = Options::default();

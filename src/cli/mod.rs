@@ -14,6 +14,8 @@ mod app;
 mod args;
 mod json_events;
 mod sessions_table;
+#[cfg(feature = "ch15")]
+mod tasks;
 
 use app::{Agent, Asker, Config};
 use args::{Command, Options, Prompt};
@@ -106,6 +108,8 @@ fn run(words: &[String], keys: &Keys) -> Result<u8, Error> {
             let store = SessionStore::new(&workspace_root(root.as_deref())?);
             print_stdout(&format!("{}\n", sessions_table(&store, None)?))
         }
+        #[cfg(feature = "ch15")]
+        Command::Tasks(words) => tasks::main(&words, keys),
         Command::Agent(options) if options.json => {
             // Every run ends with an `exit` event, also one that failed before it started.
             let result = agent(&options, keys);
@@ -156,19 +160,9 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
         say(&format!("mini-agent: warning: {warning}"));
     }
     let root = plan.map_or(here, |plan| plan.root.clone());
-    let chosen = choose_endpoint(options, keys, plan.map(|plan| &plan.origin))?;
-    // The demo model is a server in this process; it stops when `demo` is dropped.
-    let demo = chosen
-        .demo
-        .then(start_demo_server)
-        .transpose()
-        .map_err(|e| Error::io("starting the demo model", e))?;
-    let endpoint = client_config(&chosen, keys, demo.as_ref().map(|server| server.url.as_str()));
-    // One redactor for everything that leaves the process from now on (chapter 3).
-    install(Redactor::for_run(keys, &endpoint.base_url));
-    let model = build_model(&endpoint, options.stream)?;
-    let recorded_url = if chosen.demo { DEMO_ENDPOINT } else { endpoint.base_url.as_str() };
-    let origin = Origin::new(&endpoint.model, OPENAI_API, recorded_url);
+    let connection = connect(options, keys, plan.map(|plan| &plan.origin))?;
+    let model = build_model(&connection.endpoint, options.stream)?;
+    let origin = connection.origin.clone();
     let permissions = Permissions { allow_write: options.allow_write, allow_shell: options.allow_shell };
     let context_tokens = parse_context_tokens(std::env::var("MINI_AGENT_CONTEXT_TOKENS").ok().as_deref())?;
     let config = |asker| Config {
@@ -190,6 +184,32 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
     }
 }
 // ANCHOR_END: agent
+
+/// Where this run's model is: the client's settings, the origin sessions record, and the
+/// demo server (when chosen), which lives in this process as long as this value does.
+struct Connection {
+    endpoint: ClientConfig,
+    origin: Origin,
+    _demo: Option<mini_agent::testkit::scripted_server::ScriptedServer>,
+}
+
+/// Chooses the endpoint (see [`choose_endpoint`]), starts the demo model if that is the one,
+/// and installs the redactor for this run.
+fn connect(options: &Options, keys: &Keys, recorded: Option<&Origin>) -> Result<Connection, Error> {
+    let chosen = choose_endpoint(options, keys, recorded)?;
+    // The demo model is a server in this process; it stops when `demo` is dropped.
+    let demo = chosen
+        .demo
+        .then(start_demo_server)
+        .transpose()
+        .map_err(|e| Error::io("starting the demo model", e))?;
+    let endpoint = client_config(&chosen, keys, demo.as_ref().map(|server| server.url.as_str()));
+    // One redactor for everything that leaves the process from now on (chapter 3).
+    install(Redactor::for_run(keys, &endpoint.base_url));
+    let recorded_url = if chosen.demo { DEMO_ENDPOINT } else { endpoint.base_url.as_str() };
+    let origin = Origin::new(&endpoint.model, OPENAI_API, recorded_url);
+    Ok(Connection { endpoint, origin, _demo: demo })
+}
 
 // ANCHOR: models
 /// `Compacting(TextCallCheck(Redacted(Retrying(ChatClient))))`, or the same around the

@@ -1,0 +1,84 @@
+//! After a crash: a task still `in_progress` when no run is alive.
+//!
+//! `kill -9` (or a power cut) stops the loop between two saves of the task list, so the list
+//! says `in_progress` and names the attempt's session. That session is an ordinary journal,
+//! and chapter 10 already knows how to read where it stopped. The rule is the one `-c` keeps:
+//! a tool call that started and never finished has an unknown outcome, and nothing goes on
+//! until a person has looked and said so with `--acknowledge-unknown` (the session then gets
+//! the synthetic "unknown" result). Otherwise the cut-off attempt counts as an attempt and
+//! the task is pending again.
+
+use super::file::{Task, TaskStatus, touch, update};
+use crate::ch02_loop::Error;
+use crate::ch05_sessions::SessionStore;
+use crate::ch10_recovery::{SessionState, SessionStatus, resume, status_of};
+use std::path::Path;
+
+/// The task left in progress, with the state of its last session when it has one.
+pub struct Stale {
+    pub task: Task,
+    pub session: Option<Result<SessionStatus, String>>,
+}
+
+/// The tasks marked `in_progress`, each with its last session's state.
+pub fn stale_tasks(tasks: &[Task], root: &Path) -> Vec<Stale> {
+    let store = SessionStore::new(root);
+    tasks
+        .iter()
+        .filter(|task| task.status == TaskStatus::InProgress)
+        .map(|task| Stale {
+            task: task.clone(),
+            session: task.sessions.last().map(|id| status_of(&store.path_of(id)).map_err(|e| e.to_string())),
+        })
+        .collect()
+}
+
+// ANCHOR: recover
+/// Makes every stale task pending again, or refuses: while a run still holds the session,
+/// or while it has unknown outcomes and `acknowledge_unknown` is not given. Returns a line
+/// per task put back.
+pub fn recover(tasks_file: &Path, root: &Path, acknowledge_unknown: bool) -> Result<Vec<String>, Error> {
+    let current = super::file::TaskFile::load(tasks_file)?;
+    let mut notes = Vec::new();
+    for stale in stale_tasks(&current.tasks, root) {
+        let id = &stale.task.id;
+        let session = stale.task.sessions.last().cloned().unwrap_or_default();
+        match &stale.session {
+            Some(Ok(status)) if status.in_use_by.is_some() => {
+                return Err(Error::Session(format!(
+                    "task {id} is being attempted right now (session {session} is open in mini-agent pid {}); \
+                     one tasks run at a time",
+                    status.in_use_by.unwrap_or_default()
+                )));
+            }
+            Some(Ok(status)) if matches!(status.state, SessionState::UnknownOutcomes(_)) => {
+                if !acknowledge_unknown {
+                    return Err(Error::Session(format!(
+                        "task {id} was in progress when mini-agent stopped, and its session {session} has a \
+                         tool call of unknown outcome: inspect the workspace (mini-agent -r {session} --status), \
+                         then run tasks run --acknowledge-unknown"
+                    )));
+                }
+                // Records the "unknown, the user looked" result, so the journal is whole again.
+                drop(resume(&SessionStore::new(root).path_of(&session), true)?);
+            }
+            _ => {}
+        }
+        update(tasks_file, |file| {
+            let task = file.find_mut(id)?;
+            task.status = TaskStatus::Pending;
+            task.last_error = Some(format!(
+                "attempt {} was cut off: mini-agent stopped during it (session {session})",
+                task.attempts
+            ));
+            touch(task);
+            Ok(())
+        })?;
+        notes.push(format!(
+            "task {id} was cut off during attempt {}; it is pending again",
+            stale.task.attempts
+        ));
+    }
+    Ok(notes)
+}
+// ANCHOR_END: recover

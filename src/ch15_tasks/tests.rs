@@ -1,0 +1,234 @@
+//! The loop against a scripted attempt and a scripted verifier: no model, no process.
+
+use super::file::{Task, TaskFile, TaskStatus, update};
+use super::pick::{check_id, next_id, next_pending};
+use super::run::{Attempts, Loop, RunEnd, Settings, TaskEvent, TaskEvents};
+use super::template::{BUILT_IN_TEMPLATE, render};
+use super::verify::{Verdict, Verifier, head_and_tail};
+use crate::ch02_loop::{Error, Outcome};
+use std::path::PathBuf;
+
+struct Dir(PathBuf);
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        let dir = std::env::temp_dir().join(format!("mini-agent-tasks-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Dir(dir)
+    }
+}
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn task(id: &str, priority: i64, verify: &str) -> Task {
+    let mut task = Task::new(id.into(), format!("task {id}"));
+    task.priority = priority;
+    task.verify_command = Some(verify.into());
+    task
+}
+
+/// Attempts that record their prompts and end as scripted (default: completed).
+#[derive(Default)]
+struct Scripted {
+    prompts: Vec<String>,
+    endings: Vec<Outcome>,
+}
+impl Attempts for Scripted {
+    fn begin(&mut self) -> Result<String, Error> {
+        Ok(format!("session-{}", self.prompts.len() + 1))
+    }
+    fn run(&mut self, prompt: String) -> Outcome {
+        self.prompts.push(prompt);
+        if self.endings.is_empty() { Outcome::Completed("done".into()) } else { self.endings.remove(0) }
+    }
+}
+
+/// Passes command `pass`; `twice` fails once, then passes; anything else fails.
+#[derive(Default)]
+struct Checks {
+    twice_seen: bool,
+}
+impl Verifier for Checks {
+    fn verify(&mut self, command: &str) -> Verdict {
+        match command {
+            "pass" => Verdict::Passed,
+            "twice" if self.twice_seen => Verdict::Passed,
+            "twice" => {
+                self.twice_seen = true;
+                Verdict::Failed("expected 2, found 1".into())
+            }
+            _ => Verdict::Failed(format!("{command}: still failing")),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Log(Vec<String>);
+impl TaskEvents for Log {
+    fn event(&mut self, event: TaskEvent<'_>) {
+        self.0.push(match event {
+            TaskEvent::Started { task, session } => format!("started {} {session}", task.id),
+            TaskEvent::AttemptFailed { task, .. } => format!("attempt failed {}", task.id),
+            TaskEvent::Completed { task, .. } => format!("completed {}", task.id),
+            TaskEvent::Failed { task } => format!("failed {}", task.id),
+            TaskEvent::NeedsHuman { task, .. } => format!("needs human {}", task.id),
+        });
+    }
+}
+
+fn save(dir: &Dir, tasks: Vec<Task>) -> PathBuf {
+    let path = dir.0.join("tasks.json");
+    update(&path, |file| {
+        file.tasks = tasks;
+        Ok(())
+    })
+    .unwrap();
+    path
+}
+
+fn run_loop(
+    path: &PathBuf,
+    attempts: &mut Scripted,
+    log: &mut Log,
+    settings: Settings,
+) -> Result<RunEnd, Error> {
+    let mut checks = Checks::default();
+    Loop {
+        tasks: path,
+        template: BUILT_IN_TEMPLATE,
+        attempts,
+        verifier: &mut checks,
+        git: None,
+        events: log,
+        settings,
+    }
+    .run()
+}
+
+const DEFAULTS: Settings = Settings { iterations: None, max_attempts: 3, intervention_after: 3 };
+
+#[test]
+fn three_tasks_pass_pass_on_retry_and_need_a_human() {
+    let dir = Dir::new("three");
+    // File order differs from priority order: `b` (priority 1) goes first.
+    let path = save(&dir, vec![task("c", 3, "never"), task("a", 1, "pass"), task("b", 2, "twice")]);
+    let (mut attempts, mut log) = (Scripted::default(), Log::default());
+    let end = run_loop(&path, &mut attempts, &mut log, DEFAULTS).unwrap();
+    assert!(matches!(&end, RunEnd::NeedsHuman { id, .. } if id == "c"), "{end:?}");
+    let file = TaskFile::load(&path).unwrap();
+    let status = |id: &str| file.tasks.iter().find(|t| t.id == id).unwrap().clone();
+    assert_eq!((status("a").status, status("a").passes, status("a").attempts), (TaskStatus::Done, true, 1));
+    assert_eq!((status("b").status, status("b").attempts), (TaskStatus::Done, 2));
+    assert_eq!(status("b").sessions, ["session-2", "session-3"]);
+    assert_eq!((status("c").status, status("c").attempts), (TaskStatus::NeedsHuman, 3));
+    assert_eq!(status("c").last_error.as_deref(), Some("never: still failing"));
+    // The verify output of b's first attempt is in the prompt of its second.
+    assert!(!attempts.prompts[1].contains("expected 2, found 1"));
+    assert!(
+        attempts.prompts[2].contains("expected 2, found 1") && attempts.prompts[2].contains("Attempt: 2")
+    );
+    assert_eq!(log.0.first().map(String::as_str), Some("started a session-1"));
+    assert_eq!(log.0.last().map(String::as_str), Some("needs human c"));
+}
+
+#[test]
+fn a_task_out_of_attempts_fails_and_the_loop_goes_on() {
+    let dir = Dir::new("spent");
+    let path = save(&dir, vec![task("x", 1, "never"), task("y", 2, "pass")]);
+    let (mut attempts, mut log) = (Scripted::default(), Log::default());
+    let settings = Settings { max_attempts: 2, intervention_after: 5, ..DEFAULTS };
+    let end = run_loop(&path, &mut attempts, &mut log, settings).unwrap();
+    assert_eq!(end, RunEnd::Finished { done: 1, failed: 1 });
+    assert!(log.0.contains(&"failed x".to_string()) && log.0.contains(&"completed y".to_string()));
+    let file = TaskFile::load(&path).unwrap();
+    assert_eq!(file.tasks[0].status, TaskStatus::Failed);
+}
+
+#[test]
+fn an_interrupted_attempt_puts_the_task_back_to_pending() {
+    let dir = Dir::new("interrupted");
+    let path = save(&dir, vec![task("a", 1, "pass")]);
+    let mut attempts = Scripted { endings: vec![Outcome::Interrupted], ..Scripted::default() };
+    let end = run_loop(&path, &mut attempts, &mut Log::default(), DEFAULTS);
+    assert!(matches!(end, Err(Error::Interrupted)));
+    let file = TaskFile::load(&path).unwrap();
+    assert_eq!((file.tasks[0].status, file.tasks[0].attempts), (TaskStatus::Pending, 1));
+    // A network failure is the harness's, not the task's: pending too, and the error goes up.
+    let mut attempts =
+        Scripted { endings: vec![Outcome::Failed(Error::Network("reset".into()))], ..Default::default() };
+    assert!(matches!(run_loop(&path, &mut attempts, &mut Log::default(), DEFAULTS), Err(Error::Network(_))));
+    assert_eq!(TaskFile::load(&path).unwrap().tasks[0].status, TaskStatus::Pending);
+    // --iterations 1 stops after one attempt.
+    let settings = Settings { iterations: Some(1), ..DEFAULTS };
+    let end = run_loop(&path, &mut Scripted::default(), &mut Log::default(), settings).unwrap();
+    assert_eq!(end, RunEnd::IterationsUsed { done: 1, failed: 0 });
+}
+
+#[test]
+fn a_damaged_file_names_its_line_and_is_left_alone() {
+    let dir = Dir::new("damaged");
+    let path = dir.0.join("tasks.json");
+    let text =
+        "{\"tasks\": [\n  {\"id\": \"1\", \"name\": \"a\"},\n  {\"id\": \"2\", \"name\": \"b\",}\n]}\n";
+    std::fs::write(&path, text).unwrap();
+    let error = TaskFile::load(&path).unwrap_err().to_string();
+    assert!(error.contains("line 3"), "{error}");
+    let error = update(&path, |_| Ok(())).unwrap_err().to_string();
+    assert!(error.contains("line 3"), "{error}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    // A task of the wrong shape names the line it starts on.
+    let text = "{\"tasks\": [\n  {\"id\": \"1\", \"name\": \"a\"},\n  {\"id\": \"2\"}\n]}\n";
+    let error = TaskFile::parse(&path, text).unwrap_err().to_string();
+    assert!(error.contains("line 3") && error.contains("name"), "{error}");
+    let twins = "{\"tasks\": [{\"id\": 1, \"name\": \"a\"},\n{\"id\": \"1\", \"name\": \"b\"}]}";
+    let error = TaskFile::parse(&path, twins).unwrap_err().to_string();
+    assert!(error.contains("line 2") && error.contains("two tasks"), "{error}");
+}
+
+#[test]
+fn agent_loop_feature_lists_round_trip() {
+    let dir = Dir::new("features");
+    let path = dir.0.join("feature_list.json");
+    let text = r#"{"project": "demo", "features": [
+        {"id": 7, "name": "login", "priority": 2, "passes": true, "category": "auth"},
+        {"id": 8, "name": "logout", "priority": 1, "verify_command": "make test"}]}"#;
+    std::fs::write(&path, text).unwrap();
+    let file = TaskFile::load(&path).unwrap();
+    assert_eq!(file.tasks[0].status, TaskStatus::Done);
+    assert_eq!(next_pending(&file.tasks), Some(1));
+    file.save().unwrap();
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(saved["project"], "demo");
+    assert_eq!(saved["features"][0]["category"], "auth");
+    assert!(saved.get("tasks").is_none());
+    assert_eq!(next_id(&file.tasks), "9");
+}
+
+#[test]
+fn templates_fill_in_one_pass() {
+    let mut task = task("1", 0, "cargo test");
+    task.description = "literally {{last_error}} and {{unknown}}".into();
+    task.context_files = vec!["src/a.rs".into(), "README.md".into()];
+    task.last_error = Some("boom".into());
+    let text = render(
+        "{{name}} | {{description}} | {{context_files}} | {{ last_error }} | {{attempt}} | {{",
+        &task,
+        2,
+    );
+    assert_eq!(
+        text,
+        "task 1 | literally {{last_error}} and {{unknown}} | - src/a.rs\n- README.md | boom | 2 | {{"
+    );
+}
+
+#[test]
+fn ids_are_checked_and_long_outputs_cut() {
+    assert!(check_id("fix-login_2.b").is_ok());
+    assert!(check_id("a b").is_err() && check_id("").is_err() && check_id("x\ny").is_err());
+    let long = format!("{}{}", "h".repeat(3000), "t".repeat(3000));
+    let cut = head_and_tail(&long);
+    assert!(cut.len() < 4_100 && cut.starts_with('h') && cut.ends_with('t') && cut.contains("bytes cut"));
+}
