@@ -22,7 +22,7 @@ pub const DEFAULT_TASKS_FILE: &str = ".mini_agent/tasks.json";
 /// A task list larger than this is refused rather than read (it is read whole, each iteration).
 const FILE_MAX_BYTES: u64 = 16 << 20;
 
-// ANCHOR: task
+// ANCHOR: status
 /// Where a task stands.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -34,6 +34,7 @@ pub enum TaskStatus {
     Failed,
     NeedsHuman,
 }
+// ANCHOR_END: status
 
 /// One task, with the field names Agent-Loop's `feature_list.json` uses.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -69,7 +70,6 @@ pub struct Task {
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
-// ANCHOR_END: task
 
 impl Task {
     pub fn new(id: String, name: String) -> Task {
@@ -136,6 +136,9 @@ impl TaskFile {
         TaskFile::parse(path, &text)
     }
 
+    // ANCHOR_END: load
+
+    // ANCHOR: parse
     /// The tasks in `text`, which was read from `path`.
     pub fn parse(path: &Path, text: &str) -> Result<TaskFile, Error> {
         let damaged = |line: usize, problem: String| {
@@ -154,15 +157,9 @@ impl TaskFile {
         };
         let mut tasks = Vec::with_capacity(items.len());
         for (index, item) in items.into_iter().enumerate() {
-            let mut task: Task = serde_json::from_value(item)
+            let task: Task = serde_json::from_value(item)
                 .map_err(|e| damaged(task_line(text, key, index), format!("task {}: {e}", index + 1)))?;
-            if task.id.trim().is_empty() {
-                task.id = (index + 1).to_string();
-            }
-            // Agent-Loop's files may say only `passes`.
-            if task.passes && task.status == TaskStatus::Pending {
-                task.status = TaskStatus::Done;
-            }
+            let task = settle(task, index);
             if let Some(twin) = tasks.iter().find(|t: &&Task| t.id == task.id) {
                 let problem =
                     format!("two tasks have the id {:?} ({:?} and {:?})", task.id, twin.name, task.name);
@@ -172,7 +169,7 @@ impl TaskFile {
         }
         Ok(TaskFile { path: path.to_path_buf(), tasks, key, rest })
     }
-    // ANCHOR_END: load
+    // ANCHOR_END: parse
 
     fn empty(path: &Path) -> TaskFile {
         TaskFile { path: path.to_path_buf(), tasks: Vec::new(), key: "tasks", rest: Map::new() }
@@ -228,6 +225,18 @@ pub fn update<R>(path: &Path, change: impl FnOnce(&mut TaskFile) -> Result<R, Er
     Ok(result)
 }
 // ANCHOR_END: update
+
+/// A task as this version reads it: an id from its place when it has none, and `done` when
+/// it passes (Agent-Loop's files may say only `passes`).
+fn settle(mut task: Task, index: usize) -> Task {
+    if task.id.trim().is_empty() {
+        task.id = (index + 1).to_string();
+    }
+    if task.passes && task.status == TaskStatus::Pending {
+        task.status = TaskStatus::Done;
+    }
+    task
+}
 
 /// The file's other fields, then the list (each task's fields in the order declared above).
 impl Serialize for TaskFile {

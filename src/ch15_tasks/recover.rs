@@ -33,52 +33,57 @@ pub fn stale_tasks(tasks: &[Task], root: &Path) -> Vec<Stale> {
         .collect()
 }
 
-// ANCHOR: recover
-/// Makes every stale task pending again, or refuses: while a run still holds the session,
-/// or while it has unknown outcomes and `acknowledge_unknown` is not given. Returns a line
+/// Makes every stale task pending again, or refuses (see [`check_session`]). Returns a line
 /// per task put back.
 pub fn recover(tasks_file: &Path, root: &Path, acknowledge_unknown: bool) -> Result<Vec<String>, Error> {
     let current = super::file::TaskFile::load(tasks_file)?;
     let mut notes = Vec::new();
     for stale in stale_tasks(&current.tasks, root) {
-        let id = &stale.task.id;
-        let session = stale.task.sessions.last().cloned().unwrap_or_default();
-        match &stale.session {
-            Some(Ok(status)) if status.in_use_by.is_some() => {
-                return Err(Error::Session(format!(
-                    "task {id} is being attempted right now (session {session} is open in mini-agent pid {}); \
-                     one tasks run at a time",
-                    status.in_use_by.unwrap_or_default()
-                )));
-            }
-            Some(Ok(status)) if matches!(status.state, SessionState::UnknownOutcomes(_)) => {
-                if !acknowledge_unknown {
-                    return Err(Error::Session(format!(
-                        "task {id} was in progress when mini-agent stopped, and its session {session} has a \
-                         tool call of unknown outcome: inspect the workspace (mini-agent -r {session} --status), \
-                         then run tasks run --acknowledge-unknown"
-                    )));
-                }
-                // Records the "unknown, the user looked" result, so the journal is whole again.
-                drop(resume(&SessionStore::new(root).path_of(&session), true)?);
-            }
-            _ => {}
-        }
+        let session = check_session(&stale, root, acknowledge_unknown)?;
         update(tasks_file, |file| {
-            let task = file.find_mut(id)?;
+            let task = file.find_mut(&stale.task.id)?;
             task.status = TaskStatus::Pending;
+            let attempt = task.attempts;
             task.last_error = Some(format!(
-                "attempt {} was cut off: mini-agent stopped during it (session {session})",
-                task.attempts
+                "attempt {attempt} was cut off: mini-agent stopped during it (session {session})"
             ));
             touch(task);
             Ok(())
         })?;
-        notes.push(format!(
-            "task {id} was cut off during attempt {}; it is pending again",
-            stale.task.attempts
-        ));
+        let (id, attempt) = (&stale.task.id, stale.task.attempts);
+        notes.push(format!("task {id} was cut off during attempt {attempt}; it is pending again"));
     }
     Ok(notes)
 }
-// ANCHOR_END: recover
+
+// ANCHOR: check_session
+/// Whether the loop may go on past a stale task: not while a process holds its session, and
+/// not over an unknown outcome unless acknowledged — which is then recorded in the session.
+/// Returns the session's id.
+fn check_session(stale: &Stale, root: &Path, acknowledge_unknown: bool) -> Result<String, Error> {
+    let id = &stale.task.id;
+    let session = stale.task.sessions.last().cloned().unwrap_or_default();
+    match &stale.session {
+        Some(Ok(status)) if status.in_use_by.is_some() => Err(Error::Session(format!(
+            "task {id} is being attempted right now (session {session} is open in mini-agent pid {}); \
+             one tasks run at a time",
+            status.in_use_by.unwrap_or_default()
+        ))),
+        Some(Ok(status))
+            if matches!(status.state, SessionState::UnknownOutcomes(_)) && !acknowledge_unknown =>
+        {
+            Err(Error::Session(format!(
+                "task {id} was in progress when mini-agent stopped, and its session {session} has a tool call \
+                 of unknown outcome: inspect the workspace (mini-agent -r {session} --status), then run \
+                 tasks run --acknowledge-unknown"
+            )))
+        }
+        Some(Ok(status)) if matches!(status.state, SessionState::UnknownOutcomes(_)) => {
+            // Records the "unknown, the user looked" result, so the journal is whole again.
+            drop(resume(&SessionStore::new(root).path_of(&session), true)?);
+            Ok(session)
+        }
+        _ => Ok(session),
+    }
+}
+// ANCHOR_END: check_session

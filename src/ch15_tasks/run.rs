@@ -53,12 +53,12 @@ pub enum TaskEvent<'a> {
         reason: &'a str,
     },
 }
+// ANCHOR_END: events
 
 /// Observes the loop (chapter 16's hooks and chapter 17's notifications are observers too).
 pub trait TaskEvents {
     fn event(&mut self, event: TaskEvent<'_>);
 }
-// ANCHOR_END: events
 
 /// The knobs of `tasks run`.
 #[derive(Clone, Copy, Debug)]
@@ -150,9 +150,16 @@ impl Loop<'_> {
             Some(command) if !command.trim().is_empty() => self.verifier.verify(command),
             _ => Verdict::Passed, // no command: finishing is all that can be checked
         };
+        self.judge(&task, verdict)
+    }
+    // ANCHOR_END: attempt
+
+    // ANCHOR: judge
+    /// What the verify command said decides: done and committed, or pending with its output.
+    fn judge(&mut self, task: &Task, verdict: Verdict) -> Result<Step, Error> {
         match verdict {
-            Verdict::Interrupted => Err(self.back_to_pending(&task, "interrupted", Error::Interrupted)),
-            Verdict::Passed => self.passed(&task),
+            Verdict::Interrupted => Err(self.back_to_pending(task, "interrupted", Error::Interrupted)),
+            Verdict::Passed => self.passed(task),
             Verdict::Failed(output) => {
                 let task = self.update(&task.id, |t| {
                     t.status = TaskStatus::Pending;
@@ -163,7 +170,7 @@ impl Loop<'_> {
             }
         }
     }
-    // ANCHOR_END: attempt
+    // ANCHOR_END: judge
 
     /// Verified: committed (when there is a repository), then marked done.
     fn passed(&mut self, task: &Task) -> Result<Step, Error> {

@@ -55,32 +55,33 @@ pub fn load_template(workspace: &Workspace) -> Result<String, Error> {
     }
 }
 
+/// The text of placeholder `key` for this task and attempt; `None`: not a placeholder.
+fn value(task: &Task, attempt: u32, key: &str) -> Option<String> {
+    let listed = |files: &[String]| files.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n");
+    Some(match key {
+        "id" => task.id.clone(),
+        "name" => task.name.clone(),
+        "description" => task.description.clone(),
+        "verify_command" => task.verify_command.clone().unwrap_or_else(|| "(none)".into()),
+        "context_files" if task.context_files.is_empty() => "(none)".into(),
+        "context_files" => listed(&task.context_files),
+        "last_error" => task.last_error.clone().unwrap_or_else(|| "(none: this is the first attempt)".into()),
+        "attempt" => attempt.to_string(),
+        _ => return None,
+    })
+}
+
 // ANCHOR: render
 /// The template with each known `{{name}}` replaced, in one pass; unknown ones stay as written.
 pub fn render(template: &str, task: &Task, attempt: u32) -> String {
-    let value = |key: &str| -> Option<String> {
-        Some(match key {
-            "id" => task.id.clone(),
-            "name" => task.name.clone(),
-            "description" => task.description.clone(),
-            "verify_command" => task.verify_command.clone().unwrap_or_else(|| "(none)".into()),
-            "context_files" if task.context_files.is_empty() => "(none)".into(),
-            "context_files" => {
-                task.context_files.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n")
-            }
-            "last_error" => {
-                task.last_error.clone().unwrap_or_else(|| "(none: this is the first attempt)".into())
-            }
-            "attempt" => attempt.to_string(),
-            _ => return None,
-        })
-    };
     let mut out = String::with_capacity(template.len() + 256);
     let mut rest = template;
     while let Some(open) = rest.find("{{") {
         out.push_str(&rest[..open]);
         let after = &rest[open + 2..];
-        match after.find("}}").and_then(|close| Some((close, value(after[..close].trim())?))) {
+        let found =
+            after.find("}}").and_then(|close| Some((close, value(task, attempt, after[..close].trim())?)));
+        match found {
             Some((close, text)) => {
                 out.push_str(&text);
                 rest = &after[close + 2..];

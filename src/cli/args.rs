@@ -379,7 +379,7 @@ USAGE
   mini-agent [OPTIONS] -p PROMPT        one task, then exit (\"-p -\" reads the prompt from stdin)
   mini-agent eval [DIR] [--repeats N]   run the scripted evaluation scenarios (offline)
   mini-agent sessions [--root DIR]      list this root's sessions: id, date, state, turns, prompt
-
+{tasks_usage}
 EXAMPLES
   mini-agent --demo --allow-write -p \"create hello.txt containing hello\"
                                         try it offline with the built-in demo model
@@ -440,7 +440,7 @@ EXIT CODES
   0  the agent finished (it stopped calling tools; check its work yourself)
   1  failure: bad usage, configuration, network, model or I/O error (one line says why)
   2  the turn limit (--max-turns) was reached
-  130  interrupted (Ctrl+C)
+{tasks_exit}  130  interrupted (Ctrl+C)
   143  stopped by SIGTERM (129: SIGHUP), handled like Ctrl+C
 
 Without --allow-write / --allow-shell, writes and shell commands are asked for at the
@@ -449,8 +449,21 @@ script, --json) they are refused and the model is told which flag would allow th
 ",
         version = env!("CARGO_PKG_VERSION"),
         max_turns = DEFAULT_MAX_TURNS,
+        tasks_usage = TASKS_USAGE,
+        tasks_exit = TASKS_EXIT,
     )
 }
+
+/// Chapter 15's lines in the help: the `tasks` command and its exit code.
+#[cfg(feature = "ch15")]
+const TASKS_USAGE: &str =
+    "  mini-agent tasks add|list|status|run|reset   work through a task list unattended (tasks --help)\n";
+#[cfg(feature = "ch15")]
+const TASKS_EXIT: &str = "  3  mini-agent tasks run needs a human (a task needs_human or failed)\n";
+#[cfg(not(feature = "ch15"))]
+const TASKS_USAGE: &str = "";
+#[cfg(not(feature = "ch15"))]
+const TASKS_EXIT: &str = "";
 // ANCHOR_END: help
 
 #[cfg(test)]

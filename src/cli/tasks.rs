@@ -154,7 +154,6 @@ fn list((_, path): &(PathBuf, PathBuf)) -> Result<u8, Error> {
     print_stdout(&text)
 }
 
-// ANCHOR: status
 /// Counts, the task in progress with its session's state (chapter 10), and git's state.
 fn status((root, path): &(PathBuf, PathBuf)) -> Result<u8, Error> {
     let file = TaskFile::load(path)?;
@@ -192,7 +191,6 @@ fn status((root, path): &(PathBuf, PathBuf)) -> Result<u8, Error> {
     let _ = writeln!(text, "git      {git}");
     print_stdout(&sanitize(&text))
 }
-// ANCHOR_END: status
 
 fn reset((_, path): &(PathBuf, PathBuf), id: &str) -> Result<u8, Error> {
     update(path, |file| {
@@ -206,7 +204,6 @@ fn reset((_, path): &(PathBuf, PathBuf), id: &str) -> Result<u8, Error> {
     print_stdout(&format!("task {id} is pending again\n"))
 }
 
-// ANCHOR: run_tasks
 fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -> Result<u8, Error> {
     let options = &run.agent;
     let git = if run.commit { Git::open(root, &[path]) } else { None };
@@ -221,6 +218,7 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
             )));
         }
     }
+    // ANCHOR: run_tasks
     install_interrupt_handler();
     for note in recover(path, root, options.acknowledge_unknown)? {
         say(&format!("mini-agent: {note}"));
@@ -241,6 +239,7 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
         settings: run.settings,
     }
     .run()?;
+    // ANCHOR_END: run_tasks
     match end {
         RunEnd::Finished { failed: 0, done } | RunEnd::IterationsUsed { failed: 0, done } => {
             say(&format!("mini-agent: {} done in this run", plural(done, "task")));
@@ -261,9 +260,7 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
         }
     }
 }
-// ANCHOR_END: run_tasks
 
-// ANCHOR: attempts
 /// Each attempt is a new session, built as `-p` builds one: the same model layers, tools,
 /// journal and permissions. Nobody is at the terminal to answer, so what the flags do not
 /// allow is denied with a message naming the flag, as for a script.
@@ -275,6 +272,7 @@ struct SessionAttempts<'a> {
 }
 
 impl Attempts for SessionAttempts<'_> {
+    // ANCHOR: attempts
     fn begin(&mut self) -> Result<String, Error> {
         let options = self.options;
         let config = Config {
@@ -294,6 +292,7 @@ impl Attempts for SessionAttempts<'_> {
         self.agent = Some(agent);
         Ok(id)
     }
+    // ANCHOR_END: attempts
 
     fn run(&mut self, prompt: String) -> Outcome {
         // The session ends with the attempt: dropping the agent unlocks its journal.
@@ -309,7 +308,6 @@ impl Attempts for SessionAttempts<'_> {
         outcome
     }
 }
-// ANCHOR_END: attempts
 
 /// Progress on stderr, and with `--json` a `task` event per change.
 struct Report {
@@ -347,7 +345,6 @@ impl TaskEvents for Report {
     }
 }
 
-// ANCHOR: parse
 /// `tasks SUBCOMMAND …` → what to do, `--root`, `--tasks`.
 fn parse(words: &[String]) -> Result<(Action, Option<PathBuf>, Option<PathBuf>), String> {
     let Some(sub) = words.first() else { return Ok((Action::Help, None, None)) };
@@ -384,7 +381,6 @@ fn parse(words: &[String]) -> Result<(Action, Option<PathBuf>, Option<PathBuf>),
     };
     Ok((action, root, file))
 }
-// ANCHOR_END: parse
 
 fn parse_add(words: &[String]) -> Result<Task, String> {
     let mut task = Task::new(String::new(), String::new());
@@ -457,7 +453,6 @@ fn parse_run(words: &[String], root: Option<PathBuf>) -> Result<RunOptions, Stri
     Ok(RunOptions { settings, commit, allow_dirty, agent })
 }
 
-// ANCHOR: help
 fn help() -> String {
     format!(
         "\
@@ -489,4 +484,3 @@ EXIT CODES
 "
     )
 }
-// ANCHOR_END: help
