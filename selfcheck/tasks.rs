@@ -22,7 +22,7 @@ fn git(root: &Path, args: &[&str]) -> String {
 
 /// A workspace that is a git repository with one commit.
 fn repository() -> TempDir {
-    let workspace = TempDir::new();
+    let workspace = TempDir::new("tasks");
     git(workspace.path(), &["init", "-q"]);
     std::fs::write(workspace.path().join("README.md"), "tasks\n").unwrap();
     git(workspace.path(), &["add", "-A"]);
