@@ -116,12 +116,8 @@ const SESSIONS_FLAGS: &[&str] = &["--root", "--help"];
 // ANCHOR: parse
 /// Parses the words after the program name.
 pub fn parse(words: &[String]) -> Result<Command, String> {
-    match words.first().map(String::as_str) {
-        Some("eval") => return parse_eval(&words[1..]),
-        Some("sessions") => return parse_sessions(&words[1..]),
-        #[cfg(feature = "ch15")]
-        Some("tasks") => return Ok(Command::Tasks(words[1..].to_vec())),
-        _ => {}
+    if let Some(command) = subcommand(words) {
+        return command;
     }
     let mut options = Options::default();
     let mut words = Words::new(words);
@@ -167,6 +163,17 @@ pub fn parse(words: &[String]) -> Result<Command, String> {
     Ok(Command::Agent(options))
 }
 // ANCHOR_END: parse
+
+/// `eval`, `sessions` (and `tasks`, chapter 15) have words of their own.
+fn subcommand(words: &[String]) -> Option<Result<Command, String>> {
+    Some(match words.first().map(String::as_str)? {
+        "eval" => parse_eval(&words[1..]),
+        "sessions" => parse_sessions(&words[1..]),
+        #[cfg(feature = "ch15")]
+        "tasks" => Ok(Command::Tasks(words[1..].to_vec())),
+        _ => return None,
+    })
+}
 
 fn parse_eval(words: &[String]) -> Result<Command, String> {
     let mut eval = EvalOptions { dir: None, repeats: 1, verbose: false };
