@@ -1,6 +1,8 @@
 //! mini-agent: a small coding agent, laid out as the chapters of the book that explains it.
 //! Read the modules in order; each one uses only the chapters before it.
 
+#[cfg(not(feature = "ch02"))]
+pub mod ch01_agent;
 #[cfg(feature = "ch02")]
 pub mod ch02_loop;
 #[cfg(feature = "ch02")]

@@ -18,6 +18,10 @@
 //! | `run ls -la` · ``run `cargo --version` `` · `运行 ls` | `bash` |
 //! | `replace foo with bar in x.txt` · `change foo to bar in x.txt` · `把 x.txt 中的 foo 替换为 bar` | `read_file`, then `edit_file` |
 //!
+//! When the request offers only a `bash` tool (chapters 1 and 2), the same requests are
+//! done with shell commands instead: `ls -A`, `cat -- x`, `grep -rnIF`, `printf '%s' … > x`,
+//! and for a replace `cat` then a literal substitution in bash (see `bash`).
+//!
 //! Text may be quoted ("…", '…', `…`, “…”, 「…」); a literal `\n` in written content
 //! becomes a newline, and content is written exactly as given (no newline is added).
 //! Anything else gets [`CAPABILITIES`]: an honest list of the above, never a pretend answer.
@@ -29,7 +33,9 @@
 //! - `plan`: what the user asked for, the tool calls that do it, and the summary of
 //!   their results.
 //! - `parse`: the rules that read a request, English and Chinese.
+//! - `bash`: the same plans as shell commands, for a request whose only tool is `bash`.
 
+mod bash;
 mod parse;
 mod plan;
 
@@ -72,7 +78,7 @@ pub(crate) fn demo_step(request: &Value) -> Step {
 pub(crate) fn demo_reply(request: &Value) -> Value {
     let no_messages = Vec::new();
     let messages = request["messages"].as_array().unwrap_or(&no_messages);
-    let message = demo_message(messages);
+    let message = demo_message(messages, bash::offers_only_bash(request));
     let finish_reason = if message.get("tool_calls").is_some() { "tool_calls" } else { "stop" };
     // Token counts are estimated as bytes / 4, the usual rule of thumb for English text.
     let prompt_tokens = (request.to_string().len() / 4).max(1);

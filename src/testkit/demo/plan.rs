@@ -3,6 +3,7 @@
 //! always gets the same reply, and failures are judged only by the text a model would see.
 
 use super::CAPABILITIES;
+use super::bash::{bash_command, bash_outcome, replace_command};
 use super::parse::parse_intent;
 use crate::text::plural;
 use serde_json::{Value, json};
@@ -31,8 +32,9 @@ pub(super) enum Action {
     Answer(String),
 }
 
-/// The assistant message that answers this conversation.
-pub fn demo_message(messages: &[Value]) -> Value {
+/// The assistant message that answers this conversation; with `bash_only`, the tool calls
+/// are shell commands (the request offered no other tool).
+pub fn demo_message(messages: &[Value], bash_only: bool) -> Value {
     // Ids must be unique in the conversation: count every tool call made so far.
     let calls_so_far: usize =
         messages.iter().filter_map(|m| m["tool_calls"].as_array()).map(|calls| calls.len()).sum();
@@ -41,7 +43,7 @@ pub fn demo_message(messages: &[Value]) -> Value {
     };
     let intent = parse_intent(&message_text(&messages[user_index]));
     let rounds = rounds_since(&messages[user_index + 1..]);
-    match next_action(&intent, &rounds) {
+    match next_action(&intent, &rounds, bash_only) {
         Action::Call(name, arguments) => json!({
             "role": "assistant", "content": null,
             "tool_calls": [{"id": format!("call_{calls_so_far}"), "type": "function",
@@ -54,15 +56,21 @@ pub fn demo_message(messages: &[Value]) -> Value {
 
 // ANCHOR: plan
 /// The plan: the first tool call for a fresh request, then what to do with each result.
-pub(super) fn next_action(intent: &Intent, rounds: &[Round]) -> Action {
-    let Some(last) = rounds.last() else { return first_call(intent) };
-    let failure = failure_line(&last.name, &last.result);
-    let result = last.result.trim_end();
+pub(super) fn next_action(intent: &Intent, rounds: &[Round], bash_only: bool) -> Action {
+    let Some(last) = rounds.last() else { return first_call(intent, bash_only) };
+    let (failure, result) = match bash_only {
+        true => bash_outcome(intent, &last.result),
+        false => (failure_line(&last.name, &last.result), last.result.trim_end()),
+    };
     let answer = match (intent, failure) {
-        (Intent::Replace { path, old, new }, None) if rounds.len() == 1 && last.name == "read_file" => {
+        (Intent::Replace { path, old, new }, None)
+            if rounds.len() == 1 && (bash_only || last.name == "read_file") =>
+        {
             let found = result.matches(old.as_str()).count();
             if found == 0 {
                 format!("I read `{path}` but it does not contain \"{old}\", so I changed nothing.")
+            } else if bash_only {
+                return Action::Call("bash", json!({"command": replace_command(path, old, new)}));
             } else {
                 let mut arguments = json!({"path": path, "old_string": old, "new_string": new});
                 if found > 1 {
@@ -93,7 +101,13 @@ pub(super) fn next_action(intent: &Intent, rounds: &[Round]) -> Action {
 }
 // ANCHOR_END: plan
 
-pub(super) fn first_call(intent: &Intent) -> Action {
+pub(super) fn first_call(intent: &Intent, bash_only: bool) -> Action {
+    if bash_only {
+        return match bash_command(intent) {
+            Some(command) => Action::Call("bash", json!({"command": command})),
+            None => Action::Answer(CAPABILITIES.to_string()),
+        };
+    }
     match intent {
         Intent::Write { path, content } => {
             Action::Call("write_file", json!({"path": path, "content": content}))

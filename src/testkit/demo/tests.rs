@@ -1,10 +1,4 @@
-use super::plan::*;
 use super::*;
-use crate::ch02_loop::{
-    Error, Event, Limits, Message, Model, Observer, Outcome, Reply, Request, ToolCall, ToolOutput,
-    ToolStatus, Tools, run_turn,
-};
-use crate::text::plural;
 
 fn user(text: &str) -> Value {
     json!({"role": "user", "content": text})
@@ -221,114 +215,6 @@ fn a_streamed_reply_carries_the_same_message() {
     assert!(last["usage"]["prompt_tokens"].is_u64());
 }
 
-/// The demo model behind the real loop, with in-memory file tools: the way `--demo` runs,
-/// minus HTTP.
-struct Demo;
-
-impl Model for Demo {
-    fn complete(&mut self, request: &Request, _: &mut dyn Observer) -> Result<Reply, Error> {
-        let messages: Vec<Value> = request.messages.iter().map(wire).collect();
-        let message = demo_message(&messages);
-        let tool_calls = message["tool_calls"].as_array().into_iter().flatten();
-        let tool_calls = tool_calls
-            .map(|call| ToolCall {
-                id: call["id"].as_str().unwrap_or_default().into(),
-                name: call["function"]["name"].as_str().unwrap_or_default().into(),
-                arguments: call["function"]["arguments"].as_str().unwrap_or_default().into(),
-            })
-            .collect();
-        Ok(Reply { content: message["content"].as_str().map(String::from), tool_calls, ..Reply::default() })
-    }
-}
-
-fn wire(message: &Message) -> Value {
-    match message {
-        Message::System { content } => json!({"role": "system", "content": content}),
-        Message::User { content } => json!({"role": "user", "content": content}),
-        Message::Assistant { content, tool_calls } => {
-            let calls: Vec<Value> = tool_calls
-                .iter()
-                .map(|c| {
-                    json!({"id": c.id, "type": "function",
-                                "function": {"name": c.name, "arguments": c.arguments}})
-                })
-                .collect();
-            json!({"role": "assistant", "content": content, "tool_calls": calls})
-        }
-        Message::Tool { tool_call_id, content } => {
-            json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
-        }
-    }
-}
-
-#[derive(Default)]
-struct Files(std::collections::BTreeMap<String, String>);
-
-impl Tools for Files {
-    fn schemas(&self) -> Vec<Value> {
-        Vec::new()
-    }
-    fn run(&mut self, call: &ToolCall) -> ToolOutput {
-        let args: Value = serde_json::from_str(&call.arguments).expect("the demo writes valid JSON");
-        let path = args["path"].as_str().unwrap_or_default().to_string();
-        let content = match (call.name.as_str(), self.0.get_mut(&path)) {
-            ("write_file", _) => {
-                let text = args["content"].as_str().unwrap_or_default().to_string();
-                let answer = format!("wrote {} to {path}", plural(text.len(), "byte"));
-                self.0.insert(path, text);
-                answer
-            }
-            ("read_file", Some(text)) => {
-                text.lines().enumerate().map(|(n, l)| format!("{}\t{l}\n", n + 1)).collect()
-            }
-            ("edit_file", Some(text)) => {
-                let old = args["old_string"].as_str().unwrap_or_default();
-                *text = text.replace(old, args["new_string"].as_str().unwrap_or_default());
-                format!("edited {path}")
-            }
-            (_, _) => format!("error: {path} does not exist"),
-        };
-        ToolOutput { content, status: ToolStatus::Ok }
-    }
-}
-
-#[test]
-fn the_demo_drives_the_real_loop_to_an_answer() {
-    struct Quiet;
-    impl Observer for Quiet {
-        fn event(&mut self, _: Event) -> Result<(), Error> {
-            Ok(())
-        }
-    }
-    let mut files = Files::default();
-    let mut history = vec![user_message("create hello.txt containing hello")];
-    let limits = Limits { max_turns: 5 };
-    let outcome = run_turn(&mut Demo, &mut files, &mut history, &mut Quiet, &limits);
-    assert!(
-        matches!(outcome, Outcome::Completed(ref t) if t == "Wrote `hello.txt` (5 bytes)."),
-        "{outcome:?}"
-    );
-    history.push(user_message("replace hello with bye in hello.txt"));
-    let outcome = run_turn(&mut Demo, &mut files, &mut history, &mut Quiet, &limits);
-    assert!(matches!(outcome, Outcome::Completed(ref t) if t.starts_with("Replaced")), "{outcome:?}");
-    history.push(user_message("read missing.txt"));
-    let outcome = run_turn(&mut Demo, &mut files, &mut history, &mut Quiet, &limits);
-    assert!(matches!(outcome, Outcome::Completed(ref t) if t.contains("does not exist")), "{outcome:?}");
-    assert_eq!(files.0["hello.txt"], "bye");
-    let ids: Vec<&str> = history
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(ids, ["call_0", "call_1", "call_2", "call_3"]);
-}
-
-fn user_message(text: &str) -> Message {
-    Message::User { content: text.into() }
-}
-
 #[test]
 fn the_server_answers_over_http() {
     let server = start_demo_server().expect("loopback server");
@@ -341,4 +227,225 @@ fn the_server_answers_over_http() {
     let reply: Value = serde_json::from_str(&text).expect("JSON");
     assert_eq!(reply["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "list_files");
     assert_eq!(server.requests().len(), 1);
+}
+
+/// The demo behind chapter 2's loop (`run_turn`), with in-memory file tools.
+#[cfg(feature = "ch02")]
+mod with_the_loop {
+    use super::*;
+    use crate::ch02_loop::{
+        Error, Event, Limits, Message, Model, Observer, Outcome, Reply, Request, ToolCall, ToolOutput,
+        ToolStatus, Tools, run_turn,
+    };
+    use crate::text::plural;
+
+    /// The demo model behind the real loop, with in-memory file tools: the way `--demo` runs,
+    /// minus HTTP.
+    struct Demo;
+
+    impl Model for Demo {
+        fn complete(&mut self, request: &Request, _: &mut dyn Observer) -> Result<Reply, Error> {
+            let messages: Vec<Value> = request.messages.iter().map(wire).collect();
+            let message = demo_message(&messages, false);
+            let tool_calls = message["tool_calls"].as_array().into_iter().flatten();
+            let tool_calls = tool_calls
+                .map(|call| ToolCall {
+                    id: call["id"].as_str().unwrap_or_default().into(),
+                    name: call["function"]["name"].as_str().unwrap_or_default().into(),
+                    arguments: call["function"]["arguments"].as_str().unwrap_or_default().into(),
+                })
+                .collect();
+            Ok(Reply {
+                content: message["content"].as_str().map(String::from),
+                tool_calls,
+                ..Reply::default()
+            })
+        }
+    }
+
+    fn wire(message: &Message) -> Value {
+        match message {
+            Message::System { content } => json!({"role": "system", "content": content}),
+            Message::User { content } => json!({"role": "user", "content": content}),
+            Message::Assistant { content, tool_calls } => {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({"id": c.id, "type": "function",
+                                    "function": {"name": c.name, "arguments": c.arguments}})
+                    })
+                    .collect();
+                json!({"role": "assistant", "content": content, "tool_calls": calls})
+            }
+            Message::Tool { tool_call_id, content } => {
+                json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
+            }
+        }
+    }
+
+    #[derive(Default)]
+    struct Files(std::collections::BTreeMap<String, String>);
+
+    impl Tools for Files {
+        fn schemas(&self) -> Vec<Value> {
+            Vec::new()
+        }
+        fn run(&mut self, call: &ToolCall) -> ToolOutput {
+            let args: Value = serde_json::from_str(&call.arguments).expect("the demo writes valid JSON");
+            let path = args["path"].as_str().unwrap_or_default().to_string();
+            let content = match (call.name.as_str(), self.0.get_mut(&path)) {
+                ("write_file", _) => {
+                    let text = args["content"].as_str().unwrap_or_default().to_string();
+                    let answer = format!("wrote {} to {path}", plural(text.len(), "byte"));
+                    self.0.insert(path, text);
+                    answer
+                }
+                ("read_file", Some(text)) => {
+                    text.lines().enumerate().map(|(n, l)| format!("{}\t{l}\n", n + 1)).collect()
+                }
+                ("edit_file", Some(text)) => {
+                    let old = args["old_string"].as_str().unwrap_or_default();
+                    *text = text.replace(old, args["new_string"].as_str().unwrap_or_default());
+                    format!("edited {path}")
+                }
+                (_, _) => format!("error: {path} does not exist"),
+            };
+            ToolOutput { content, status: ToolStatus::Ok }
+        }
+    }
+
+    #[test]
+    fn the_demo_drives_the_real_loop_to_an_answer() {
+        struct Quiet;
+        impl Observer for Quiet {
+            fn event(&mut self, _: Event) -> Result<(), Error> {
+                Ok(())
+            }
+        }
+        let mut files = Files::default();
+        let mut history = vec![user_message("create hello.txt containing hello")];
+        let limits = Limits { max_turns: 5 };
+        let outcome = run_turn(&mut Demo, &mut files, &mut history, &mut Quiet, &limits);
+        assert!(
+            matches!(outcome, Outcome::Completed(ref t) if t == "Wrote `hello.txt` (5 bytes)."),
+            "{outcome:?}"
+        );
+        history.push(user_message("replace hello with bye in hello.txt"));
+        let outcome = run_turn(&mut Demo, &mut files, &mut history, &mut Quiet, &limits);
+        assert!(matches!(outcome, Outcome::Completed(ref t) if t.starts_with("Replaced")), "{outcome:?}");
+        history.push(user_message("read missing.txt"));
+        let outcome = run_turn(&mut Demo, &mut files, &mut history, &mut Quiet, &limits);
+        assert!(matches!(outcome, Outcome::Completed(ref t) if t.contains("does not exist")), "{outcome:?}");
+        assert_eq!(files.0["hello.txt"], "bye");
+        let ids: Vec<&str> = history
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, ["call_0", "call_1", "call_2", "call_3"]);
+    }
+
+    fn user_message(text: &str) -> Message {
+        Message::User { content: text.into() }
+    }
+}
+
+/// What the demo answers when the request's only tool is `bash` (chapters 1 and 2).
+fn bash_reply_to(messages: &[Value]) -> Value {
+    let bash = json!({"type": "function", "function": {"name": "bash", "parameters": {}}});
+    demo_reply(&json!({"model": "demo", "messages": messages, "tools": [bash]}))["choices"][0]["message"]
+        .clone()
+}
+
+/// The shell command the demo plans for `prompt` when it has only `bash`.
+fn command_for(prompt: &str) -> String {
+    let (_, name, arguments) = the_call(&bash_reply_to(&[user(prompt)]));
+    assert_eq!(name, "bash", "{prompt}");
+    arguments["command"].as_str().expect("a command").to_string()
+}
+
+#[test]
+fn with_only_bash_each_request_becomes_a_shell_command() {
+    assert_eq!(command_for("list files"), "ls -A");
+    assert_eq!(command_for("list files in src"), "ls -A -- 'src'");
+    assert_eq!(command_for("read src/main.rs"), "cat -- 'src/main.rs'");
+    assert_eq!(command_for("search for TODO"), "grep -rnIF --exclude-dir=.git -- 'TODO'");
+    assert_eq!(
+        command_for("search for \"fn main\" in src"),
+        "grep -rnIF --exclude-dir=.git -- 'fn main' 'src'"
+    );
+    assert_eq!(command_for("create hello.txt containing hello"), "printf '%s' 'hello' > 'hello.txt'");
+    assert_eq!(command_for("create a/b.txt containing x"), "mkdir -p -- 'a' && printf '%s' 'x' > 'a/b.txt'");
+    assert_eq!(command_for("run ls -la"), "ls -la");
+    assert_eq!(command_for("replace foo with bar in x.txt"), "cat -- 'x.txt'");
+    assert_eq!(command_for("列出文件"), "ls -A");
+    // Quotes in names and text stay inside one shell word.
+    assert_eq!(command_for("create \"it's.txt\" containing a'b"), r"printf '%s' 'a'\''b' > 'it'\''s.txt'");
+    // A tool list with anything besides bash is the full program: file tools as before.
+    assert_eq!(plans("list files"), ("list_files".into(), json!({})));
+    assert_eq!(bash_reply_to(&[user("sing")])["content"], CAPABILITIES);
+}
+
+#[test]
+fn with_only_bash_the_exit_code_decides_success() {
+    let first = vec![user("read notes.md")];
+    let call = bash_reply_to(&first);
+    let shown = bash_reply_to(&answer(first.clone(), &call, "error: one\ntwo\nexit code 0"));
+    assert_eq!(shown["content"], "Here is `notes.md`:\n\n```\nerror: one\ntwo\n```");
+    let failed =
+        bash_reply_to(&answer(first, &call, "cat: notes.md: No such file or directory\nexit code 1"));
+    assert_eq!(
+        failed["content"],
+        "I could not read `notes.md`: `bash` answered “cat: notes.md: No such file or directory”."
+    );
+    let first = vec![user("search for zzz")];
+    let call = bash_reply_to(&first);
+    assert_eq!(
+        bash_reply_to(&answer(first.clone(), &call, "exit code 1"))["content"],
+        "No matches for \"zzz\"."
+    );
+    let found = bash_reply_to(&answer(first, &call, "a.txt:3:zzz\nexit code 0"));
+    assert_eq!(found["content"], "Matches for \"zzz\":\n\n```\na.txt:3:zzz\n```");
+    let first = vec![user("create a.txt containing hi")];
+    let call = bash_reply_to(&first);
+    let denied = bash_reply_to(&answer(first.clone(), &call, "denied: shell commands need --allow-shell"));
+    assert!(denied["content"].as_str().is_some_and(|text| text.contains("“denied: shell")), "{denied}");
+    assert_eq!(bash_reply_to(&answer(first, &call, "exit code 0"))["content"], "Wrote `a.txt` (2 bytes).");
+}
+
+/// Runs `command` with `bash -c` in `dir`, as chapter 1's tool does: output, then the exit code.
+fn run_in(dir: &std::path::Path, command: &str) -> String {
+    let out =
+        std::process::Command::new("bash").args(["-c", command]).current_dir(dir).output().expect("bash");
+    let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    format!("{text}exit code {}", out.status.code().unwrap_or(-1))
+}
+
+#[test]
+fn with_only_bash_the_planned_commands_really_write_and_replace() {
+    let dir = std::env::temp_dir().join(format!("mini-agent-demo-bash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    // Text the shell would otherwise read as syntax: quotes, $, backquotes, &, a backslash.
+    let text = r#"it's $HOME `id` & \n"#;
+    let mut messages = vec![user(&format!("create \"odd 'name'.txt\" containing \"{text}\""))];
+    let call = bash_reply_to(&messages);
+    let result = run_in(&dir, the_call(&call).2["command"].as_str().expect("command"));
+    messages = answer(messages, &call, &result);
+    assert!(bash_reply_to(&messages)["content"].as_str().is_some_and(|t| t.starts_with("Wrote")));
+    let written = std::fs::read_to_string(dir.join("odd 'name'.txt")).expect("the file");
+    assert_eq!(written, "it's $HOME `id` & \n", "the demo turns a literal \\n into a newline");
+
+    let mut messages = vec![user("replace \"$HOME `id`\" with \"a & b\\\\\" in \"odd 'name'.txt\"")];
+    for _ in 0..2 {
+        let call = bash_reply_to(&messages);
+        let result = run_in(&dir, the_call(&call).2["command"].as_str().expect("command"));
+        messages = answer(messages, &call, &result);
+    }
+    let done = bash_reply_to(&messages);
+    let changed = std::fs::read_to_string(dir.join("odd 'name'.txt")).expect("the file");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(done["content"].as_str().is_some_and(|t| t.starts_with("Replaced")), "{done}");
+    assert_eq!(changed, "it's a & b\\\\ & \n");
 }
