@@ -52,9 +52,15 @@ pub struct ToolOutput {
 pub enum ToolStatus {
     Ok,
     Error,
+    /// The permission gate refused the call (chapter 12).
+    #[cfg(feature = "ch12")]
     Denied,
     Interrupted,
+    /// Recovery answers a call that never started (chapter 10).
+    #[cfg(feature = "ch10")]
     NotRun,
+    /// Recovery answers a call that started and never finished (chapter 10).
+    #[cfg(feature = "ch10")]
     Unknown,
 }
 // ANCHOR_END: messages
@@ -125,12 +131,14 @@ pub enum Event<'a> {
     },
     /// A model reply arrived (before its message is appended).
     Reply(&'a Reply),
-    /// A piece of reply text arrived while streaming.
+    /// A piece of reply text arrived while streaming (chapter 11).
+    #[cfg(feature = "ch11")]
     TextDelta(&'a str),
     /// A tool is about to run. Observers that must persist this do so before returning.
     ToolStarted(&'a ToolCall),
     ToolFinished(&'a ToolCall, &'a ToolOutput),
-    /// A failed request will be tried again after `wait_ms`.
+    /// A failed request will be tried again after `wait_ms` (chapter 8).
+    #[cfg(feature = "ch08")]
     Retry {
         attempt: u32,
         wait_ms: u64,
@@ -141,6 +149,7 @@ pub enum Event<'a> {
     /// request before and after; `usage` is what the summary request cost, when known.
     /// `elided` messages after the system prompt are sent with their large tool results and
     /// arguments cut short; `summarised` is false when only that changed (no model call).
+    #[cfg(feature = "ch07")]
     Compaction {
         summary: &'a str,
         replaced: usize,
@@ -150,18 +159,21 @@ pub enum Event<'a> {
         tokens_after: u64,
         usage: Option<Usage>,
     },
-    /// Anything else worth telling the user (a partial stream, a warning…).
-    Notice {
-        kind: &'a str,
-        text: &'a str,
-    },
+    /// Something the user should know that did not stop the turn (a reply's text that looked
+    /// like a tool call, a compaction that could not be made…).
+    Warning(&'a str),
+    /// The text of a stream cut off before it finished (chapter 11): shown and recorded, never
+    /// sent back to the model.
+    #[cfg(feature = "ch11")]
+    Partial(&'a str),
 }
 
 /// Watches the turn. Returning an error stops the turn before anything else happens —
 /// this is how the journal guarantees that a tool never runs unrecorded.
 pub trait Observer {
     fn event(&mut self, event: Event) -> Result<(), Error>;
-    /// Lines the user typed while the turn ran; they join the next request.
+    /// Lines the user typed while the turn ran; they join the next request (chapter 4).
+    #[cfg(feature = "ch04")]
     fn queued_input(&mut self) -> Vec<String> {
         Vec::new()
     }
@@ -197,6 +209,7 @@ pub fn run_turn(
 ) -> Outcome {
     let schemas = tools.schemas();
     let mut step = || -> Result<Option<Outcome>, Error> {
+        #[cfg(feature = "ch04")]
         for content in observer.queued_input() {
             append(history, observer, Message::User { content })?;
         }
@@ -302,7 +315,14 @@ pub enum Error {
     /// Configuration (environment, files) is missing or wrong.
     Config(String),
     /// The server answered with a non-success status.
-    Http { status: u16, message: String, retry_after_ms: Option<u64>, code: Option<String> },
+    Http {
+        status: u16,
+        message: String,
+        /// How long the server asked us to wait (`Retry-After`, chapter 8).
+        #[cfg(feature = "ch08")]
+        retry_after_ms: Option<u64>,
+        code: Option<String>,
+    },
     /// The connection failed, timed out or was cut; the server may have acted.
     Network(String),
     /// The connection was refused or could not be made: nothing was sent, a retry is safe.
@@ -311,6 +331,7 @@ pub enum Error {
     /// `chars` characters of text arrived, and `dropped_calls` unfinished tool calls were not run.
     ReplyCut { reason: String, chars: usize, dropped_calls: usize },
     /// The model repeated one call with the same result `repeats` times in a row (chapter 7).
+    #[cfg(feature = "ch07")]
     Stuck { name: String, repeats: usize },
     /// The server answered, but not with something we can use.
     Model(String),
@@ -365,6 +386,7 @@ impl fmt::Display for Error {
                     _ => write!(f, " — not a finished answer"),
                 }
             }
+            #[cfg(feature = "ch07")]
             Error::Stuck { name, repeats } => write!(
                 f,
                 "stopped: the model called {name} {repeats} times in a row with the same arguments and \
@@ -457,7 +479,7 @@ mod tests {
         let mut tools = RecordingTools::default();
         let mut history = vec![Message::User { content: "go".into() }];
         let outcome =
-            run_turn(&mut model, &mut tools, &mut history, &mut Quiet(vec![]), &Limits { max_turns: 5 });
+            run_turn(&mut model, &mut tools, &mut history, &mut Quiet::default(), &Limits { max_turns: 5 });
         assert!(matches!(outcome, Outcome::Completed(ref t) if t == "done"));
         assert_eq!(tools.names(), ["one", "two"]);
         let answered: Vec<&str> = history
@@ -480,13 +502,14 @@ mod tests {
             &mut model,
             &mut RecordingTools::default(),
             &mut history,
-            &mut Quiet(vec![]),
+            &mut Quiet::default(),
             &Limits { max_turns: 2 },
         );
         assert!(matches!(outcome, Outcome::TurnLimit));
         assert_eq!(model.sent.len(), 2);
     }
 
+    #[cfg(feature = "ch04")]
     #[test]
     fn queued_input_joins_the_next_request() {
         let mut model = ScriptedModel::new(vec![text("ok")]);
@@ -511,7 +534,7 @@ mod tests {
             &mut model,
             &mut RecordingTools::default(),
             &mut history,
-            &mut Quiet(vec![]),
+            &mut Quiet::default(),
             &Limits { max_turns: 3 },
         );
         assert!(matches!(outcome, Outcome::Failed(Error::Model(_))));

@@ -314,6 +314,7 @@ mod tests {
         assert_eq!((requests, retries.0.len()), (1, 0));
     }
 
+    #[cfg(feature = "ch11")]
     #[test]
     fn a_stream_is_retried_before_its_first_byte_and_never_after() {
         use crate::ch11_streaming::StreamingClient;

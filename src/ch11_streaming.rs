@@ -406,8 +406,7 @@ impl Model for StreamingClient {
 /// Records the text that did arrive as partial, then hands back the error: nothing runs.
 fn cut_off(reply: &StreamAssembler, error: Error, observer: &mut dyn Observer) -> Error {
     if !reply.partial_text().is_empty()
-        && let Err(observer_error) =
-            observer.event(Event::Notice { kind: "partial", text: reply.partial_text() })
+        && let Err(observer_error) = observer.event(Event::Partial(reply.partial_text()))
     {
         return observer_error;
     }

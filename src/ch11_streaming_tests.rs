@@ -17,7 +17,7 @@ impl Observer for Seen {
     fn event(&mut self, event: Event) -> Result<(), Error> {
         match event {
             Event::TextDelta(text) => self.deltas.push(text.to_owned()),
-            Event::Notice { kind, text } => self.notices.push((kind.to_owned(), text.to_owned())),
+            Event::Partial(text) => self.notices.push(("partial".to_owned(), text.to_owned())),
             _ => {}
         }
         Ok(())

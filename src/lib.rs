@@ -3,6 +3,8 @@
 
 #[cfg(not(feature = "ch02"))]
 pub mod ch01_agent;
+#[cfg(all(feature = "ch02", not(feature = "ch03")))]
+pub mod ch02_bash;
 #[cfg(feature = "ch02")]
 pub mod ch02_loop;
 #[cfg(feature = "ch02")]

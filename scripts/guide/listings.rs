@@ -133,8 +133,8 @@ const TOO_LONG_FOR_NOW: &[&str] = &[
     "src/ch13_evaluation/script.rs:script",
     "src/cli/app.rs:start",
     "src/cli/args.rs:help",
+    "src/cli/endpoint.rs:endpoint",
     "src/cli/mod.rs:agent",
-    "src/cli/mod.rs:endpoint",
     "src/cli/mod.rs:main",
     "src/testkit/scripted_server/mod.rs:server",
 ];

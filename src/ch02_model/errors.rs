@@ -10,13 +10,16 @@ use super::{CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, IDLE_TIMEOUT_VARIABLE};
 use crate::ch02_loop::Error;
 use crate::text::shorten;
 use serde_json::Value;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+#[cfg(feature = "ch08")]
+use std::time::{SystemTime, UNIX_EPOCH};
 
 // ANCHOR: errors
 /// Turns a non-2xx response into `Error::Http` with the server's own words.
 pub fn error_from_response(response: ureq::http::Response<ureq::Body>) -> Error {
     let status = response.status();
     let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    #[cfg(feature = "ch08")]
     let retry_after_ms = header("retry-after-ms")
         .and_then(|ms| ms.trim().parse::<f64>().ok())
         .map(|ms| ms.max(0.0) as u64)
@@ -32,7 +35,13 @@ pub fn error_from_response(response: ureq::http::Response<ureq::Body>) -> Error 
         Some(rest) if !rest.is_empty() => rest.to_owned(),
         _ => message,
     };
-    Error::Http { status: status.as_u16(), message, retry_after_ms, code }
+    Error::Http {
+        status: status.as_u16(),
+        message,
+        #[cfg(feature = "ch08")]
+        retry_after_ms,
+        code,
+    }
 }
 
 /// A 3xx: we do not follow it (see [`new_agent`]); the user learns where the server pointed,
@@ -45,6 +54,7 @@ fn redirected(status: u16, location: Option<String>) -> Error {
             "redirect to {target} not followed (API requests are never redirected); \
              if that is the right server, pass it as --base-url"
         ),
+        #[cfg(feature = "ch08")]
         retry_after_ms: None,
         code: None,
     }
@@ -89,7 +99,9 @@ pub fn server_message(body: &str) -> (Option<String>, Option<String>) {
 }
 // ANCHOR_END: errors
 
-/// `Retry-After` is either seconds or an HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`).
+/// `Retry-After` is either seconds or an HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`); the
+/// wait it asks for is chapter 8's.
+#[cfg(feature = "ch08")]
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<u64> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
@@ -101,6 +113,7 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<u64> {
 }
 
 /// Seconds since the epoch for an IMF-fixdate; the other two legacy forms are not worth it.
+#[cfg(feature = "ch08")]
 fn parse_http_date(value: &str) -> Option<u64> {
     let parts: Vec<&str> = value.split_whitespace().collect();
     let [_weekday, day, month, year, time, "GMT"] = parts.as_slice() else { return None };
@@ -116,6 +129,7 @@ fn parse_http_date(value: &str) -> Option<u64> {
 
 /// Days from 1970-01-01 to the date (Howard Hinnant's days_from_civil; chapter 5 has its
 /// inverse, `civil_from_days`, and a test runs one into the other).
+#[cfg(feature = "ch08")]
 pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);

@@ -34,9 +34,11 @@ use std::thread;
 use std::time::Duration;
 use wire::{RequestBody, StreamOptions, WireMessage};
 
+#[cfg(feature = "ch08")]
+pub use errors::parse_retry_after;
 pub use errors::{
-    error_from_response, idle_error, idle_message, network_error, parse_idle_timeout, parse_retry_after,
-    quote, seconds, server_message,
+    error_from_response, idle_error, idle_message, network_error, parse_idle_timeout, quote, seconds,
+    server_message,
 };
 /// Reading the reply, field by field, is its own file's lesson (`reply.rs`).
 pub use reply::{parse_reply, parse_usage};

@@ -33,7 +33,7 @@ impl<M: Model> Model for TextCallCheck<M> {
                  llama-server with --jinja (and a chat template that supports tools); for vLLM, \
                  --enable-auto-tool-choice --tool-call-parser. See the README, section \"Local models\"."
             );
-            observer.event(Event::Notice { kind: "warning", text: &text })?;
+            observer.event(Event::Warning(&text))?;
         }
         Ok(reply)
     }

@@ -331,9 +331,14 @@ impl<M: Model> Redacted<M> {
 
 impl<M: Model> Model for Redacted<M> {
     fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
-        let mut watch =
-            RedactingObserver { inner: observer, redactor: self.redactor, text: self.redactor.stream() };
+        let mut watch = RedactingObserver {
+            inner: observer,
+            redactor: self.redactor,
+            #[cfg(feature = "ch11")]
+            text: self.redactor.stream(),
+        };
         let result = self.inner.complete(request, &mut watch);
+        #[cfg(feature = "ch11")]
         watch.flush()?;
         let r = self.redactor;
         match result {
@@ -361,15 +366,25 @@ pub(crate) fn redact_error(r: &Redactor, error: Error) -> Error {
         Error::Refused(text) => Error::Refused(line(text)),
         Error::Model(text) => Error::Model(line(text)),
         Error::Session(text) => Error::Session(line(text)),
-        Error::Http { status, message, retry_after_ms, code } => {
-            let code = code.map(line);
-            Error::Http { status, message: line(message), retry_after_ms, code }
-        }
+        Error::Http {
+            status,
+            message,
+            #[cfg(feature = "ch08")]
+            retry_after_ms,
+            code,
+        } => Error::Http {
+            status,
+            message: line(message),
+            #[cfg(feature = "ch08")]
+            retry_after_ms,
+            code: code.map(line),
+        },
         Error::Io { context, source } => Error::Io { context: line(context), source },
         Error::Interrupted => Error::Interrupted,
         // Counts and a finish reason (only `length` or `content_filter`): nothing echoed.
         cut @ Error::ReplyCut { .. } => cut,
         // The tool name is the model's text: it could be anything.
+        #[cfg(feature = "ch07")]
         Error::Stuck { name, repeats } => Error::Stuck { name: line(name), repeats },
     }
 }
@@ -378,9 +393,12 @@ pub(crate) fn redact_error(r: &Redactor, error: Error) -> Error {
 struct RedactingObserver<'a> {
     inner: &'a mut dyn Observer,
     redactor: &'static Redactor,
+    /// Streamed text (chapter 11), held back where a secret may be cut between pieces.
+    #[cfg(feature = "ch11")]
     text: RedactingStream,
 }
 
+#[cfg(feature = "ch11")]
 impl RedactingObserver<'_> {
     fn flush(&mut self) -> Result<(), Error> {
         let rest = self.text.finish();
@@ -395,6 +413,7 @@ impl Observer for RedactingObserver<'_> {
     fn event(&mut self, event: Event) -> Result<(), Error> {
         let r = self.redactor;
         match event {
+            #[cfg(feature = "ch11")]
             Event::TextDelta(text) => {
                 let ready = self.text.push(text.as_bytes());
                 if ready.is_empty() {
@@ -404,7 +423,10 @@ impl Observer for RedactingObserver<'_> {
                 // because only whole secrets (valid UTF-8) are ever held or replaced.
                 self.inner.event(Event::TextDelta(&String::from_utf8_lossy(&ready)))
             }
-            Event::Notice { kind, text } => self.inner.event(Event::Notice { kind, text: &r.redact(text) }),
+            Event::Warning(text) => self.inner.event(Event::Warning(&r.redact(text))),
+            #[cfg(feature = "ch11")]
+            Event::Partial(text) => self.inner.event(Event::Partial(&r.redact(text))),
+            #[cfg(feature = "ch08")]
             Event::Retry { attempt, wait_ms, reason } => {
                 self.inner.event(Event::Retry { attempt, wait_ms, reason: &r.redact(reason) })
             }
@@ -412,6 +434,7 @@ impl Observer for RedactingObserver<'_> {
         }
     }
 
+    #[cfg(feature = "ch04")]
     fn queued_input(&mut self) -> Vec<String> {
         self.inner.queued_input()
     }

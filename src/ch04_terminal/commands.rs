@@ -14,23 +14,38 @@ pub enum Command {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HostCommand {
     New,
+    /// The sessions of this root with their state (chapter 10).
+    #[cfg(feature = "ch10")]
     List,
+    #[cfg(feature = "ch10")]
     Resume(String),
+    /// What went into the system prompt (chapter 6).
+    #[cfg(feature = "ch06")]
     Skills,
+    /// Context (chapter 7): summarise now, and the session's figures.
+    #[cfg(feature = "ch07")]
     Compact,
+    #[cfg(feature = "ch07")]
     Stats,
 }
 
-pub const HELP: &str = "\
-/help          this list
-/new           start a new session
-/list          list the sessions of this workspace
-/resume <id>   switch to a session (id or unique prefix)
-/skills        show AGENTS.md and the skills that were loaded, and how
-/compact       replace older history with a summary
-/stats         requests, tokens, tool calls and time of this session
-/exit          leave (also Ctrl+C or Ctrl+D at the prompt)
-During a turn: Ctrl+C stops it; lines you type are sent with the next model request.";
+/// What `/help` prints, a line per command of this chapter's state.
+pub const HELP: &[&str] = &[
+    "/help          this list",
+    "/new           start a new session",
+    #[cfg(feature = "ch10")]
+    "/list          list the sessions of this workspace",
+    #[cfg(feature = "ch10")]
+    "/resume <id>   switch to a session (id or unique prefix)",
+    #[cfg(feature = "ch06")]
+    "/skills        show AGENTS.md and the skills that were loaded, and how",
+    #[cfg(feature = "ch07")]
+    "/compact       replace older history with a summary",
+    #[cfg(feature = "ch07")]
+    "/stats         requests, tokens, tool calls and time of this session",
+    "/exit          leave (also Ctrl+C or Ctrl+D at the prompt)",
+    "During a turn: Ctrl+C stops it; lines you type are sent with the next model request.",
+];
 
 // ANCHOR_END: commands
 // ANCHOR: parse_command
@@ -39,10 +54,7 @@ During a turn: Ctrl+C stops it; lines you type are sent with the next model requ
 pub fn parse_command(line: &str) -> Option<Result<Command, String>> {
     let line = line.trim();
     let rest = line.strip_prefix('/')?;
-    let (word, argument) = match rest.split_once(char::is_whitespace) {
-        Some((word, argument)) => (word, argument.trim()),
-        None => (rest, ""),
-    };
+    let word = rest.split(char::is_whitespace).next().unwrap_or_default();
     if word.contains('/') {
         return None;
     }
@@ -50,11 +62,18 @@ pub fn parse_command(line: &str) -> Option<Result<Command, String>> {
         "help" | "?" => Command::Help,
         "exit" | "quit" => Command::Exit,
         "new" => Command::Host(HostCommand::New),
+        #[cfg(feature = "ch10")]
         "list" => Command::Host(HostCommand::List),
-        "resume" if argument.is_empty() => return Some(Err("usage: /resume <id> (see /list)".into())),
-        "resume" => Command::Host(HostCommand::Resume(argument.to_string())),
+        #[cfg(feature = "ch10")]
+        "resume" => match rest[word.len()..].trim() {
+            "" => return Some(Err("usage: /resume <id> (see /list)".into())),
+            id => Command::Host(HostCommand::Resume(id.to_string())),
+        },
+        #[cfg(feature = "ch06")]
         "skills" => Command::Host(HostCommand::Skills),
+        #[cfg(feature = "ch07")]
         "compact" => Command::Host(HostCommand::Compact),
+        #[cfg(feature = "ch07")]
         "stats" => Command::Host(HostCommand::Stats),
         _ => return Some(Err(format!("unknown command /{word}; type /help"))),
     };

@@ -100,6 +100,15 @@ impl TerminalObserver {
         }
     }
 
+    /// A notice between the other lines: `warning: …`, `partial: …`.
+    fn notice(&mut self, kind: &str, text: &str) {
+        self.spinner = None;
+        self.screen.status(&format!("{kind}: {}\n", sanitize(text)));
+        if self.waiting_for_model {
+            self.spin("thinking…");
+        }
+    }
+
     fn tool_line(&self, call: &ToolCall, output: Option<&ToolOutput>) -> String {
         // Short enough not to wrap, so a live line can be rewritten in place.
         let summary = first_line(&sanitize_command(&describe_call(call)), 72);
@@ -107,9 +116,12 @@ impl TerminalObserver {
         let (mark, word) = match output.status {
             ToolStatus::Ok => ("✓", ""),
             ToolStatus::Error => ("✗", ""),
+            #[cfg(feature = "ch12")]
             ToolStatus::Denied => ("⊘", " denied"),
             ToolStatus::Interrupted => ("✗", " interrupted"),
+            #[cfg(feature = "ch10")]
             ToolStatus::NotRun => ("·", " not run"),
+            #[cfg(feature = "ch10")]
             ToolStatus::Unknown => ("?", " unknown outcome"),
         };
         let mut line = format!("{mark} {summary}{word}");
@@ -130,6 +142,7 @@ impl Observer for TerminalObserver {
                 self.stream = None;
                 self.spin("thinking…");
             }
+            #[cfg(feature = "ch11")]
             Event::TextDelta(text) => {
                 if self.screen.look == Look::Raw {
                     self.spinner = None;
@@ -188,6 +201,7 @@ impl Observer for TerminalObserver {
             }
             // ANCHOR_END: observer_tools
             // ANCHOR: observer_notices
+            #[cfg(feature = "ch08")]
             Event::Retry { attempt, wait_ms, reason } => {
                 self.spinner = None;
                 let seconds = wait_ms as f64 / 1000.0;
@@ -199,6 +213,7 @@ impl Observer for TerminalObserver {
                     self.spin("retrying…");
                 }
             }
+            #[cfg(feature = "ch07")]
             Event::Compaction { replaced, summarised, tokens_before, tokens_after, .. } => {
                 self.spinner = None;
                 let what = if summarised {
@@ -213,13 +228,9 @@ impl Observer for TerminalObserver {
                     self.spin("thinking…");
                 }
             }
-            Event::Notice { kind, text } => {
-                self.spinner = None;
-                self.screen.status(&format!("{kind}: {}\n", sanitize(text)));
-                if self.waiting_for_model {
-                    self.spin("thinking…");
-                }
-            }
+            Event::Warning(text) => self.notice("warning", text),
+            #[cfg(feature = "ch11")]
+            Event::Partial(text) => self.notice("partial", text),
         }
         Ok(())
     }

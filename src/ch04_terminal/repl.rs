@@ -66,7 +66,7 @@ pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Scree
         }
         match parse_command(&line) {
             Some(Ok(Command::Exit)) => return Ok(()),
-            Some(Ok(Command::Help)) => screen.status(&format!("{HELP}\n")),
+            Some(Ok(Command::Help)) => screen.status(&format!("{}\n", HELP.join("\n"))),
             Some(Ok(Command::Host(command))) => match host.command(command) {
                 Ok(text) if text.is_empty() => {}
                 Ok(text) => screen.print(&format!("{}\n", sanitize(text.trim_end()))),

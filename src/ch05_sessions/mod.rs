@@ -68,6 +68,8 @@
 //! - [`store`]: the sessions of one root, found by id, prefix or "the latest".
 
 pub mod ids;
+#[cfg(feature = "ch09")]
+pub mod listing;
 pub mod record;
 pub mod recorder;
 pub mod store;
@@ -75,9 +77,11 @@ pub mod store;
 pub(crate) mod tests;
 
 pub use ids::{new_session_id, now_rfc3339, rfc3339};
+#[cfg(feature = "ch09")]
+pub use listing::SessionSummary;
 pub use record::{Body, DEMO_ENDPOINT, FORMAT_VERSION, OPENAI_API, Origin, Record, without_credentials};
 pub use recorder::Recorder;
-pub use store::{SessionStore, SessionSummary};
+pub use store::SessionStore;
 
 use crate::ch02_loop::{Error, Message};
 

@@ -91,9 +91,11 @@ impl<A: Append> Observer for Recorder<A> {
                     content: output.content.clone(),
                 }
             }
+            #[cfg(feature = "ch08")]
             Event::Retry { attempt, wait_ms, reason } => {
                 Body::Retry { attempt, wait_ms, reason: reason.to_string() }
             }
+            #[cfg(feature = "ch07")]
             Event::Compaction { summary, replaced, elided, usage, .. } => {
                 let summary = summary.to_string();
                 self.log.append(Body::Compaction { summary, replaces: replaced, elided })?;
@@ -105,9 +107,12 @@ impl<A: Append> Observer for Recorder<A> {
                     None => return Ok(()),
                 }
             }
-            Event::Notice { kind: "partial", text } => Body::Partial { content: text.to_string() },
-            // Requests, stream deltas and other notices are for the screen, not the record.
-            Event::Request { .. } | Event::TextDelta(_) | Event::Notice { .. } => return Ok(()),
+            #[cfg(feature = "ch11")]
+            Event::Partial(text) => Body::Partial { content: text.to_string() },
+            #[cfg(feature = "ch11")]
+            Event::TextDelta(_) => return Ok(()),
+            // Requests and warnings are for the screen, not the record.
+            Event::Request { .. } | Event::Warning(_) => return Ok(()),
         };
         self.log.append(body).map(drop)
     }

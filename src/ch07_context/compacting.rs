@@ -282,7 +282,7 @@ impl<M: Model> Compacting<M> {
                 // A failed summary is not fatal while the full history still fits.
                 Err(error) if estimate <= self.window() && !matches!(error, Error::Interrupted) => {
                     let text = format!("automatic compaction failed ({error}); sending the full history");
-                    observer.event(Event::Notice { kind: "warning", text: &text })?;
+                    observer.event(Event::Warning(&text))?;
                     break;
                 }
                 Err(error) => return Err(error),
@@ -331,7 +331,7 @@ impl<M: Model> Model for Compacting<M> {
                 self.learned_window = Some(learned);
                 self.measured = None;
                 let text = format!("{error}; compacting and retrying once");
-                observer.event(Event::Notice { kind: "warning", text: &text })?;
+                observer.event(Event::Warning(&text))?;
                 self.fit(request, observer)?;
                 self.send(request, observer).map_err(|error| match error {
                     error if is_context_overflow(&error) => Error::Config(format!(

@@ -182,6 +182,7 @@ mod tests {
         let http = |message: &str, code: Option<&str>| Error::Http {
             status: 400,
             message: message.into(),
+            #[cfg(feature = "ch08")]
             retry_after_ms: None,
             code: code.map(str::to_string),
         };
@@ -198,6 +199,7 @@ mod tests {
         let rate_limit = Error::Http {
             status: 429,
             message: "too many tokens per minute".into(),
+            #[cfg(feature = "ch08")]
             retry_after_ms: None,
             code: None,
         };

@@ -91,7 +91,11 @@ impl Observer for Stats {
                     completion_tokens: estimate_text_tokens(summary),
                 });
             }
-            Event::Notice { .. } | Event::TextDelta(_) | Event::ToolFinished(..) | Event::Retry { .. } => {}
+            Event::Warning(_) | Event::ToolFinished(..) => {}
+            #[cfg(feature = "ch08")]
+            Event::Retry { .. } => {}
+            #[cfg(feature = "ch11")]
+            Event::TextDelta(_) | Event::Partial(_) => {}
         }
         Ok(())
     }

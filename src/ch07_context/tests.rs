@@ -49,7 +49,7 @@ struct Notices {
 impl Observer for Notices {
     fn event(&mut self, event: Event) -> Result<(), Error> {
         match event {
-            Event::Notice { kind, text } => self.notices.push((kind.to_string(), text.to_string())),
+            Event::Warning(text) => self.notices.push(("warning".to_string(), text.to_string())),
             Event::Compaction { summary, replaced, elided, tokens_before, tokens_after, usage, .. } => {
                 let summary = summary.to_string();
                 self.compactions.push(CompactionRecord {

@@ -54,6 +54,7 @@ pub(super) struct WithoutText<'a>(pub(super) &'a mut dyn Observer);
 impl Observer for WithoutText<'_> {
     fn event(&mut self, event: Event) -> Result<(), Error> {
         match event {
+            #[cfg(feature = "ch11")]
             Event::TextDelta(_) => Ok(()),
             other => self.0.event(other),
         }

@@ -1,52 +1,55 @@
 //! The agent as a user meets it: a session around the loop.
 //!
-//! Every run — one `-p` task or a whole REPL — is a session: a journal under
-//! `<root>/.mini_agent/sessions/` that holds the system prompt, each user message and
+//! Every run — one `-p` task or a whole REPL — is a session: from chapter 9 on, a journal
+//! under `<root>/.mini_agent/sessions/` that holds the system prompt, each user message and
 //! everything the loop did. The wiring is the lesson of this file:
 //!
 //! * **The journal observes first.** A [`Fanout`] gives each event to the recorder before the
 //!   screen, the `/stats` counter or the `--json` printer, and the recorder's error stops
 //!   the turn. That is how `tool_started` is on disk before a tool runs.
-//! * **A resumed session is its journal replayed.** The history is rebuilt from the records,
-//!   a compaction in force is restored as the *view* the model was being sent, tool calls
-//!   left open are answered "unknown" or "not run" (chapter 10), and permissions start again
-//!   from the flags: they belong to a person at a terminal, not to a file.
+//! * **A resumed session is its journal replayed** (`reopen.rs`, chapter 10): the history is
+//!   rebuilt from the records, a compaction in force is restored as the *view* the model was
+//!   being sent, and permissions start again from the flags: they belong to a person at a
+//!   terminal, not to a file.
 //! * **How a turn ended is a fact too.** Ctrl+C, an error, the turn limit: each is recorded,
 //!   so `--status` can tell where a session stopped.
+//!
+//! Each chapter adds its piece here under its own feature: the tools' wrappers (skills,
+//! repetition, the permission gate), the compacting model, the journal.
 
+#[cfg(feature = "ch10")]
+use super::reopen::{Opened, continue_session};
+#[cfg(feature = "ch10")]
 use super::sessions_table::sessions_table;
-use mini_agent::ch02_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, plural, run_turn};
-use mini_agent::ch03_tools::Workspace;
-use mini_agent::ch04_terminal::sanitize::sanitize;
-use mini_agent::ch04_terminal::{HostCommand, Look, ReplHost, TypeAhead, render_markdown};
+#[cfg(feature = "ch09")]
+use mini_agent::ch02_loop::plural;
+use mini_agent::ch02_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, run_turn};
+#[cfg(feature = "ch12")]
+use mini_agent::ch04_terminal::TypeAhead;
+#[cfg(feature = "ch04")]
+use mini_agent::ch04_terminal::{HostCommand, ReplHost};
+#[cfg(feature = "ch09")]
 use mini_agent::ch05_sessions::{Origin, Recorder, SessionStore};
+#[cfg(feature = "ch06")]
 use mini_agent::ch06_skills::{WithSkills, build_system_prompt};
+#[cfg(feature = "ch07")]
 use mini_agent::ch07_context::repeats::RepeatNotes;
+#[cfg(feature = "ch07")]
 use mini_agent::ch07_context::{
     Compacting, CompactionRecord, CompactionState, SharedCompaction, SharedStats, Stats,
 };
+#[cfg(feature = "ch09")]
 use mini_agent::ch09_journal::Journal;
-use mini_agent::ch10_recovery::{ResumePlan, resume};
+#[cfg(feature = "ch12")]
 use mini_agent::ch12_permissions::{
     Answer, Gate, Permission, Permissions, Prompter, TerminalPrompter, ask_with,
 };
 use std::path::{Path, PathBuf};
+#[cfg(feature = "ch07")]
 use std::sync::PoisonError;
 
-// ANCHOR: opened
-/// Continues a session chapter 10 opened for `-c` or `--resume`: the journal it locked records
-/// from here on, the history it replayed goes on, and the compaction that was in force is the
-/// view the model is sent again.
-fn continue_session(
-    compaction: &SharedCompaction,
-    (journal, plan): (Journal, ResumePlan),
-) -> (Recorder<Journal>, Vec<Message>) {
-    restore_view(compaction, plan.compaction);
-    (Recorder::new(journal), plan.history)
-}
-// ANCHOR_END: opened
-
 /// Who answers "may this call run?" when the flags did not allow it.
+#[cfg(feature = "ch12")]
 #[derive(Clone)]
 pub enum Asker {
     /// Nobody: the call is denied with a result that names the flag.
@@ -60,79 +63,131 @@ pub enum Asker {
 /// What stays the same for the whole run, whichever session is current.
 pub struct Config {
     /// The model and endpoint this run talks to, recorded in each session it starts.
+    #[cfg(feature = "ch09")]
     pub origin: Origin,
+    #[cfg(feature = "ch12")]
     pub permissions: Permissions,
+    #[cfg(feature = "ch12")]
     pub asker: Asker,
     pub max_turns: usize,
+    #[cfg(feature = "ch07")]
     pub context_tokens: u64,
 }
 
 // ANCHOR: start
 /// The six tools behind the permission gate, with skills, watched for repetition (chapter 7).
-type AgentTools = RepeatNotes<WithSkills<Gate<Workspace>>>;
+#[cfg(feature = "ch07")]
+type AgentTools = RepeatNotes<SkilledTools>;
+#[cfg(not(feature = "ch07"))]
+type AgentTools = SkilledTools;
+#[cfg(feature = "ch06")]
+type SkilledTools = WithSkills<GatedTools>;
+#[cfg(not(feature = "ch06"))]
+type SkilledTools = GatedTools;
+#[cfg(feature = "ch12")]
+type GatedTools = Gate<Workspace>;
+#[cfg(not(feature = "ch12"))]
+type GatedTools = Workspace;
+#[cfg(not(feature = "ch03"))]
+use mini_agent::ch02_bash::Bash as Workspace;
+#[cfg(feature = "ch03")]
+use mini_agent::ch03_tools::Workspace;
+
+/// The model, compacting what it sends from chapter 7 on.
+#[cfg(feature = "ch07")]
+type AgentModel = Compacting<Box<dyn Model>>;
+#[cfg(not(feature = "ch07"))]
+type AgentModel = Box<dyn Model>;
 
 /// The pieces of a running agent: the model, the tools, and the current session.
 pub struct Agent {
-    config: Config,
+    pub(super) config: Config,
+    #[cfg(feature = "ch04")]
     root: PathBuf,
-    store: SessionStore,
-    model: Compacting<Box<dyn Model>>,
+    #[cfg(feature = "ch09")]
+    pub(super) store: SessionStore,
+    model: AgentModel,
+    #[cfg(feature = "ch07")]
     compaction: SharedCompaction,
     tools: AgentTools,
+    #[cfg(feature = "ch06")]
     skills_report: String,
+    #[cfg(feature = "ch04")]
     system_prompt: String,
+    #[cfg(feature = "ch07")]
     stats: SharedStats,
-    recorder: Recorder<Journal>,
-    history: Vec<Message>,
+    #[cfg(feature = "ch09")]
+    pub(super) recorder: Recorder<Journal>,
+    pub(super) history: Vec<Message>,
 }
 
 impl Agent {
-    /// Starts with `opened` (a resumed session) or a new session in `root`.
+    /// Starts with `opened` (a resumed session, chapter 10) or a new session in `root`.
     pub fn start(
         model: Box<dyn Model>,
         root: PathBuf,
-        opened: Option<(Journal, ResumePlan)>,
+        #[cfg(feature = "ch10")] opened: Option<Opened>,
         config: Config,
     ) -> Result<Agent, Error> {
+        #[cfg(feature = "ch07")]
         let compaction = CompactionState::shared();
+        #[cfg(feature = "ch07")]
         let model = Compacting::with_state(model, config.context_tokens, compaction.clone());
-        let (tools, system_prompt, skills_report) = build_tools(&root, &config)?;
+        let toolbox = build_tools(&root, &config)?;
+        #[cfg(feature = "ch09")]
         let store = SessionStore::new(&root);
+        #[cfg(feature = "ch10")]
         let (recorder, history) = match opened {
             Some(opened) => continue_session(&compaction, opened),
-            None => new_session(&store, &config.origin, &system_prompt)?,
+            None => new_session(&store, &config.origin, &toolbox.system_prompt)?,
         };
+        #[cfg(all(feature = "ch09", not(feature = "ch10")))]
+        let (recorder, history) = new_session(&store, &config.origin, &toolbox.system_prompt)?;
+        #[cfg(not(feature = "ch09"))]
+        let history = vec![Message::System { content: toolbox.system_prompt.clone() }];
         let agent = Agent {
             config,
+            #[cfg(feature = "ch04")]
             root,
+            #[cfg(feature = "ch09")]
             store,
             model,
+            #[cfg(feature = "ch07")]
             compaction,
-            tools,
-            skills_report,
-            system_prompt,
+            tools: toolbox.tools,
+            #[cfg(feature = "ch06")]
+            skills_report: toolbox.skills_report,
+            #[cfg(feature = "ch04")]
+            system_prompt: toolbox.system_prompt,
+            #[cfg(feature = "ch07")]
             stats: SharedStats::default(),
+            #[cfg(feature = "ch09")]
             recorder,
             history,
         };
+        #[cfg(feature = "ch07")]
         agent.reset_stats();
         Ok(agent)
     }
     // ANCHOR_END: start
 
+    #[cfg(feature = "ch09")]
     pub fn session_id(&self) -> &str {
         self.recorder.log().id()
     }
 
+    #[cfg(feature = "ch14")]
     pub fn root(&self) -> &Path {
         &self.root
     }
 
     /// The model and endpoint this run talks to.
+    #[cfg(feature = "ch14")]
     pub fn origin(&self) -> &Origin {
         &self.config.origin
     }
 
+    #[cfg(feature = "ch09")]
     pub fn model_id(&self) -> &str {
         &self.config.origin.model
     }
@@ -147,29 +202,43 @@ impl Agent {
         json: Option<&mut dyn Observer>,
     ) -> Outcome {
         let message = Message::User { content: input };
+        #[cfg(feature = "ch09")]
         if let Err(error) = self.recorder.message(&message) {
             return Outcome::Failed(error);
         }
+        #[cfg(feature = "ch07")]
         let mut stats = self.stats.clone();
+        #[cfg(feature = "ch07")]
         let _ = stats.event(Event::Message(&message));
         self.history.push(message);
         // A new message from the person: earlier repetition is not a loop any more. The
         // stopper comes first, so that a refused request is not announced to anyone else.
+        #[cfg(feature = "ch07")]
         self.tools.reset();
+        #[cfg(feature = "ch07")]
         let mut stop_repeats = self.tools.stopper();
-        let mut others: Vec<&mut dyn Observer> = vec![&mut stop_repeats, &mut stats];
-        if let Some(json) = json {
-            others.push(json);
+        let mut observers: Vec<&mut dyn Observer> = Vec::new();
+        #[cfg(feature = "ch09")]
+        observers.push(&mut self.recorder);
+        #[cfg(feature = "ch07")]
+        {
+            observers.push(&mut stop_repeats);
+            observers.push(&mut stats);
         }
-        others.push(display);
-        let mut observer = Fanout { recorder: &mut self.recorder, others };
+        if let Some(json) = json {
+            observers.push(json);
+        }
+        observers.push(display);
         let limits = Limits { max_turns: self.config.max_turns };
-        let outcome = run_turn(&mut self.model, &mut self.tools, &mut self.history, &mut observer, &limits);
+        let outcome =
+            run_turn(&mut self.model, &mut self.tools, &mut self.history, &mut Fanout(observers), &limits);
+        #[cfg(feature = "ch09")]
         self.record_ending(&outcome);
         outcome
     }
     // ANCHOR_END: turn
 
+    #[cfg(feature = "ch09")]
     fn record_ending(&mut self, outcome: &Outcome) {
         let written = match outcome {
             Outcome::Completed(_) => Ok(()),
@@ -181,42 +250,51 @@ impl Agent {
             Outcome::Failed(error) => self.recorder.error(&error.to_string()),
         };
         if let Err(error) = written {
-            eprintln!(
-                "mini-agent: warning: could not record how the turn ended: {}",
-                sanitize(&error.to_string())
-            );
+            super::say(&format!("mini-agent: warning: could not record how the turn ended: {error}"));
         }
     }
 
-    /// The last user message and the answer it got, to show when a session is resumed: on the
-    /// screen, so laid out (`Plain`) at least, never raw.
-    pub fn last_exchange(&self, look: Look) -> Option<String> {
-        let look = if look == Look::Raw { Look::Plain } else { look };
-        let asked = self.history.iter().rposition(|m| matches!(m, Message::User { .. }))?;
-        let Message::User { content: question } = &self.history[asked] else { return None };
-        let mut shown = format!("> {}\n", sanitize(question.trim_end()));
-        let answer = self.history[asked..].iter().rev().find_map(|m| match m {
-            Message::Assistant { content: Some(text), .. } if !text.trim().is_empty() => Some(text),
-            _ => None,
-        });
-        if let Some(answer) = answer {
-            shown.push_str(&render_markdown(answer, look));
+    /// `/new`: a fresh history (from chapter 9, in a fresh journal).
+    #[cfg(feature = "ch04")]
+    fn new_conversation(&mut self) -> Result<String, Error> {
+        #[cfg(feature = "ch09")]
+        {
+            let (recorder, history) = new_session(&self.store, &self.config.origin, &self.system_prompt)?;
+            self.switch_to(recorder, history, None)?;
+            Ok(format!("new session {}", self.session_id()))
         }
-        Some(shown)
+        #[cfg(not(feature = "ch09"))]
+        {
+            let toolbox = build_tools(&self.root, &self.config)?;
+            self.history = vec![Message::System { content: toolbox.system_prompt.clone() }];
+            self.tools = toolbox.tools;
+            self.system_prompt = toolbox.system_prompt;
+            #[cfg(feature = "ch06")]
+            {
+                self.skills_report = toolbox.skills_report;
+            }
+            #[cfg(feature = "ch07")]
+            {
+                restore_view(&self.compaction, None);
+                self.reset_stats();
+            }
+            Ok("new session".into())
+        }
     }
 
     /// Makes another session the current one (`/new`, `/resume`): its journal, its history
     /// and its compaction; permissions and `/stats` start again, as for a new session.
-    fn switch_to(
+    #[cfg(feature = "ch09")]
+    pub(super) fn switch_to(
         &mut self,
         recorder: Recorder<Journal>,
         history: Vec<Message>,
         view: Option<CompactionRecord>,
     ) -> Result<(), Error> {
-        let (tools, system_prompt, skills_report) = build_tools(&self.root, &self.config)?;
-        self.tools = tools;
-        self.system_prompt = system_prompt;
-        self.skills_report = skills_report;
+        let toolbox = build_tools(&self.root, &self.config)?;
+        self.tools = toolbox.tools;
+        self.system_prompt = toolbox.system_prompt;
+        self.skills_report = toolbox.skills_report;
         self.recorder = recorder;
         self.history = history;
         restore_view(&self.compaction, view);
@@ -226,6 +304,7 @@ impl Agent {
 
     /// `/stats` counts this session from the moment it was opened; the history it holds
     /// already is what the next prompt is estimated from.
+    #[cfg(feature = "ch07")]
     fn reset_stats(&self) {
         let mut stats = Stats::new();
         for message in &self.history {
@@ -234,28 +313,17 @@ impl Agent {
         *self.stats.0.lock().unwrap_or_else(PoisonError::into_inner) = stats;
     }
 
-    /// The REPL keeps its one model client: a session recorded elsewhere is told so.
-    fn moved_note(&self, recorded: &Origin) -> Option<String> {
-        let current = &self.config.origin;
-        let same_place = recorded.endpoint.is_none() || recorded.endpoint == current.endpoint;
-        if same_place && recorded.model == current.model {
-            return None;
-        }
-        let endpoint = recorded.endpoint.as_deref().unwrap_or("its endpoint");
-        Some(format!(
-            "this session talked to {} at {endpoint}; here it continues with {} (quit and run \
-             mini-agent -r <id> to go back there)",
-            recorded.model, current.model
-        ))
-    }
-
+    #[cfg(feature = "ch07")]
     fn compact(&mut self) -> Result<String, Error> {
         let mut stats = self.stats.clone();
-        let mut observer = Fanout { recorder: &mut self.recorder, others: vec![&mut stats] };
-        match self.model.compact(&self.history, &mut observer)? {
+        let mut observers: Vec<&mut dyn Observer> = Vec::new();
+        #[cfg(feature = "ch09")]
+        observers.push(&mut self.recorder);
+        observers.push(&mut stats);
+        match self.model.compact(&self.history, &mut Fanout(observers))? {
             Some(record) => Ok(format!(
                 "compacted: {} replaced by a summary (about {} → {} tokens)",
-                plural(record.replaced, "earlier message"),
+                mini_agent::ch02_loop::plural(record.replaced, "earlier message"),
                 record.tokens_before,
                 record.tokens_after
             )),
@@ -263,12 +331,16 @@ impl Agent {
         }
     }
 
+    #[cfg(feature = "ch07")]
     fn stats_report(&self) -> String {
         let schemas = mini_agent::ch02_loop::Tools::schemas(&self.tools);
         let next_prompt = self.model.estimate_prompt(&self.history, &schemas);
+        #[cfg(feature = "ch09")]
+        let report = format!("session      {}\n", self.session_id());
+        #[cfg(not(feature = "ch09"))]
+        let report = String::new();
         format!(
-            "session      {}\n{}\ncontext      about {next_prompt} of {} tokens in the next request",
-            self.session_id(),
+            "{report}{}\ncontext      about {next_prompt} of {} tokens in the next request",
             self.stats.snapshot(),
             self.config.context_tokens
         )
@@ -276,6 +348,7 @@ impl Agent {
 }
 
 // ANCHOR: repl_host
+#[cfg(feature = "ch04")]
 impl ReplHost for Agent {
     fn turn(&mut self, input: String, observer: &mut dyn Observer) -> Outcome {
         Agent::turn(self, input, observer, None)
@@ -283,30 +356,16 @@ impl ReplHost for Agent {
 
     fn command(&mut self, command: HostCommand) -> Result<String, Error> {
         match command {
-            HostCommand::New => {
-                let (recorder, history) = new_session(&self.store, &self.config.origin, &self.system_prompt)?;
-                self.switch_to(recorder, history, None)?;
-                Ok(format!("new session {}", self.session_id()))
-            }
+            HostCommand::New => self.new_conversation(),
+            #[cfg(feature = "ch10")]
             HostCommand::List => sessions_table(&self.store, Some(self.session_id())),
-            HostCommand::Resume(wanted) => {
-                let path = self.store.resolve(&wanted)?;
-                if path == self.recorder.log().path() {
-                    return Ok(format!("already in session {}", self.session_id()));
-                }
-                let (journal, plan) = resume(&path, false)?;
-                if let Some(warning) = &plan.warning {
-                    eprintln!("mini-agent: warning: {}", sanitize(warning));
-                }
-                if let Some(note) = self.moved_note(&plan.origin) {
-                    eprintln!("mini-agent: note: {}", sanitize(&note));
-                }
-                self.switch_to(Recorder::new(journal), plan.history, plan.compaction)?;
-                let last = self.last_exchange(Look::Plain).unwrap_or_default();
-                Ok(format!("resumed session {}\n{last}", self.session_id()))
-            }
+            #[cfg(feature = "ch10")]
+            HostCommand::Resume(wanted) => self.resume_session(&wanted),
+            #[cfg(feature = "ch06")]
             HostCommand::Skills => Ok(self.skills_report.clone()),
+            #[cfg(feature = "ch07")]
             HostCommand::Compact => self.compact(),
+            #[cfg(feature = "ch07")]
             HostCommand::Stats => Ok(self.stats_report()),
         }
     }
@@ -314,6 +373,7 @@ impl ReplHost for Agent {
 // ANCHOR_END: repl_host
 
 /// A new journal for `store`'s root, with the system prompt as its first message.
+#[cfg(feature = "ch09")]
 fn new_session(
     store: &SessionStore,
     origin: &Origin,
@@ -325,7 +385,8 @@ fn new_session(
     Ok((recorder, vec![system]))
 }
 
-fn restore_view(state: &SharedCompaction, record: Option<CompactionRecord>) {
+#[cfg(feature = "ch07")]
+pub(super) fn restore_view(state: &SharedCompaction, record: Option<CompactionRecord>) {
     let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
     match record {
         Some(record) => state.restore(record),
@@ -333,43 +394,76 @@ fn restore_view(state: &SharedCompaction, record: Option<CompactionRecord>) {
     }
 }
 
+/// The tools and the system prompt they are offered with.
+struct Toolbox {
+    tools: AgentTools,
+    system_prompt: String,
+    /// What `/skills` shows (chapter 6).
+    #[cfg(feature = "ch06")]
+    skills_report: String,
+}
+
 // ANCHOR: build_tools
 /// The tools of `root` behind a fresh permission gate, and the system prompt with skills.
-fn build_tools(root: &Path, config: &Config) -> Result<(AgentTools, String, String), Error> {
+#[cfg(feature = "ch06")]
+fn build_tools(root: &Path, config: &Config) -> Result<Toolbox, Error> {
+    let gate = gated_tools(root, config)?;
+    let (system_prompt, skills) = build_system_prompt(root);
+    for warning in &skills.warnings {
+        super::say(&format!("mini-agent: warning: {warning}"));
+    }
+    let skills_report = skills.to_string();
+    let tools = WithSkills::new(gate, skills);
+    #[cfg(feature = "ch07")]
+    let tools = RepeatNotes::new(tools);
+    Ok(Toolbox { tools, system_prompt, skills_report })
+}
+
+/// Chapter 12: the workspace's tools behind a permission gate that asks `config.asker`.
+#[cfg(feature = "ch12")]
+fn gated_tools(root: &Path, config: &Config) -> Result<GatedTools, Error> {
     let prompter: Option<Box<dyn Prompter>> = match &config.asker {
         Asker::Nobody => None,
         Asker::Tty => TerminalPrompter::open_tty().map(|tty| Box::new(tty) as Box<dyn Prompter>),
         Asker::TypeAhead(queue) => Some(Box::new(TypeAheadPrompter(queue.clone()))),
     };
-    let gate = Gate::new(Workspace::new(root)?, config.permissions, prompter);
-    let (system_prompt, skills) = build_system_prompt(root);
-    for warning in &skills.warnings {
-        eprintln!("mini-agent: warning: {}", sanitize(warning));
-    }
-    let report = skills.to_string();
-    Ok((RepeatNotes::new(WithSkills::new(gate, skills)), system_prompt, report))
+    Ok(Gate::new(Workspace::new(root)?, config.permissions, prompter))
 }
 // ANCHOR_END: build_tools
 
-// ANCHOR: fanout
-/// Hands each event to the journal first, then to the others. An error from the journal
-/// stops the turn before anyone acts on an unrecorded event.
-pub struct Fanout<'a> {
-    recorder: &'a mut Recorder<Journal>,
-    others: Vec<&'a mut dyn Observer>,
+/// Before chapter 12 every call the model makes runs.
+#[cfg(not(feature = "ch12"))]
+fn gated_tools(root: &Path, _config: &Config) -> Result<GatedTools, Error> {
+    Workspace::new(root)
 }
+
+/// Before chapter 6 the system prompt says who the agent is, and nothing of the project.
+#[cfg(not(feature = "ch06"))]
+fn build_tools(root: &Path, config: &Config) -> Result<Toolbox, Error> {
+    let system_prompt = format!(
+        "You are mini-agent, a coding agent working in the workspace root {}. Use the tools to \
+         look and to act; say plainly what you did and what failed.",
+        root.display()
+    );
+    Ok(Toolbox { tools: gated_tools(root, config)?, system_prompt })
+}
+
+// ANCHOR: fanout
+/// Hands each event to each observer in order: the journal first (chapter 9). An error
+/// stops the turn before anyone after it acts on an unrecorded event.
+pub struct Fanout<'a>(Vec<&'a mut dyn Observer>);
 
 impl Observer for Fanout<'_> {
     fn event(&mut self, event: Event) -> Result<(), Error> {
-        self.recorder.event(event)?;
-        for other in &mut self.others {
-            other.event(event)?;
+        for observer in &mut self.0 {
+            observer.event(event)?;
         }
         Ok(())
     }
 
+    #[cfg(feature = "ch04")]
     fn queued_input(&mut self) -> Vec<String> {
-        self.others.iter_mut().flat_map(|other| other.queued_input()).collect()
+        self.0.iter_mut().flat_map(|observer| observer.queued_input()).collect()
     }
 }
 // ANCHOR_END: fanout
@@ -377,8 +471,10 @@ impl Observer for Fanout<'_> {
 // ANCHOR: prompter
 /// Asks for a permission during a REPL turn: the question on stderr, the answer from the
 /// queue of lines typed meanwhile (the REPL's reader thread owns stdin then).
+#[cfg(feature = "ch12")]
 struct TypeAheadPrompter(TypeAhead);
 
+#[cfg(feature = "ch12")]
 impl Prompter for TypeAheadPrompter {
     fn ask(&mut self, call: &mini_agent::ch02_loop::ToolCall, needed: Permission) -> Answer {
         ask_with(call, needed, |question| self.0.ask(question))

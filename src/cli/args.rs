@@ -30,9 +30,13 @@ pub struct Options {
     pub verbose: bool,
     pub max_turns: usize,
     pub root: Option<PathBuf>,
+    #[cfg(feature = "ch12")]
     pub allow_write: bool,
+    #[cfg(feature = "ch12")]
     pub allow_shell: bool,
+    #[cfg(feature = "ch11")]
     pub stream: bool,
+    #[cfg(feature = "ch14")]
     pub json: bool,
     pub demo: bool,
     pub model: Option<String>,
@@ -40,6 +44,7 @@ pub struct Options {
 }
 
 /// `mini-agent eval [DIR] [--repeats N]`.
+#[cfg(feature = "ch13")]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EvalOptions {
     pub dir: Option<PathBuf>,
@@ -51,8 +56,10 @@ pub struct EvalOptions {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     Agent(Options),
+    #[cfg(feature = "ch13")]
     Eval(EvalOptions),
     /// `mini-agent sessions [--root DIR]`: the sessions of a root, as `/list` shows them.
+    #[cfg(feature = "ch14")]
     Sessions {
         root: Option<PathBuf>,
     },
@@ -79,9 +86,13 @@ impl Default for Options {
             verbose: false,
             max_turns: DEFAULT_MAX_TURNS,
             root: None,
+            #[cfg(feature = "ch12")]
             allow_write: false,
+            #[cfg(feature = "ch12")]
             allow_shell: false,
+            #[cfg(feature = "ch11")]
             stream: false,
+            #[cfg(feature = "ch14")]
             json: false,
             demo: false,
             model: None,
@@ -100,9 +111,13 @@ const AGENT_FLAGS: &[&str] = &[
     "--verbose",
     "--max-turns",
     "--root",
+    #[cfg(feature = "ch12")]
     "--allow-write",
+    #[cfg(feature = "ch12")]
     "--allow-shell",
+    #[cfg(feature = "ch11")]
     "--stream",
+    #[cfg(feature = "ch14")]
     "--json",
     "--demo",
     "--model",
@@ -110,12 +125,15 @@ const AGENT_FLAGS: &[&str] = &[
     "--help",
     "--version",
 ];
+#[cfg(feature = "ch13")]
 const EVAL_FLAGS: &[&str] = &["--repeats", "--verbose", "--help"];
+#[cfg(feature = "ch14")]
 const SESSIONS_FLAGS: &[&str] = &["--root", "--help"];
 
 // ANCHOR: parse
 /// Parses the words after the program name.
 pub fn parse(words: &[String]) -> Result<Command, String> {
+    #[cfg(feature = "ch13")]
     if let Some(command) = subcommand(words) {
         return command;
     }
@@ -148,9 +166,13 @@ pub fn parse(words: &[String]) -> Result<Command, String> {
             "-v" | "--verbose" => options.verbose = words.switch(flag, inline)?,
             "--max-turns" => options.max_turns = count(flag, &words.value(flag, inline)?)?,
             "--root" => options.root = Some(PathBuf::from(words.non_empty(flag, inline)?)),
+            #[cfg(feature = "ch12")]
             "--allow-write" => options.allow_write = words.switch(flag, inline)?,
+            #[cfg(feature = "ch12")]
             "--allow-shell" => options.allow_shell = words.switch(flag, inline)?,
+            #[cfg(feature = "ch11")]
             "--stream" => options.stream = words.switch(flag, inline)?,
+            #[cfg(feature = "ch14")]
             "--json" => options.json = words.switch(flag, inline)?,
             "--demo" => options.demo = words.switch(flag, inline)?,
             "--model" => options.model = Some(words.non_empty(flag, inline)?),
@@ -164,10 +186,13 @@ pub fn parse(words: &[String]) -> Result<Command, String> {
 }
 // ANCHOR_END: parse
 
-/// `eval`, `sessions` (and `tasks`, chapter 15) have words of their own.
+/// `eval` (chapter 13), `sessions` (14) and `tasks` (15) have words of their own.
+#[cfg(feature = "ch13")]
 fn subcommand(words: &[String]) -> Option<Result<Command, String>> {
     Some(match words.first().map(String::as_str)? {
+        #[cfg(feature = "ch13")]
         "eval" => parse_eval(&words[1..]),
+        #[cfg(feature = "ch14")]
         "sessions" => parse_sessions(&words[1..]),
         #[cfg(feature = "ch15")]
         "tasks" => Ok(Command::Tasks(words[1..].to_vec())),
@@ -175,6 +200,7 @@ fn subcommand(words: &[String]) -> Option<Result<Command, String>> {
     })
 }
 
+#[cfg(feature = "ch13")]
 fn parse_eval(words: &[String]) -> Result<Command, String> {
     let mut eval = EvalOptions { dir: None, repeats: 1, verbose: false };
     let mut words = Words::new(words);
@@ -192,6 +218,7 @@ fn parse_eval(words: &[String]) -> Result<Command, String> {
     Ok(Command::Eval(eval))
 }
 
+#[cfg(feature = "ch14")]
 fn parse_sessions(words: &[String]) -> Result<Command, String> {
     let mut root = None;
     let mut words = Words::new(words);
@@ -218,6 +245,7 @@ fn check_combinations(options: &Options) -> Result<(), String> {
     if options.demo && options.base_url.is_some() {
         return Err("--demo runs its own local server: drop --base-url (or drop --demo)".into());
     }
+    #[cfg(feature = "ch14")]
     if options.json && options.prompt.is_none() {
         return Err("--json prints the events of one task: add -p \"task\"".into());
     }
@@ -372,105 +400,148 @@ fn edit_distance(a: &str, b: &str) -> usize {
 // ANCHOR_END: nearest
 
 // ANCHOR: help
+/// The manual, one line at a time: each line is there from the chapter that brings what it
+/// describes, so a chapter's `--help` never names a flag that chapter does not have.
 pub fn help() -> String {
-    format!(
-        "\
-mini-agent {version} — a small coding agent for your terminal
-
-It sends your task to a model (any OpenAI-compatible Chat Completions endpoint), runs the
-file and shell tools the model asks for inside one directory (the workspace root), and
-repeats until the model answers without calling a tool.
-
-USAGE
-  mini-agent [OPTIONS]                  interactive session in the workspace root
-  mini-agent [OPTIONS] -p PROMPT        one task, then exit (\"-p -\" reads the prompt from stdin)
-  mini-agent eval [DIR] [--repeats N]   run the scripted evaluation scenarios (offline)
-  mini-agent sessions [--root DIR]      list this root's sessions: id, date, state, turns, prompt
-{tasks_usage}
-EXAMPLES
-  mini-agent --demo --allow-write -p \"create hello.txt containing hello\"
-                                        try it offline with the built-in demo model
-  export OPENAI_API_KEY=sk-...
-  mini-agent -p \"explain what src/main.rs does\"
-  mini-agent --allow-write --allow-shell -p \"make the tests pass\"
-  mini-agent --base-url http://localhost:11434/v1 --model qwen2.5-coder -p \"list the files\"
-  git diff | mini-agent -p -            the prompt comes from stdin
-
-OPTIONS
-  -p, --prompt PROMPT        run one task and print the final answer on stdout
-  -c, --continue             continue the latest session of this root
-  -r, --resume ID            resume a session (id, unique id prefix, or journal path)
-      --status               with -c/-r: print the session's state and exit
-      --acknowledge-unknown  allow resuming a session with tool calls of unknown outcome
-  -v, --verbose              show tool calls with their arguments and results
-      --max-turns N          model calls allowed per message (default {max_turns})
-      --root DIR             workspace root (default: the current directory)
-      --allow-write          let the agent write and edit files inside the root
-      --allow-shell          let the agent run shell commands (not a sandbox!)
-      --stream               show the reply as it is generated
-      --json                 with -p: print events as JSON Lines on stdout
-      --demo                 use the built-in offline demo model (no key, no network)
-      --model ID             model id (default: a resumed session's own model, else
-                             $MODEL_ID, else gpt-4o-mini)
-      --base-url URL         API base URL (default: a resumed session's own endpoint, else
-                             $OPENAI_BASE_URL, else https://api.openai.com/v1; a session
-                             file never sends the key elsewhere: a recorded remote
-                             endpoint that is not that one needs this flag)
-  -h, --help                 show this help
-  -V, --version              show the version
-  Values can follow the flag (--model gpt-4o) or be attached (--model=gpt-4o); each is
-  given once. One-letter flags combine, a value-taking one last: -vp \"task\", -vc.
-
-ENVIRONMENT
-  OPENAI_API_KEY             the API key; not needed for a loopback base URL or --demo.
-                             Read from the environment only, never written anywhere.
-  OPENAI_BASE_URL            default for --base-url
-  MODEL_ID                   default for --model
-  MINI_AGENT_REQUEST_MAX_RETRIES  retries of a failed model request (default 2; 0 disables)
-  MINI_AGENT_IDLE_TIMEOUT_SECS  the longest wait for the next byte of a reply (default 300);
-                             a slow reply that keeps coming is never cut
-  MINI_AGENT_CONTEXT_TOKENS  the model's context window (default 128000); older messages
-                             are summarised when a request would pass 80% of it
-  NO_COLOR                   disable colors
-
-SESSIONS
-  Every run is a session, journaled in .mini_agent/sessions/ under the workspace root.
-  A session records its model and endpoint (never a key or a URL password): -c and -r
-  talk to them again unless --model, --base-url or --demo say otherwise.
-  mini-agent -c                         continue the latest session in the REPL
-  mini-agent -c -p \"now run the tests\"  continue it with one more task
-  mini-agent -r 20261129-09 --status    where a session stopped (no key, nothing sent)
-  mini-agent sessions                   every session of this root, with its state
-  -c skips sessions that never got a model reply (a failed start); -r ID opens any.
-
-EXIT CODES
-  0  the agent finished (it stopped calling tools; check its work yourself)
-  1  failure: bad usage, configuration, network, model or I/O error (one line says why)
-  2  the turn limit (--max-turns) was reached
-{tasks_exit}  130  interrupted (Ctrl+C)
-  143  stopped by SIGTERM (129: SIGHUP), handled like Ctrl+C
-
-Without --allow-write / --allow-shell, writes and shell commands are asked for at the
-terminal (y once, a always, n deny with a reason); with no terminal to ask (a pipe, a
-script, --json) they are refused and the model is told which flag would allow them.
-",
-        version = env!("CARGO_PKG_VERSION"),
-        max_turns = DEFAULT_MAX_TURNS,
-        tasks_usage = TASKS_USAGE,
-        tasks_exit = TASKS_EXIT,
-    )
+    let lines: &[&str] = &[
+        "mini-agent {version} — a small coding agent for your terminal",
+        "",
+        "It sends your task to a model (any OpenAI-compatible Chat Completions endpoint), runs the",
+        "file and shell tools the model asks for inside one directory (the workspace root), and",
+        "repeats until the model answers without calling a tool.",
+        "",
+        "USAGE",
+        #[cfg(feature = "ch04")]
+        "  mini-agent [OPTIONS]                  interactive session in the workspace root",
+        "  mini-agent [OPTIONS] -p PROMPT        one task, then exit (\"-p -\" reads the prompt from stdin)",
+        #[cfg(feature = "ch13")]
+        "  mini-agent eval [DIR] [--repeats N]   run the scripted evaluation scenarios (offline)",
+        #[cfg(feature = "ch14")]
+        "  mini-agent sessions [--root DIR]      list this root's sessions: id, date, state, turns, prompt",
+        #[cfg(feature = "ch15")]
+        "  mini-agent tasks add|list|status|run|reset   work through a task list unattended (tasks --help)",
+        "",
+        "EXAMPLES",
+        #[cfg(feature = "ch12")]
+        "  mini-agent --demo --allow-write -p \"create hello.txt containing hello\"",
+        #[cfg(not(feature = "ch12"))]
+        "  mini-agent --demo -p \"run ls\"",
+        "                                        try it offline with the built-in demo model",
+        "  export OPENAI_API_KEY=sk-...",
+        "  mini-agent -p \"explain what src/main.rs does\"",
+        #[cfg(feature = "ch12")]
+        "  mini-agent --allow-write --allow-shell -p \"make the tests pass\"",
+        "  mini-agent --base-url http://localhost:11434/v1 --model qwen2.5-coder -p \"list the files\"",
+        "  git diff | mini-agent -p -            the prompt comes from stdin",
+        "",
+        "OPTIONS",
+        "  -p, --prompt PROMPT        run one task and print the final answer on stdout",
+        #[cfg(feature = "ch10")]
+        "  -c, --continue             continue the latest session of this root",
+        #[cfg(feature = "ch10")]
+        "  -r, --resume ID            resume a session (id, unique id prefix, or journal path)",
+        #[cfg(feature = "ch10")]
+        "      --status               with -c/-r: print the session's state and exit",
+        #[cfg(feature = "ch10")]
+        "      --acknowledge-unknown  allow resuming a session with tool calls of unknown outcome",
+        "  -v, --verbose              show tool calls with their arguments and results",
+        "      --max-turns N          model calls allowed per message (default {max_turns})",
+        "      --root DIR             workspace root (default: the current directory)",
+        #[cfg(feature = "ch12")]
+        "      --allow-write          let the agent write and edit files inside the root",
+        #[cfg(feature = "ch12")]
+        "      --allow-shell          let the agent run shell commands (not a sandbox!)",
+        #[cfg(feature = "ch11")]
+        "      --stream               show the reply as it is generated",
+        #[cfg(feature = "ch14")]
+        "      --json                 with -p: print events as JSON Lines on stdout",
+        "      --demo                 use the built-in offline demo model (no key, no network)",
+        #[cfg(feature = "ch10")]
+        "      --model ID             model id (default: a resumed session's own model, else",
+        #[cfg(feature = "ch10")]
+        "                             $MODEL_ID, else gpt-4o-mini)",
+        #[cfg(feature = "ch10")]
+        "      --base-url URL         API base URL (default: a resumed session's own endpoint, else",
+        #[cfg(feature = "ch10")]
+        "                             $OPENAI_BASE_URL, else https://api.openai.com/v1; a session",
+        #[cfg(feature = "ch10")]
+        "                             file never sends the key elsewhere: a recorded remote",
+        #[cfg(feature = "ch10")]
+        "                             endpoint that is not that one needs this flag)",
+        #[cfg(not(feature = "ch10"))]
+        "      --model ID             model id (default: $MODEL_ID, else gpt-4o-mini)",
+        #[cfg(not(feature = "ch10"))]
+        "      --base-url URL         API base URL (default: $OPENAI_BASE_URL, else",
+        #[cfg(not(feature = "ch10"))]
+        "                             https://api.openai.com/v1)",
+        "  -h, --help                 show this help",
+        "  -V, --version              show the version",
+        "  Values can follow the flag (--model gpt-4o) or be attached (--model=gpt-4o); each is",
+        #[cfg(feature = "ch10")]
+        "  given once. One-letter flags combine, a value-taking one last: -vp \"task\", -vc.",
+        #[cfg(not(feature = "ch10"))]
+        "  given once. One-letter flags combine, a value-taking one last: -vp \"task\".",
+        "",
+        "ENVIRONMENT",
+        "  OPENAI_API_KEY             the API key; not needed for a loopback base URL or --demo.",
+        "                             Read from the environment only, never written anywhere.",
+        "  OPENAI_BASE_URL            default for --base-url",
+        "  MODEL_ID                   default for --model",
+        #[cfg(feature = "ch08")]
+        "  MINI_AGENT_REQUEST_MAX_RETRIES  retries of a failed model request (default 2; 0 disables)",
+        "  MINI_AGENT_IDLE_TIMEOUT_SECS  the longest wait for the next byte of a reply (default 300);",
+        "                             a slow reply that keeps coming is never cut",
+        #[cfg(feature = "ch07")]
+        "  MINI_AGENT_CONTEXT_TOKENS  the model's context window (default 128000); older messages",
+        #[cfg(feature = "ch07")]
+        "                             are summarised when a request would pass 80% of it",
+        #[cfg(feature = "ch04")]
+        "  NO_COLOR                   disable colors",
+        "",
+        #[cfg(feature = "ch09")]
+        "SESSIONS",
+        #[cfg(feature = "ch09")]
+        "  Every run is a session, journaled in .mini_agent/sessions/ under the workspace root.",
+        #[cfg(feature = "ch10")]
+        "  A session records its model and endpoint (never a key or a URL password): -c and -r",
+        #[cfg(feature = "ch10")]
+        "  talk to them again unless --model, --base-url or --demo say otherwise.",
+        #[cfg(feature = "ch10")]
+        "  mini-agent -c                         continue the latest session in the REPL",
+        #[cfg(feature = "ch10")]
+        "  mini-agent -c -p \"now run the tests\"  continue it with one more task",
+        #[cfg(feature = "ch10")]
+        "  mini-agent -r 20261129-09 --status    where a session stopped (no key, nothing sent)",
+        #[cfg(feature = "ch14")]
+        "  mini-agent sessions                   every session of this root, with its state",
+        #[cfg(feature = "ch10")]
+        "  -c skips sessions that never got a model reply (a failed start); -r ID opens any.",
+        #[cfg(feature = "ch09")]
+        "",
+        "EXIT CODES",
+        "  0  the agent finished (it stopped calling tools; check its work yourself)",
+        "  1  failure: bad usage, configuration, network, model or I/O error (one line says why)",
+        "  2  the turn limit (--max-turns) was reached",
+        #[cfg(feature = "ch15")]
+        "  3  mini-agent tasks run needs a human (a task needs_human or failed)",
+        #[cfg(feature = "ch04")]
+        "  130  interrupted (Ctrl+C)",
+        #[cfg(feature = "ch04")]
+        "  143  stopped by SIGTERM (129: SIGHUP), handled like Ctrl+C",
+        #[cfg(feature = "ch12")]
+        "",
+        #[cfg(feature = "ch12")]
+        "Without --allow-write / --allow-shell, writes and shell commands are asked for at the",
+        #[cfg(feature = "ch12")]
+        "terminal (y once, a always, n deny with a reason); with no terminal to ask (a pipe, a",
+        #[cfg(feature = "ch12")]
+        "script, --json) they are refused and the model is told which flag would allow them.",
+    ];
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text.replace("{version}", env!("CARGO_PKG_VERSION"))
+        .replace("{max_turns}", &DEFAULT_MAX_TURNS.to_string())
 }
-
-/// Chapter 15's lines in the help: the `tasks` command and its exit code.
-#[cfg(feature = "ch15")]
-const TASKS_USAGE: &str =
-    "  mini-agent tasks add|list|status|run|reset   work through a task list unattended (tasks --help)\n";
-#[cfg(feature = "ch15")]
-const TASKS_EXIT: &str = "  3  mini-agent tasks run needs a human (a task needs_human or failed)\n";
-#[cfg(not(feature = "ch15"))]
-const TASKS_USAGE: &str = "";
-#[cfg(not(feature = "ch15"))]
-const TASKS_EXIT: &str = "";
 // ANCHOR_END: help
 
 #[cfg(test)]

@@ -21,8 +21,13 @@
 //! | `final` | `answer` |
 //! | `exit` | `code`, `error` (a one-line reason, null only for exit 0) |
 
-use mini_agent::ch02_loop::{Error, Event, Observer};
+use super::app::Agent;
+use super::args::Options;
+use super::{exit_code, one_line, say, stderr_only, stopped_early, turn_limit_message};
+use mini_agent::ch02_loop::{Error, Event, Observer, Outcome};
+use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch03_tools::secrets::redactor;
+use mini_agent::ch04_terminal::{Screen, TerminalObserver, install_interrupt_handler};
 use mini_agent::ch05_sessions::Origin;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -54,6 +59,48 @@ impl JsonEvents {
     }
 }
 
+/// `--json` promises an `exit` event as the last line, also for a command line that did not
+/// parse (the flag may sit next to the mistake).
+pub fn usage_error(words: &[String], message: &str) {
+    if words.iter().any(|word| word == "--json") {
+        JsonEvents.exit(1, Some(&one_line(message)));
+    }
+}
+
+/// The agent with `--json`: every run ends with an `exit` event, also one that failed before
+/// it started.
+pub fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
+    let result = super::agent(options, keys);
+    let error = match &result {
+        Err(error) => Some(one_line(&error.to_string())),
+        Ok(2) => Some(turn_limit_message(options.max_turns)),
+        Ok(_) => None,
+    };
+    JsonEvents.exit(exit_code(&result), error.as_deref());
+    result
+}
+
+/// `-p … --json`: the session, the loop's events, then the final answer, on stdout; the
+/// progress a person reads stays on stderr.
+pub fn one_shot(mut agent: Agent, task: String, options: &Options) -> Result<u8, Error> {
+    let mut json = JsonEvents;
+    let root = agent.root().display().to_string();
+    let resumed = options.continue_latest || options.resume.is_some();
+    json.session(agent.session_id(), &root, agent.origin(), resumed);
+    install_interrupt_handler();
+    let mut display = TerminalObserver::new(stderr_only(&Screen::stdio(options.verbose)), None);
+    match agent.turn(task, &mut display, Some(&mut json)) {
+        Outcome::Completed(answer) => {
+            if answer.trim().is_empty() {
+                say("mini-agent: the model finished without a final answer");
+            }
+            json.final_answer(&answer);
+            Ok(0)
+        }
+        stopped => stopped_early(stopped, options.max_turns),
+    }
+}
+
 // ANCHOR: events
 impl Observer for JsonEvents {
     fn event(&mut self, event: Event) -> Result<(), Error> {
@@ -79,7 +126,9 @@ impl Observer for JsonEvents {
                 "type": "compaction", "replaced": replaced, "elided": elided, "tokens_before": tokens_before,
                 "tokens_after": tokens_after, "summary": summary,
             }),
-            Event::Notice { kind, text } => json!({"type": "notice", "kind": kind, "text": text}),
+            // Notices keep the one `notice` type, with a kind, in the contract.
+            Event::Warning(text) => json!({"type": "notice", "kind": "warning", "text": text}),
+            Event::Partial(text) => json!({"type": "notice", "kind": "partial", "text": text}),
             // Messages repeat what the events above said; deltas are for eyes, not programs.
             Event::Message(_) | Event::TextDelta(_) => return Ok(()),
         };

@@ -10,8 +10,9 @@
 
 use super::app::{Agent, Asker, Config};
 use super::args::{self, Command, Options};
+use super::endpoint::{Connection, connect};
 use super::json_events::JsonEvents;
-use super::{Connection, build_model, connect, one_line, print_stdout, say, stderr_only, workspace_root};
+use super::{build_model, one_line, print_stdout, say, stderr_only, workspace_root};
 use mini_agent::ch02_loop::{Error, Observer, Outcome, plural};
 use mini_agent::ch03_tools::Workspace;
 use mini_agent::ch03_tools::secrets::Keys;
@@ -282,7 +283,7 @@ impl Attempts for SessionAttempts<'_> {
             max_turns: options.max_turns,
             context_tokens: parse_context_tokens(std::env::var("MINI_AGENT_CONTEXT_TOKENS").ok().as_deref())?,
         };
-        let model = build_model(&self.connection.endpoint, options.stream)?;
+        let model = build_model(&self.connection.endpoint, options)?;
         let agent = Agent::start(model, self.root.clone(), None, config)?;
         if options.json {
             let root = agent.root().display().to_string();

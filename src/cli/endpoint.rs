@@ -1,0 +1,175 @@
+//! Where the model lives: flags, then (from chapter 10) a resumed session's own record, then
+//! the environment, then the defaults. The key goes only where the user sends it.
+
+use super::args::Options;
+use mini_agent::ch02_loop::Error;
+use mini_agent::ch02_model::ClientConfig;
+#[cfg(feature = "ch10")]
+use mini_agent::ch02_model::api_key_required;
+#[cfg(feature = "ch03")]
+pub use mini_agent::ch03_tools::secrets::Keys;
+#[cfg(feature = "ch03")]
+use mini_agent::ch03_tools::secrets::{Redactor, install};
+#[cfg(all(feature = "ch09", not(feature = "ch10")))]
+use mini_agent::ch05_sessions::{DEMO_ENDPOINT, OPENAI_API, Origin};
+#[cfg(feature = "ch10")]
+use mini_agent::ch05_sessions::{DEMO_ENDPOINT, OPENAI_API, Origin, without_credentials};
+use mini_agent::testkit::demo::start_demo_server;
+use mini_agent::testkit::scripted_server::ScriptedServer;
+
+/// Where this run's model is: the client's settings, the origin sessions record (chapter 9),
+/// and the demo server (when chosen), which lives in this process as long as this value does.
+pub struct Connection {
+    pub endpoint: ClientConfig,
+    #[cfg(feature = "ch09")]
+    pub origin: Origin,
+    _demo: Option<ScriptedServer>,
+}
+
+/// Chooses the endpoint (see [`choose_endpoint`]), starts the demo model if that is the one,
+/// and installs the redactor for this run (chapter 3).
+pub fn connect(
+    options: &Options,
+    keys: &Keys,
+    #[cfg(feature = "ch10")] recorded: Option<&Origin>,
+) -> Result<Connection, Error> {
+    let chosen = choose_endpoint(
+        options,
+        keys,
+        #[cfg(feature = "ch10")]
+        recorded,
+    )?;
+    // The demo model is a server in this process; it stops when `demo` is dropped.
+    let demo = chosen
+        .demo
+        .then(start_demo_server)
+        .transpose()
+        .map_err(|e| Error::io("starting the demo model", e))?;
+    let endpoint = client_config(&chosen, keys, demo.as_ref().map(|server| server.url.as_str()));
+    // One redactor for everything that leaves the process from now on (chapter 3).
+    #[cfg(feature = "ch03")]
+    install(Redactor::for_run(keys, &endpoint.base_url));
+    // What a session records of where its model lives: never a key.
+    #[cfg(feature = "ch09")]
+    let origin = {
+        let recorded_url = if chosen.demo { DEMO_ENDPOINT } else { endpoint.base_url.as_str() };
+        Origin::new(&endpoint.model, OPENAI_API, recorded_url)
+    };
+    Ok(Connection {
+        endpoint,
+        #[cfg(feature = "ch09")]
+        origin,
+        _demo: demo,
+    })
+}
+
+const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+const DEFAULT_MODEL: &str = "gpt-4o-mini";
+
+// ANCHOR: endpoint
+/// Where the model of this run lives, before the demo server (if any) has started.
+pub struct Chosen {
+    pub demo: bool,
+    base_url: String,
+    model: String,
+    /// Whether the key goes with the requests: never to an endpoint only a journal named.
+    send_key: bool,
+}
+
+/// Flags win. Then a resumed session's own record (chapter 5's `Origin`): `-c` goes back to
+/// the server and model it talked to, the demo included. Then the environment, then the
+/// defaults. The recorded model goes with the recorded endpoint: a `--base-url` or `--demo`
+/// that moves a session elsewhere takes its model from `--model`, `MODEL_ID` or the default.
+/// The key comes from the environment only (taken at start-up, chapter 3); the demo model
+/// is never sent one.
+#[cfg(feature = "ch10")]
+pub fn choose_endpoint(options: &Options, keys: &Keys, recorded: Option<&Origin>) -> Result<Chosen, Error> {
+    let env = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
+    if let Some(origin) = recorded.filter(|origin| origin.api != OPENAI_API) {
+        return Err(Error::Config(format!(
+            "this session was recorded with the '{}' API, which this mini-agent does not speak",
+            origin.api
+        )));
+    }
+    let moved = options.demo || options.base_url.is_some();
+    let kept = recorded.filter(|_| !moved);
+    let kept_endpoint = kept.and_then(|origin| origin.endpoint.as_deref());
+    let demo = options.demo || kept_endpoint == Some(DEMO_ENDPOINT);
+    // Where the user sends the key: the environment's URL, else the default.
+    let configured = keys.base_url.clone().unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+    let (base_url, send_key) = match (&options.base_url, kept_endpoint) {
+        (Some(flag), _) => (flag.clone(), true),
+        // The record has no password; the environment's URL may hold it for the same server.
+        (None, Some(endpoint)) if without_credentials(&configured) == endpoint => (configured, true),
+        (None, Some(endpoint)) if demo => (endpoint.to_string(), false),
+        // A journal is a file of the workspace: a cloned repository can plant one that names
+        // its author's server. It may bring the session back to a local model server (a
+        // loopback address, no key needed), never send the key or the conversation away.
+        (None, Some(endpoint)) if !api_key_required(endpoint) => (endpoint.to_string(), false),
+        (None, Some(endpoint)) => {
+            return Err(Error::Config(format!(
+                "this session talked to {endpoint}, not to {} where your key goes; a session file \
+                 cannot choose where the key and the conversation are sent: run with --base-url \
+                 {endpoint} to continue there",
+                without_credentials(&configured)
+            )));
+        }
+        (None, None) => (configured, true),
+    };
+    let model = options
+        .model
+        .clone()
+        .or_else(|| kept.map(|origin| origin.model.clone()))
+        .or_else(|| demo.then(|| "demo".to_string()))
+        .or_else(|| env("MODEL_ID"))
+        .unwrap_or_else(|| DEFAULT_MODEL.into());
+    Ok(Chosen { demo, base_url, model, send_key })
+}
+
+/// The client's settings, once the demo server (when chosen) listens at `demo_url`.
+pub fn client_config(chosen: &Chosen, keys: &Keys, demo_url: Option<&str>) -> ClientConfig {
+    match demo_url {
+        Some(url) => ClientConfig { base_url: url.to_string(), api_key: None, model: chosen.model.clone() },
+        None => ClientConfig {
+            base_url: chosen.base_url.clone(),
+            api_key: keys.api_key.clone().filter(|_| chosen.send_key),
+            model: chosen.model.clone(),
+        },
+    }
+}
+// ANCHOR_END: endpoint
+
+/// Before chapter 10 there is no recorded session to go back to: flags, the environment,
+/// the defaults.
+#[cfg(not(feature = "ch10"))]
+pub fn choose_endpoint(options: &Options, keys: &Keys) -> Result<Chosen, Error> {
+    let env = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
+    let base_url = options
+        .base_url
+        .clone()
+        .or_else(|| keys.base_url.clone())
+        .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+    let model = options
+        .model
+        .clone()
+        .or_else(|| options.demo.then(|| "demo".to_string()))
+        .or_else(|| env("MODEL_ID"))
+        .unwrap_or_else(|| DEFAULT_MODEL.into());
+    Ok(Chosen { demo: options.demo, base_url, model, send_key: true })
+}
+
+/// Before chapter 3 takes the key out of the environment (and wipes it there), it is read
+/// like any other variable.
+#[cfg(not(feature = "ch03"))]
+pub struct Keys {
+    pub api_key: Option<String>,
+    pub base_url: Option<String>,
+}
+
+#[cfg(not(feature = "ch03"))]
+impl Keys {
+    pub fn from_environment() -> Keys {
+        let read = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
+        Keys { api_key: read("OPENAI_API_KEY"), base_url: read("OPENAI_BASE_URL") }
+    }
+}
