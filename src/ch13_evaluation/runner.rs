@@ -159,11 +159,16 @@ pub(super) fn run_once(
         .map_err(|e| Error::io("starting the scripted model server", e))?;
     let journal_before = journal_records(root);
     let mut command = Command::new(binary);
-    if !run.args.iter().any(|arg| arg == "--demo") {
+    let demo = run.args.iter().any(|arg| arg == "--demo");
+    let place = model_flag_place(&run.args);
+    if !demo && place == FlagPlace::First {
+        command.args(["--base-url", &server.url]);
+    }
+    command.args(&run.args);
+    if !demo && place == FlagPlace::Last {
         command.args(["--base-url", &server.url]);
     }
     command
-        .args(&run.args)
         .current_dir(root)
         // The scenario decides everything the binary sees: no key, no endpoint, no model
         // from the environment of whoever runs the evaluation.
@@ -208,6 +213,32 @@ pub(super) fn run_once(
     Ok(observed)
 }
 // ANCHOR_END: run_once
+
+/// Where a run's `--base-url` goes: before the agent's words, after a subcommand's own, or
+/// nowhere (a subcommand that talks to no model).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FlagPlace {
+    First,
+    #[cfg_attr(not(feature = "ch15"), allow(dead_code))]
+    Last,
+    #[cfg_attr(not(feature = "ch15"), allow(dead_code))]
+    Nowhere,
+}
+
+/// `tasks run` (chapter 15) takes the model flags after its subcommand; the other `tasks`
+/// commands take none.
+fn model_flag_place(args: &[String]) -> FlagPlace {
+    #[cfg(feature = "ch15")]
+    if args.first().is_some_and(|word| word == "tasks") {
+        return if args.get(1).is_some_and(|word| word == "run") {
+            FlagPlace::Last
+        } else {
+            FlagPlace::Nowhere
+        };
+    }
+    let _ = args;
+    FlagPlace::First
+}
 
 /// Waits for the child, sends the planned signal when its moment comes, and kills the
 /// child if it outlives its timeout.
