@@ -33,6 +33,7 @@ fn main() {
     let mut table = Table::default();
     agent_rows(&mut table, &options.binary);
     session_rows(&mut table, &options.binary);
+    task_rows(&mut table, &options.binary);
     build_rows(&mut table, &options);
     println!("mini-agent benchmarks — median of {RUNS} runs, all runs in brackets");
     println!("workspace: an empty temporary directory under {}", std::env::temp_dir().display());
@@ -338,6 +339,60 @@ fn resume_run(binary: &Path, records: usize) -> Result<Run, String> {
     let words = ["--root", &root, "-r", &id, "-p", "one more thing: say done"];
     // A long history may be compacted first (chapter 7): up to 8 rounds, each one request.
     run_agent(binary, &workspace, &words, vec![Step::text("done"); 12], None)
+}
+
+/// Chapter 15: the task loop's own cost per iteration. The model answers at once and the tasks
+/// have no verify command, so the gap between one attempt's last reply and the next attempt's
+/// request is the loop alone: the session ended, the list saved, the next task picked and
+/// marked, a new session journaled, the prompt rendered.
+fn task_rows(table: &mut Table, binary: &Path) {
+    const TASKS: usize = 20;
+    match repeat(|| task_loop_run(binary, TASKS, false)) {
+        Ok(runs) => table.millis(
+            &format!("tasks run: loop cost per iteration, {TASKS} tasks (no verify, --no-commit)"),
+            runs.iter().map(|r| mean(&r.turns)),
+            Some(20.0),
+        ),
+        Err(reason) => table.missing("tasks run: loop cost per iteration", &reason),
+    }
+    // Each attempt writes a file (one tool call), so every other gap is between attempts.
+    let between_attempts =
+        |run: &Run| mean(&run.turns.iter().skip(1).step_by(2).copied().collect::<Vec<_>>());
+    match repeat(|| task_loop_run(binary, TASKS, true)) {
+        Ok(runs) => {
+            table.millis("  the same with a git commit per task", runs.iter().map(between_attempts), None)
+        }
+        Err(reason) => table.missing("tasks run with commits", &reason),
+    }
+}
+
+/// `tasks run` over `tasks` tasks in a fresh workspace (a git repository when `commit`).
+fn task_loop_run(binary: &Path, tasks: usize, commit: bool) -> Result<Run, String> {
+    let workspace = TempDir::new("tasks")?;
+    let list: Vec<Value> =
+        (1..=tasks).map(|i| serde_json::json!({"id": i.to_string(), "name": format!("task {i}")})).collect();
+    let dir = workspace.root().join(".mini_agent");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let text = serde_json::json!({"tasks": list}).to_string();
+    std::fs::write(dir.join("tasks.json"), text).map_err(|e| format!("cannot write the task list: {e}"))?;
+    let mut replies = Vec::new();
+    for i in 1..=tasks {
+        if commit {
+            let arguments = format!(r#"{{"path":"f{i}.txt","content":"{i}"}}"#);
+            replies.push(Step::tool_calls(&[("write_file", &arguments)]));
+        }
+        replies.push(Step::text("done"));
+    }
+    let words: &[&str] = if commit {
+        let init = Command::new("git").args(["init", "-q"]).current_dir(workspace.root()).status();
+        if !init.is_ok_and(|status| status.success()) {
+            return Err("git init failed (is git installed?)".into());
+        }
+        &["tasks", "run", "--allow-write"]
+    } else {
+        &["tasks", "run", "--no-commit"]
+    };
+    run_agent(binary, &workspace, words, replies, None)
 }
 
 /// Guide build time, release binary size, and the clean build time measured by the script.
