@@ -88,9 +88,9 @@
 //! In the exercises section each exercise opens with its difficulty and title in bold,
 //! `**★ Predict the message.**` (★ a few minutes, ★★ an afternoon's change with a test, ★★★ a
 //! design question or a larger change), and is followed by its answer in a solution box. Both
-//! languages have the same number of deep dives and solutions per chapter. `pending 15 16` in
-//! `guide/shape.txt` would exempt chapters while a new section is phased in; a finished book has
-//! no such line. The rule lives in `guide/shape.rs`.
+//! languages have the same number of deep dives and solutions per chapter. There are no
+//! exemptions: a new chapter (15 and on too) has the shape before it lands. The rule lives in
+//! `guide/shape.rs`.
 //!
 //! # Boxes: deep dives and solutions
 //!

@@ -32,9 +32,6 @@ pub struct Section {
 #[derive(Debug, Default)]
 pub struct Rules {
     pub sections: Vec<Section>,
-    /// Chapter numbers not yet held to the shape (`pending 03 04` in the file): a way to
-    /// introduce a new required section one chapter at a time. Empty in a finished book.
-    pub pending: Vec<u32>,
 }
 
 pub fn load(root: &Path, diagnostics: &mut Vec<Diagnostic>) -> Rules {
@@ -43,10 +40,6 @@ pub fn load(root: &Path, diagnostics: &mut Vec<Diagnostic>) -> Rules {
     for (index, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if let Some(numbers) = line.strip_prefix("pending ") {
-            rules.pending.extend(numbers.split_whitespace().filter_map(|number| number.parse::<u32>().ok()));
             continue;
         }
         let fields: Vec<&str> = line.split('|').map(str::trim).collect();
@@ -89,8 +82,7 @@ pub fn check_book(root: &Path, languages: &[Language], diagnostics: &mut Vec<Dia
 
 /// Checks one numbered chapter of one language against the shape.
 pub fn check(rules: &Rules, language: &str, chapter: &Chapter, outline: &Outline, out: &mut Vec<Diagnostic>) {
-    let Some(number) = chapter.number else { return };
-    if rules.sections.is_empty() || rules.pending.contains(&number) {
+    if rules.sections.is_empty() || chapter.number.is_none() {
         return;
     }
     let title_line = outline.headings.first().map_or(1, |heading| heading.line);
