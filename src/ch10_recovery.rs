@@ -281,6 +281,8 @@ pub struct ResumePlan {
     pub warning: Option<String>,
 }
 
+// ANCHOR_END: resume
+// ANCHOR: prepare_resume
 /// Decides how to continue. Unknown outcomes block unless `acknowledge_unknown`; no tool
 /// is ever run again. Permissions are not part of a session: the caller grants them anew.
 pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<ResumePlan, Error> {
@@ -311,6 +313,8 @@ pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<R
     .chain(open.interrupted.iter().map(|c| result(c, ToolStatus::Interrupted, READ_ONLY_INTERRUPTED_RESULT)))
     .chain(open.not_run.iter().map(|c| result(c, ToolStatus::NotRun, NOT_RUN_RESULT)))
     .collect();
+    // ANCHOR_END: prepare_resume
+    // ANCHOR: resume_history
     let history = replay(records.iter().map(|r| &r.body).chain(&append));
     let compaction = records.iter().rev().find_map(|record| match &record.body {
         Body::Compaction { summary, replaces, elided } => Some(CompactionRecord {
@@ -334,7 +338,7 @@ pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<R
     })
 }
 
-// ANCHOR_END: resume
+// ANCHOR_END: resume_history
 // ANCHOR: resume_open
 /// Opens the journal at `path` for `-c` / `--resume`, checks it can continue, and appends
 /// the synthetic results: the journal comes back locked, repaired and ready to record.

@@ -202,6 +202,8 @@ impl TerminalPrompter {
         })
     }
 
+    // ANCHOR_END: terminal_prompter
+    // ANCHOR: read_terminal_line
     /// One line read, trimmed; `None` at end of input or on error, or when the user (Ctrl+C)
     /// or a signal (SIGTERM, SIGHUP) stopped the turn while it waited: a denial, after which
     /// the loop records the interruption.
@@ -241,7 +243,7 @@ fn read_terminal_line(fd: i32) -> Option<String> {
     }
     Some(String::from_utf8_lossy(&line).trim().to_string())
 }
-// ANCHOR_END: terminal_prompter
+// ANCHOR_END: read_terminal_line
 
 // ANCHOR: ask
 impl Prompter for TerminalPrompter {
@@ -257,6 +259,8 @@ impl Prompter for TerminalPrompter {
     }
 }
 
+// ANCHOR_END: ask
+// ANCHOR: ask_with
 /// The question and its rules, whatever the line source: `ask` shows a question and
 /// returns the next line typed, or `None` when nobody can answer (Ctrl+D, no terminal),
 /// which is a denial. `n` may carry the reason on the same line (`n use cargo check`). A
@@ -301,7 +305,7 @@ pub fn ask_with(call: &ToolCall, needed: Permission, mut ask: impl FnMut(&str) -
         }
     }
 }
-// ANCHOR_END: ask
+// ANCHOR_END: ask_with
 
 // ANCHOR: describe
 /// Longer than this, a call is shown as head and tail, with the count of what is hidden.

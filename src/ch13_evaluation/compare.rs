@@ -97,6 +97,8 @@ pub fn compare(expect: &Expect, observed: &Observed) -> Vec<String> {
     {
         differences.push(format!("model requests: expected {count}, got {}", observed.requests.len()));
     }
+    // ANCHOR_END: compare
+    // ANCHOR: compare_texts
     let missing = |label: &str, haystack: &str, needles: &[String], differences: &mut Vec<String>| {
         for needle in needles.iter().filter(|needle| !haystack.contains(needle.as_str())) {
             differences
@@ -126,7 +128,7 @@ pub fn compare(expect: &Expect, observed: &Observed) -> Vec<String> {
     differences.extend(observed.journal_problems.iter().map(|problem| format!("journal: {problem}")));
     differences
 }
-// ANCHOR_END: compare
+// ANCHOR_END: compare_texts
 
 // ANCHOR: tool_answers
 /// The invariant every Chat Completions request must keep: an assistant message's tool

@@ -62,6 +62,8 @@ pub(super) fn run_eval_to(
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());
     };
     print(out, format!("{:<width$}  {:>7}  {:>5}  {:>6}", "scenario", "passed", "turns", "ms"));
+    // ANCHOR_END: run_eval
+    // ANCHOR: run_eval_table
     let mut failures = Vec::new();
     for scenario in &scenarios {
         let mut attempts = Vec::new();
@@ -97,7 +99,7 @@ pub(super) fn run_eval_to(
     print(out, format!("\n{passed} of {} scenarios passed", scenarios.len()));
     Ok(failures.is_empty())
 }
-// ANCHOR_END: run_eval
+// ANCHOR_END: run_eval_table
 
 /// Runs a scenario once in a fresh workspace, which is removed afterwards.
 pub(super) fn attempt(binary: &Path, scenario: &Scenario, verbose: bool) -> Result<Attempt, Error> {
@@ -182,6 +184,8 @@ pub(super) fn run_once(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     without_terminal(&mut command);
+    // ANCHOR_END: run_once
+    // ANCHOR: run_once_wait
     let mut child = command.spawn().map_err(|e| Error::io(format!("starting {}", binary.display()), e))?;
     if let (Some(text), Some(mut stdin)) = (run.stdin.clone(), child.stdin.take()) {
         thread::spawn(move || stdin.write_all(text.as_bytes()));
@@ -212,7 +216,7 @@ pub(super) fn run_once(
     }
     Ok(observed)
 }
-// ANCHOR_END: run_once
+// ANCHOR_END: run_once_wait
 
 /// Where a run's `--base-url` goes: before the agent's words, after a subcommand's own, or
 /// nowhere (a subcommand that talks to no model).

@@ -42,6 +42,8 @@ pub(super) fn server_steps(
                         .collect();
                     Step::message(json!({"role": "assistant", "content": null, "tool_calls": calls}))
                 }
+                // ANCHOR_END: script
+                // ANCHOR: script_errors
                 ScriptStep::Error(spec) => {
                     let mut error = json!({"message": spec.message, "type": "error"});
                     if let Some(code) = &spec.code {
@@ -61,7 +63,7 @@ pub(super) fn server_steps(
         })
         .collect()
 }
-// ANCHOR_END: script
+// ANCHOR_END: script_errors
 
 pub(super) fn arguments_text(arguments: &Value) -> String {
     match arguments {

@@ -138,6 +138,8 @@ impl ScriptedServer {
         Ok(ScriptedServer { url, requests, stop })
     }
 
+    // ANCHOR_END: server
+    // ANCHOR: scripted
     /// Replays `steps` in order; a request past the end gets a 500 saying so.
     pub fn scripted(steps: Vec<Step>) -> std::io::Result<Self> {
         let mut steps = steps.into_iter();
@@ -156,7 +158,7 @@ impl ScriptedServer {
         self.requests.lock().map(|r| r.clone()).unwrap_or_default()
     }
 }
-// ANCHOR_END: server
+// ANCHOR_END: scripted
 
 impl Drop for ScriptedServer {
     fn drop(&mut self) {
