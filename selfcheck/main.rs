@@ -18,6 +18,8 @@ mod crash;
 mod daily_cli;
 mod daily_terminal;
 mod events;
+#[cfg(feature = "ch16")]
+mod hooks;
 mod interrupts;
 mod model_replies;
 // Issue 11: a real model on a real server.

@@ -101,6 +101,8 @@ fn open_calls(records: &[Record]) -> OpenCalls {
             | Body::Partial { .. }
             | Body::Error { .. }
             | Body::Usage { .. } => {}
+            #[cfg(feature = "ch16")]
+            Body::Hook { .. } => {}
         }
     }
     let (started, never): (Vec<_>, Vec<_>) = open.into_iter().partition(|(_, started)| *started);
@@ -140,6 +142,8 @@ fn state_of(records: &[Record]) -> SessionState {
             | Body::Retry { .. }
             | Body::Partial { .. }
             | Body::Usage { .. } => {}
+            #[cfg(feature = "ch16")]
+            Body::Hook { .. } => {}
         }
     }
     SessionState::New

@@ -37,6 +37,8 @@ pub mod ch13_evaluation;
 pub mod ch15_tasks;
 #[cfg(feature = "ch16")]
 pub mod ch16_approval;
+#[cfg(feature = "ch16")]
+pub mod ch16_hooks;
 #[cfg(feature = "ch18")]
 pub mod ch18_mcp;
 pub mod testkit;

@@ -90,7 +90,7 @@ fn group_alive(group: i32) -> bool {
 }
 
 /// SIGTERM to the whole group, a short grace, then SIGKILL to whatever is left.
-fn terminate_group(group: i32, child: &mut Child) {
+pub(crate) fn terminate_group(group: i32, child: &mut Child) {
     signal_group(group, SIGTERM);
     let deadline = Instant::now() + KILL_GRACE;
     while Instant::now() < deadline && !matches!(child.try_wait(), Ok(Some(_))) {

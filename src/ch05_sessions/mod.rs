@@ -128,6 +128,8 @@ pub fn replay<'a>(bodies: impl IntoIterator<Item = &'a Body>) -> Vec<Message> {
             | Body::Partial { .. }
             | Body::Error { .. }
             | Body::Usage { .. } => {}
+            #[cfg(feature = "ch16")]
+            Body::Hook { .. } => {}
         }
     }
     history

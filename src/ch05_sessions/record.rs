@@ -88,6 +88,16 @@ pub enum Body {
         prompt_tokens: u64,
         completion_tokens: u64,
     },
+    /// A hook ran (chapter 16): for which event, which command, about which tool call, and
+    /// how it ended (`exit 0`, `blocked: …`, `timed out after 30 s`).
+    #[cfg(feature = "ch16")]
+    Hook {
+        event: String,
+        command: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_call_id: Option<String>,
+        outcome: String,
+    },
 }
 // ANCHOR_END: record_tools
 

@@ -41,6 +41,20 @@ impl<A: Append> Recorder<A> {
         self.log.append(Body::Error { message: message.to_string() }).map(drop)
     }
 
+    /// A hook ran (chapter 16); `outcome` says how it ended.
+    #[cfg(feature = "ch16")]
+    pub fn hook(
+        &mut self,
+        event: &str,
+        command: &str,
+        tool_call_id: Option<&str>,
+        outcome: &str,
+    ) -> Result<(), Error> {
+        let (event, command, outcome) = (event.to_string(), command.to_string(), outcome.to_string());
+        let tool_call_id = tool_call_id.map(str::to_string);
+        self.log.append(Body::Hook { event, command, tool_call_id, outcome }).map(drop)
+    }
+
     pub fn log(&self) -> &A {
         &self.log
     }

@@ -72,6 +72,9 @@ pub struct Config {
     pub max_turns: usize,
     #[cfg(feature = "ch07")]
     pub context_tokens: u64,
+    /// The workspace's hooks, if they may run (chapter 16).
+    #[cfg(feature = "ch16")]
+    pub hooks: mini_agent::ch16_hooks::Hooks,
 }
 
 // ANCHOR: start
@@ -84,8 +87,11 @@ type AgentTools = SkilledTools;
 type SkilledTools = WithSkills<GatedTools>;
 #[cfg(not(feature = "ch06"))]
 type SkilledTools = GatedTools;
-#[cfg(feature = "ch12")]
+#[cfg(all(feature = "ch12", not(feature = "ch16")))]
 type GatedTools = Gate<Workspace>;
+/// Chapter 16: the hooks wrap the gate, so a hook that refuses a call does so before anyone is asked.
+#[cfg(feature = "ch16")]
+type GatedTools = mini_agent::ch16_hooks::Hooked<Gate<Workspace>>;
 #[cfg(not(feature = "ch12"))]
 type GatedTools = Workspace;
 #[cfg(not(feature = "ch03"))]
@@ -211,6 +217,8 @@ impl Agent {
         #[cfg(feature = "ch07")]
         let _ = stats.event(Event::Message(&message));
         self.history.push(message);
+        #[cfg(feature = "ch16")]
+        self.config.hooks.log().set_session(self.recorder.log().id());
         // A new message from the person: earlier repetition is not a loop any more. The
         // stopper comes first, so that a refused request is not announced to anyone else.
         #[cfg(feature = "ch07")]
@@ -232,6 +240,8 @@ impl Agent {
         let limits = Limits { max_turns: self.config.max_turns };
         let outcome =
             run_turn(&mut self.model, &mut self.tools, &mut self.history, &mut Fanout(observers), &limits);
+        #[cfg(feature = "ch16")]
+        super::hooks::after_turn(&self.config.hooks, &mut self.recorder, &outcome);
         #[cfg(feature = "ch09")]
         self.record_ending(&outcome);
         outcome
@@ -427,7 +437,10 @@ fn gated_tools(root: &Path, config: &Config) -> Result<GatedTools, Error> {
         Asker::Tty => TerminalPrompter::open_tty().map(|tty| Box::new(tty) as Box<dyn Prompter>),
         Asker::TypeAhead(queue) => Some(Box::new(TypeAheadPrompter(queue.clone()))),
     };
-    Ok(Gate::new(Workspace::new(root)?, config.permissions, prompter))
+    let gate = Gate::new(Workspace::new(root)?, config.permissions, prompter);
+    #[cfg(feature = "ch16")]
+    let gate = mini_agent::ch16_hooks::Hooked::new(gate, config.hooks.clone());
+    Ok(gate)
 }
 // ANCHOR_END: build_tools
 

@@ -41,8 +41,13 @@ pub struct Options {
     pub demo: bool,
     pub model: Option<String>,
     pub base_url: Option<String>,
+    /// `--trust-hooks`: run the workspace's hooks without asking (chapter 16).
+    #[cfg(feature = "ch16")]
+    pub trust_hooks: bool,
 }
+// ANCHOR_END: args
 
+// ANCHOR: commands
 /// `mini-agent eval [DIR] [--repeats N]`.
 #[cfg(feature = "ch13")]
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,7 +74,7 @@ pub enum Command {
     Help,
     Version,
 }
-// ANCHOR_END: args
+// ANCHOR_END: commands
 
 pub const DEFAULT_MAX_TURNS: usize = 50;
 /// A ceiling that catches typos (`--max-turns 50000`) without getting in anyone's way.
@@ -97,6 +102,8 @@ impl Default for Options {
             demo: false,
             model: None,
             base_url: None,
+            #[cfg(feature = "ch16")]
+            trust_hooks: false,
         }
     }
 }
@@ -122,6 +129,8 @@ const AGENT_FLAGS: &[&str] = &[
     "--demo",
     "--model",
     "--base-url",
+    #[cfg(feature = "ch16")]
+    "--trust-hooks",
     "--help",
     "--version",
 ];
@@ -177,6 +186,8 @@ pub fn parse(words: &[String]) -> Result<Command, String> {
             "--demo" => options.demo = words.switch(flag, inline)?,
             "--model" => options.model = Some(words.non_empty(flag, inline)?),
             "--base-url" => options.base_url = Some(words.non_empty(flag, inline)?),
+            #[cfg(feature = "ch16")]
+            "--trust-hooks" => options.trust_hooks = words.switch(flag, inline)?,
             _ if flag.starts_with('-') && flag != "-" => return Err(unknown_flag(flag, AGENT_FLAGS)),
             _ => return Err(unexpected_word(&word)),
         }
@@ -536,6 +547,18 @@ pub fn help() -> String {
         "terminal (y once, a always, n deny with a reason); with no terminal to ask (a pipe, a",
         #[cfg(feature = "ch12")]
         "script, --json) they are refused and the model is told which flag would allow them.",
+        #[cfg(feature = "ch16")]
+        "",
+        #[cfg(feature = "ch16")]
+        "HOOKS",
+        #[cfg(feature = "ch16")]
+        "  .mini_agent/hooks.json runs your commands before and after tool calls and when a turn",
+        #[cfg(feature = "ch16")]
+        "  stops (PreToolUse exit 2 refuses the call). Its commands run only once you approved the",
+        #[cfg(feature = "ch16")]
+        "  file's exact contents at the terminal (remembered in ~/.config/mini-agent/approved), or:",
+        #[cfg(feature = "ch16")]
+        "      --trust-hooks          run the workspace's hooks for this run without asking",
     ];
     let mut text = lines.join("\n");
     text.push('\n');

@@ -212,3 +212,12 @@ fn odd_inputs_never_panic() {
     assert_eq!(edit_distance("", ""), 0);
     assert_eq!(edit_distance("kitten", "sitting"), 3);
 }
+
+#[cfg(feature = "ch16")]
+#[test]
+fn trust_hooks_is_a_switch_and_its_misspelling_is_caught() {
+    assert!(agent(&["--trust-hooks", "-p", "x"]).trust_hooks);
+    assert!(!agent(&["-p", "x"]).trust_hooks);
+    assert_eq!(error(&["--trust-hook"]), "unknown flag --trust-hook — did you mean --trust-hooks?");
+    assert!(help().contains("--trust-hooks"));
+}

@@ -21,6 +21,8 @@ mod args;
 #[cfg(not(feature = "ch04"))]
 mod early;
 mod endpoint;
+#[cfg(feature = "ch16")]
+mod hooks;
 #[cfg(feature = "ch14")]
 mod json_events;
 #[cfg(feature = "ch10")]
@@ -203,6 +205,8 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
         max_turns: options.max_turns,
         #[cfg(feature = "ch07")]
         context_tokens: parse_context_tokens(std::env::var("MINI_AGENT_CONTEXT_TOKENS").ok().as_deref())?,
+        #[cfg(feature = "ch16")]
+        hooks: hooks::load(&root, options.trust_hooks, std::io::stdin().is_terminal() && !options.json),
     };
     #[cfg(feature = "ch10")]
     let resumed = opened.is_some();

@@ -227,9 +227,24 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
     let workspace = Workspace::new(root)?;
     let template = load_template(&workspace)?;
     let connection = connect(options, keys, None)?;
-    let mut attempts = SessionAttempts { connection: &connection, options, root: root.clone(), agent: None };
+    #[cfg(feature = "ch16")]
+    let hooks = super::hooks::load(
+        root,
+        options.trust_hooks,
+        std::io::IsTerminal::is_terminal(&std::io::stdin()) && !options.json,
+    );
+    let mut attempts = SessionAttempts {
+        connection: &connection,
+        options,
+        root: root.clone(),
+        agent: None,
+        #[cfg(feature = "ch16")]
+        hooks: hooks.clone(),
+    };
     let mut verifier = CommandVerifier { workspace: &workspace, timeout_secs: VERIFY_TIMEOUT_SECS };
     let mut events = Report { json: options.json };
+    #[cfg(feature = "ch16")]
+    let mut events = super::hooks::WithHooks { inner: &mut events, hooks };
     let end = Loop {
         tasks: path,
         template: &template,
@@ -270,6 +285,9 @@ struct SessionAttempts<'a> {
     options: &'a Options,
     root: PathBuf,
     agent: Option<Agent>,
+    /// The workspace's hooks, loaded once for the whole run (chapter 16).
+    #[cfg(feature = "ch16")]
+    hooks: mini_agent::ch16_hooks::Hooks,
 }
 
 impl Attempts for SessionAttempts<'_> {
@@ -282,6 +300,8 @@ impl Attempts for SessionAttempts<'_> {
             asker: Asker::Nobody,
             max_turns: options.max_turns,
             context_tokens: parse_context_tokens(std::env::var("MINI_AGENT_CONTEXT_TOKENS").ok().as_deref())?,
+            #[cfg(feature = "ch16")]
+            hooks: self.hooks.clone(),
         };
         let model = build_model(&self.connection.endpoint, options)?;
         let agent = Agent::start(model, self.root.clone(), None, config)?;

@@ -1,0 +1,117 @@
+//! Running one hook command with the bash tool's rules (chapter 3): `bash -c` (or `sh -c`)
+//! in the workspace, in a session of its own so a timeout kills everything it started, with
+//! the API keys removed from its environment, and its output read by threads into bounded
+//! buffers. Unlike the bash tool it gets one JSON object on stdin, and its stdout and stderr
+//! stay apart: stderr is the reason a blocking hook gives, stdout what a PostToolUse hook adds.
+
+use crate::ch02_loop::interrupted;
+use crate::ch03_tools::secrets::remove_keys;
+use crate::ch03_tools::shell::{in_new_session, terminate_group};
+use std::io::{self, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// At most this much of each stream is kept; the rest is read and dropped.
+pub(crate) const CAPTURE_BYTES: usize = 16 * 1024;
+/// After the command exits, how long its pipes may stay open (a daemon holding them).
+const PIPE_GRACE: Duration = Duration::from_secs(1);
+
+/// How one hook command ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ran {
+    /// The exit code; `None` when it was killed (timeout, Ctrl+C) or could not start.
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    /// Why it has no code, when it has none: `timed out after 30 s`, `could not start: …`.
+    pub failure: Option<String>,
+}
+
+// ANCHOR: run_hook
+/// Runs `command` in `root` with `input` on its stdin, for at most `timeout`.
+pub(crate) fn run_hook(root: &std::path::Path, command: &str, input: &[u8], timeout: Duration) -> Ran {
+    let mut child = match spawn(root, command) {
+        Ok(child) => child,
+        Err(error) => return failed(format!("could not start: {error}")),
+    };
+    let group = child.id() as i32;
+    let mut stdin = child.stdin.take();
+    let input = input.to_vec();
+    // A hook that never reads its stdin must not block us: the write has a thread of its own.
+    thread::spawn(move || stdin.as_mut().map(|pipe| pipe.write_all(&input)));
+    let stdout = read_bounded(child.stdout.take());
+    let stderr = read_bounded(child.stderr.take());
+    let deadline = Instant::now() + timeout;
+    let failure = loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break None,
+            Ok(None) if interrupted() => break Some("interrupted".to_string()),
+            Ok(None) if Instant::now() >= deadline => {
+                break Some(format!("timed out after {} s", timeout.as_secs()));
+            }
+            Ok(None) => thread::sleep(Duration::from_millis(5)),
+            Err(error) => break Some(format!("could not wait: {error}")),
+        }
+    };
+    let code = match &failure {
+        None => child.wait().ok().and_then(|status| status.code()),
+        Some(_) => None,
+    };
+    // Whatever it left running (or the whole group, when it timed out) goes now.
+    terminate_group(group, &mut child);
+    Ran { code, stdout: collect(stdout), stderr: collect(stderr), failure }
+}
+// ANCHOR_END: run_hook
+
+fn spawn(root: &std::path::Path, command: &str) -> io::Result<Child> {
+    let mut last_error = io::Error::new(io::ErrorKind::NotFound, "no shell found");
+    for shell in ["bash", "sh"] {
+        let mut shell_command = Command::new(shell);
+        shell_command
+            .arg("-c")
+            .arg(command)
+            .current_dir(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        remove_keys(&mut shell_command);
+        in_new_session(&mut shell_command);
+        match shell_command.spawn() {
+            Ok(child) => return Ok(child),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => last_error = error,
+            Err(error) => return Err(error),
+        }
+    }
+    Err(last_error)
+}
+
+fn failed(failure: String) -> Ran {
+    Ran { code: None, stdout: String::new(), stderr: String::new(), failure: Some(failure) }
+}
+
+/// Reads a pipe to its end on a thread, keeping the first [`CAPTURE_BYTES`].
+fn read_bounded(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
+    let (sender, receiver) = mpsc::channel();
+    thread::spawn(move || {
+        let mut kept = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let mut buffer = [0u8; 8192];
+            while let Ok(read) = pipe.read(&mut buffer) {
+                if read == 0 {
+                    break;
+                }
+                let room = CAPTURE_BYTES.saturating_sub(kept.len());
+                kept.extend_from_slice(&buffer[..read.min(room)]);
+            }
+        }
+        let _ = sender.send(kept);
+    });
+    receiver
+}
+
+fn collect(receiver: mpsc::Receiver<Vec<u8>>) -> String {
+    let bytes = receiver.recv_timeout(PIPE_GRACE).unwrap_or_default();
+    String::from_utf8_lossy(&bytes).into_owned()
+}

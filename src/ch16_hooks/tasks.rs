@@ -1,0 +1,26 @@
+//! The task loop's events (chapter 15) as hook events: the loop tells its [`TaskEvents`]
+//! observers, and [`Hooks`] is one of them. A task that passed fires `TaskCompleted`, one out
+//! of attempts `TaskFailed`, and the loop stopping for a person `NeedsHuman`, each with the
+//! task object (and the reason) on the hook's stdin.
+
+use super::{HookEvent, Hooks};
+use crate::ch15_tasks::{TaskEvent, TaskEvents};
+use serde_json::{Map, json};
+
+// ANCHOR: task_events
+impl TaskEvents for Hooks {
+    fn event(&mut self, event: TaskEvent<'_>) {
+        let (hook_event, task, reason) = match event {
+            TaskEvent::Completed { task, .. } => (HookEvent::TaskCompleted, task, None),
+            TaskEvent::Failed { task } => (HookEvent::TaskFailed, task, None),
+            TaskEvent::NeedsHuman { task, reason } => (HookEvent::NeedsHuman, task, Some(reason)),
+            TaskEvent::Started { .. } | TaskEvent::AttemptFailed { .. } => return,
+        };
+        let mut fields = Map::from_iter([("task".to_string(), json!(task))]);
+        if let Some(reason) = reason {
+            fields.insert("reason".into(), json!(reason));
+        }
+        self.fire(hook_event, None, fields);
+    }
+}
+// ANCHOR_END: task_events
