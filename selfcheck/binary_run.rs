@@ -68,7 +68,9 @@ pub fn agent_command(root: &Path) -> Command {
         .env_remove("OPENAI_BASE_URL")
         .env_remove("MODEL_ID")
         .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
-        .env("NO_COLOR", "1");
+        .env("NO_COLOR", "1")
+        // The developer's own MCP servers and approvals (chapter 18) stay out of the tests.
+        .env("XDG_CONFIG_HOME", root.join(".no-user-config"));
     command
 }
 

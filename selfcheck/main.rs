@@ -21,6 +21,7 @@ mod events;
 #[cfg(feature = "ch16")]
 mod hooks;
 mod interrupts;
+mod mcp;
 mod model_replies;
 // Issue 11: a real model on a real server.
 mod daily_model;

@@ -26,6 +26,8 @@ use std::io::{BufRead, BufReader, Write};
 pub enum Permission {
     Write,
     Shell,
+    #[cfg(feature = "ch18")]
+    Mcp, // a call to an MCP server's tool (chapter 18): unknown side effects, like `bash`
 }
 
 /// The permissions granted up front, from `--allow-write` and `--allow-shell`.
@@ -33,6 +35,8 @@ pub enum Permission {
 pub struct Permissions {
     pub allow_write: bool,
     pub allow_shell: bool,
+    #[cfg(feature = "ch18")]
+    pub allow_mcp: bool,
 }
 
 /// The whole policy: which tool needs what. Everything else is free.
@@ -40,15 +44,21 @@ pub(crate) fn permission_needed(tool: &str) -> Option<Permission> {
     match tool {
         "write_file" | "edit_file" => Some(Permission::Write),
         "bash" => Some(Permission::Shell),
+        #[cfg(feature = "ch18")]
+        name if name.starts_with(crate::ch18_mcp::PREFIX) => Some(Permission::Mcp),
         _ => None,
     }
 }
+// ANCHOR_END: policy
 
+// ANCHOR: permission_words
 impl Permission {
     fn flag(self) -> &'static str {
         match self {
             Permission::Write => "--allow-write",
             Permission::Shell => "--allow-shell",
+            #[cfg(feature = "ch18")]
+            Permission::Mcp => "--allow-mcp",
         }
     }
 
@@ -56,6 +66,8 @@ impl Permission {
         match self {
             Permission::Write => "writing files",
             Permission::Shell => "running shell commands",
+            #[cfg(feature = "ch18")]
+            Permission::Mcp => "calling MCP tools",
         }
     }
 
@@ -63,10 +75,12 @@ impl Permission {
         match self {
             Permission::Write => "file writes",
             Permission::Shell => "shell commands",
+            #[cfg(feature = "ch18")]
+            Permission::Mcp => "MCP calls",
         }
     }
 }
-// ANCHOR_END: policy
+// ANCHOR_END: permission_words
 
 // ANCHOR: prompter
 /// The user's answer to "may this call run?".
@@ -118,6 +132,8 @@ impl<T: Tools> Gate<T> {
         match needed {
             Permission::Write => self.granted.allow_write,
             Permission::Shell => self.granted.allow_shell,
+            #[cfg(feature = "ch18")]
+            Permission::Mcp => self.granted.allow_mcp,
         }
     }
 
@@ -125,6 +141,8 @@ impl<T: Tools> Gate<T> {
         match needed {
             Permission::Write => self.granted.allow_write = true,
             Permission::Shell => self.granted.allow_shell = true,
+            #[cfg(feature = "ch18")]
+            Permission::Mcp => self.granted.allow_mcp = true,
         }
     }
 }
@@ -401,8 +419,15 @@ mod tests {
 
     #[test]
     fn flags_grant_without_asking() {
-        let granted = Permissions { allow_write: true, allow_shell: true };
+        let granted = Permissions {
+            allow_write: true,
+            allow_shell: true,
+            #[cfg(feature = "ch18")]
+            allow_mcp: true,
+        };
         let (mut gate, asked) = gate(granted, vec![]);
+        #[cfg(feature = "ch18")]
+        assert_eq!(gate.run(&call("mcp__files__write", "{}")).content, "ran mcp__files__write");
         for name in ["write_file", "edit_file", "bash"] {
             assert_eq!(gate.run(&call(name, "{}")).content, format!("ran {name}"));
         }
@@ -411,8 +436,11 @@ mod tests {
 
     #[test]
     fn without_a_prompter_the_denial_names_the_flag() {
-        let mut gate =
-            Gate::new(Recorder(Vec::new()), Permissions { allow_write: true, allow_shell: false }, None);
+        let mut gate = Gate::new(
+            Recorder(Vec::new()),
+            Permissions { allow_write: true, ..Permissions::default() },
+            None,
+        );
         let denied = gate.run(&call("bash", r#"{"command":"ls"}"#));
         assert_eq!(
             denied,
@@ -472,7 +500,7 @@ mod tests {
         assert_eq!(closed.run(&write).status, ToolStatus::Denied);
         assert!(!root.join("new.txt").exists());
         assert_eq!(closed.run(&call("list_files", "{}")).content, "`.` is empty");
-        let allowed = Permissions { allow_write: true, allow_shell: false };
+        let allowed = Permissions { allow_write: true, ..Permissions::default() };
         let mut open = Gate::new(Workspace::new(root).unwrap(), allowed, None);
         assert_eq!(open.run(&write).content, "created `new.txt`: wrote 2 bytes");
         assert_eq!(std::fs::read_to_string(root.join("new.txt")).unwrap(), "hi");

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 /// The remembered approvals are small lines; a planted huge file is not read whole.
 const STORE_MAX_BYTES: u64 = 4 << 20;
 
+// ANCHOR: request
 /// A workspace file that asks to run commands.
 pub struct Request<'a> {
     /// What the file holds, for the question and the key: `MCP servers`, `hooks`.
@@ -44,6 +45,7 @@ pub enum Decision {
     /// Do not obey it; the line says why and names the flag.
     Skip(String),
 }
+// ANCHOR_END: request
 
 /// Shows a question to the person at the terminal and returns the line they typed.
 pub type Ask<'a> = &'a mut dyn FnMut(&str) -> Option<String>;
@@ -96,6 +98,7 @@ pub fn user_config_dir() -> Option<PathBuf> {
         .map(|dir| dir.join("mini-agent"))
 }
 
+// ANCHOR: key
 /// What is approved: this kind of file, at this real path, with exactly these bytes.
 pub(crate) fn approval_key(kind: &str, path: &Path, contents: &[u8]) -> String {
     let mut context = ring::digest::Context::new(&ring::digest::SHA256);
@@ -105,7 +108,9 @@ pub(crate) fn approval_key(kind: &str, path: &Path, contents: &[u8]) -> String {
     }
     context.finish().as_ref().iter().map(|byte| format!("{byte:02x}")).collect()
 }
+// ANCHOR_END: key
 
+// ANCHOR: decide
 /// The whole rule. `trusted` is the `--trust-…` flag; `ask` shows a question to the person
 /// at the terminal and returns their line (`None`: nobody there, or no answer).
 pub fn decide(request: &Request, trusted: bool, store: Option<&ApprovalStore>, ask: Option<Ask>) -> Decision {
@@ -139,6 +144,7 @@ pub fn decide(request: &Request, trusted: bool, store: Option<&ApprovalStore>, a
         _ => skipped("not approved"),
     }
 }
+// ANCHOR_END: decide
 
 /// Asks on the controlling terminal (`/dev/tty`), which works when stdin is a pipe; `None`
 /// when there is no terminal.

@@ -5,7 +5,8 @@
 #   badinit  answers initialize with junk JSON   exit     exits at once with status 3
 # Every line received is appended to $FAKE_LOG when it is set.
 # Tools: echo (returns its arguments), fail (isError), slow (sleeps $FAKE_SLOW or 30 s),
-#        die (killed mid-call by SIGKILL), big (a result of $FAKE_BIG bytes, default 50 MB).
+#        die (killed mid-call by SIGKILL), big (a result of $FAKE_BIG bytes, default 50 MB),
+#        endless (a line that never ends).
 case "$FAKE_MODE" in
   silent) while IFS= read -r line; do :; done; exit 0 ;;
   exit) echo "fake server: exiting at once" >&2; exit 3 ;;
@@ -23,7 +24,7 @@ while IFS= read -r line; do
       reply "$id" '{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}' ;;
     *'"method":"tools/list"'*)
       case "$line" in
-        *'"cursor"'*) reply "$id" '{"tools":[{"name":"slow","description":"Sleeps","inputSchema":{"type":"object"}},{"name":"die","inputSchema":{"type":"object"}},{"name":"big","inputSchema":{"type":"object"}}]}' ;;
+        *'"cursor"'*) reply "$id" '{"tools":[{"name":"slow","description":"Sleeps","inputSchema":{"type":"object"}},{"name":"die","inputSchema":{"type":"object"}},{"name":"big","inputSchema":{"type":"object"}},{"name":"endless","inputSchema":{"type":"object"}}]}' ;;
         *) reply "$id" '{"tools":[{"name":"echo","description":"Echoes its arguments","inputSchema":{"$schema":"x","type":"object","properties":{"message":{"type":"string"}}}},{"name":"fail","inputSchema":{"type":"object"}}],"nextCursor":"page2"}' ;;
       esac ;;
     *'"method":"tools/call"'*)
@@ -32,8 +33,9 @@ while IFS= read -r line; do
           args=$(printf '%s' "$line" | sed -n 's/.*"arguments":\({[^}]*}\).*/\1/p' | sed 's/\\/\\\\/g; s/"/\\"/g')
           text "$id" "echo $args" ;;
         *'"name":"fail"'*) text "$id" "the fake tool failed" ',"isError":true' ;;
-        *'"name":"slow"'*) sleep "${FAKE_SLOW:-30}"; text "$id" "slept" ;;
+        *'"name":"slow"'*) (sleep "${FAKE_SLOW:-30}"; text "$id" "slept") & ;;
         *'"name":"die"'*) kill -9 $$ ;;
+        *'"name":"endless"'*) yes 0123456789abcdef | tr -d '\n' ;;
         *'"name":"big"'*)
           printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"' "$id"
           head -c "${FAKE_BIG:-52428800}" /dev/zero | tr '\0' a

@@ -17,6 +17,7 @@
 //! | `secrets.rs` | model, tools, server | the key is in no child's environment and in nothing printed, recorded, spilled or sent |
 //! | `liveness.rs` | server, model, signals | nothing hangs: idle timeout, linear globs, interruptible walks, SIGTERM/SIGHUP |
 //! | `resources.rs` | model | disk and memory stay bounded (peak RSS measured) |
+//! | `mcp.rs` | an MCP server | malformed JSON-RPC, garbage, 50 MB and endless answers, silence: a one-line error, no hang, bounded memory |
 //! | `wire.rs` | server | redirects, odd reply shapes, giant replies: a clear error or a correct answer, never a silent one |
 
 #[allow(dead_code)]
@@ -30,6 +31,7 @@ mod harness;
 mod pty;
 
 mod liveness;
+mod mcp;
 mod planted;
 mod resources;
 mod secrets;

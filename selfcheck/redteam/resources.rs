@@ -140,13 +140,13 @@ impl Measured {
         self.workspace.path()
     }
 
-    fn expect_code(&self, code: i32) -> &Self {
+    pub(crate) fn expect_code(&self, code: i32) -> &Self {
         assert_eq!(self.code, Some(code), "exit code; stderr:\n{}", self.stderr);
         self
     }
 
     /// The tool results the last request carried back to the model.
-    fn tool_results(&self) -> Vec<String> {
+    pub(crate) fn tool_results(&self) -> Vec<String> {
         let last = self.requests.last().expect("a request was sent");
         messages(last)
             .iter()

@@ -27,6 +27,9 @@ pub enum HostCommand {
     Compact,
     #[cfg(feature = "ch07")]
     Stats,
+    /// `/mcp`: the MCP servers, their state and their tools (chapter 18).
+    #[cfg(feature = "ch18")]
+    Mcp,
 }
 
 /// What `/help` prints, a line per command of this chapter's state.
@@ -43,11 +46,14 @@ pub const HELP: &[&str] = &[
     "/compact       replace older history with a summary",
     #[cfg(feature = "ch07")]
     "/stats         requests, tokens, tool calls and time of this session",
+    #[cfg(feature = "ch18")]
+    "/mcp           MCP servers, their state and their tools",
     "/exit          leave (also Ctrl+C or Ctrl+D at the prompt)",
     "During a turn: Ctrl+C stops it; lines you type are sent with the next model request.",
 ];
 
 // ANCHOR_END: commands
+
 // ANCHOR: parse_command
 /// `None` when the line is a message, not a command. A path such as `/usr/bin/env is
 /// missing` is a message: a command word has no second slash.
@@ -75,6 +81,8 @@ pub fn parse_command(line: &str) -> Option<Result<Command, String>> {
         "compact" => Command::Host(HostCommand::Compact),
         #[cfg(feature = "ch07")]
         "stats" => Command::Host(HostCommand::Stats),
+        #[cfg(feature = "ch18")]
+        "mcp" => Command::Host(HostCommand::Mcp),
         _ => return Some(Err(format!("unknown command /{word}; type /help"))),
     };
     Some(Ok(command))

@@ -26,6 +26,8 @@ fn the_commands_of_later_chapters_parse() {
     assert_eq!(parse_command("/skills"), Some(Ok(Command::Host(HostCommand::Skills))));
     assert_eq!(parse_command("/compact"), Some(Ok(Command::Host(HostCommand::Compact))));
     assert_eq!(parse_command("/stats"), Some(Ok(Command::Host(HostCommand::Stats))));
+    #[cfg(feature = "ch18")]
+    assert_eq!(parse_command("/mcp"), Some(Ok(Command::Host(HostCommand::Mcp))));
     assert_eq!(
         parse_command("/resume  2026112 "),
         Some(Ok(Command::Host(HostCommand::Resume("2026112".into()))))

@@ -29,6 +29,7 @@ pub(crate) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_TIMEOUT_SECS: u64 = 3_600;
 
+// ANCHOR: server_config
 /// One server: the program to start and how long to wait for it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServerConfig {
@@ -47,6 +48,7 @@ pub struct ServerConfig {
     /// Which file it came from.
     pub source: PathBuf,
 }
+// ANCHOR_END: server_config
 
 /// The servers of this run, and what was skipped on the way (one line each).
 #[derive(Debug, Default)]
@@ -192,6 +194,7 @@ pub fn load(workspace: &Workspace, trusted: bool, store: Option<&ApprovalStore>,
     if servers.is_empty() {
         return loaded;
     }
+    // ANCHOR: load
     let request = Request {
         kind: "MCP servers",
         path: &path,
@@ -208,6 +211,7 @@ pub fn load(workspace: &Workspace, trusted: bool, store: Option<&ApprovalStore>,
     }
     loaded
 }
+// ANCHOR_END: load
 
 fn add(loaded: &mut Loaded, parsed: Result<(Vec<ServerConfig>, Vec<String>), String>) {
     match parsed {

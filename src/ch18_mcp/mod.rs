@@ -59,6 +59,7 @@ impl McpServers {
         self.servers.is_empty()
     }
 
+    // ANCHOR: ensure_started
     /// Starts every server not started yet, in parallel, each within its start-up timeout;
     /// one warning line per server that fails. Then the tool names are assigned again.
     pub fn ensure_started(&self) {
@@ -85,6 +86,7 @@ impl McpServers {
         });
         self.assign_names();
     }
+    // ANCHOR_END: ensure_started
 
     /// `mcp__<server>__<tool>` for every listed tool; a name already taken keeps its first owner.
     fn assign_names(&self) {
@@ -192,6 +194,7 @@ impl<T: Tools> WithMcp<T> {
     }
 }
 
+// ANCHOR: with_mcp
 impl<T: Tools> Tools for WithMcp<T> {
     fn schemas(&self) -> Vec<Value> {
         let mut schemas = self.inner.schemas();
@@ -211,3 +214,4 @@ impl<T: Tools> Tools for WithMcp<T> {
         ToolOutput { content, ..output }
     }
 }
+// ANCHOR_END: with_mcp

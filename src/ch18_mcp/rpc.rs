@@ -113,6 +113,7 @@ impl Connection {
     /// Starts the server: its own session and process group, the key removed from its
     /// environment, stdin non-blocking, a reader thread on stdout, stderr to `log`.
     pub fn spawn(config: &ServerConfig, log: Option<File>) -> io::Result<Connection> {
+        // ANCHOR: spawn
         let mark = new_mark();
         let mut command = Command::new(&config.command);
         command
@@ -124,6 +125,7 @@ impl Connection {
         remove_keys(&mut command);
         command.envs(config.env.iter().map(|(k, v)| (k, v))).env(MARK_VARIABLE, &mark);
         in_new_session(&mut command);
+        // ANCHOR_END: spawn
         let mut child = command.spawn()?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -153,6 +155,7 @@ impl Connection {
         !self.broken && !self.shared.closed.load(Ordering::SeqCst)
     }
 
+    // ANCHOR: request
     /// Sends `method` and waits for its answer, the timeout, Ctrl+C or the server's end.
     pub fn request(&mut self, method: &str, params: Value, timeout: Duration) -> Result<Value, RpcError> {
         if !self.is_alive() {
@@ -188,6 +191,7 @@ impl Connection {
             }
         }
     }
+    // ANCHOR_END: request
 
     /// A notification: no answer expected.
     pub(crate) fn notify(&mut self, method: &str, params: Value) -> Result<(), RpcError> {
@@ -252,6 +256,7 @@ impl Connection {
     }
 }
 
+// ANCHOR: stop
 impl Drop for Connection {
     /// Closes stdin, then SIGTERM to the server's whole group, SIGKILL after a grace, and
     /// reaps whatever left the group: no server outlives the agent.
@@ -267,6 +272,7 @@ impl Drop for Connection {
         kill_escaped(&self.mark, self.group);
     }
 }
+// ANCHOR_END: stop
 
 fn set_nonblocking(stdin: &ChildStdin) -> io::Result<()> {
     let fd = stdin.as_raw_fd();
@@ -316,6 +322,7 @@ fn write_before(stdin: &mut Option<ChildStdin>, bytes: &[u8], deadline: Instant)
     Ok(())
 }
 
+// ANCHOR: read_loop
 /// The reader thread: one bounded line at a time, until the server closes its stdout; then
 /// every request still waiting hears that the server is gone.
 fn read_loop(stdout: impl Read, shared: &Shared) {
@@ -337,6 +344,7 @@ fn read_loop(stdout: impl Read, shared: &Shared) {
     shared.closed.store(true, Ordering::SeqCst);
     lock(&shared.pending).clear(); // the senders drop: every waiting request wakes up
 }
+// ANCHOR_END: read_loop
 
 /// One line from the server: an answer to one of ours, a request of its own, a
 /// notification, or garbage.

@@ -62,6 +62,7 @@ impl Server {
         self.log_dir.join(format!("{}.log", self.config.name))
     }
 
+    // ANCHOR: start
     /// Spawns the server and shakes hands, all within its start-up timeout.
     pub fn start(&mut self) -> Result<(), RpcError> {
         self.connection = None; // a previous process is stopped first
@@ -79,7 +80,9 @@ impl Server {
         self.state = State::Running;
         Ok(())
     }
+    // ANCHOR_END: start
 
+    // ANCHOR: call
     /// Calls `tool`. A server that ended since its last call is started again first; if that
     /// fails the call did not run (`RpcError::NotStarted`).
     pub fn call(&mut self, tool: &str, arguments: Value) -> Result<Value, RpcError> {
@@ -102,6 +105,7 @@ impl Server {
         }
         result
     }
+    // ANCHOR_END: call
 
     /// Stops the process (if any); `/mcp` shows it as not started.
     pub fn stop(&mut self) {

@@ -37,7 +37,14 @@ fn lists_every_page_and_calls_with_arguments() {
     let names: Vec<&str> = schemas.iter().filter_map(|s| s["function"]["name"].as_str()).collect();
     assert_eq!(
         names,
-        ["mcp__fake__echo", "mcp__fake__fail", "mcp__fake__slow", "mcp__fake__die", "mcp__fake__big"]
+        [
+            "mcp__fake__echo",
+            "mcp__fake__fail",
+            "mcp__fake__slow",
+            "mcp__fake__die",
+            "mcp__fake__big",
+            "mcp__fake__endless"
+        ]
     );
     let echoed = servers.call(&call("mcp__fake__echo", r#"{"message":"hi there"}"#));
     assert_eq!(echoed.status, ToolStatus::Ok);
@@ -105,7 +112,7 @@ fn servers_that_never_start_are_reported_and_skipped() {
     let schemas = servers.schemas();
     // In parallel: the two silent ones cost one timeout, not two.
     assert!(started.elapsed() < Duration::from_millis(1_500), "{:?}", started.elapsed());
-    assert_eq!(schemas.len(), 5);
+    assert_eq!(schemas.len(), 6);
     let report = servers.report();
     assert!(report.contains("silent · failed: no answer within 400 ms"), "{report}");
     assert!(report.contains("missing · failed: cannot start `/nonexistent/mcp-server`"), "{report}");
@@ -131,4 +138,38 @@ fn garbage_and_oversized_answers_cost_bounded_memory() {
     }
     let after = big.call("echo", json!({})).unwrap();
     assert_eq!(after["content"][0]["text"], "echo {}");
+}
+
+#[test]
+fn the_gate_asks_for_mcp_calls_like_bash_and_results_are_bounded() {
+    use crate::ch12_permissions::{Gate, Permissions};
+    let root = Root::new("mcp-gate");
+    let mcp = Arc::new(McpServers::new(vec![fake(&root, &[("FAKE_BIG", "100000")])], root.path()));
+    let tools = WithMcp::new(
+        Workspace::new(root.path()).unwrap(),
+        Arc::clone(&mcp),
+        Workspace::new(root.path()).unwrap(),
+    );
+    let mut closed = Gate::new(tools, Permissions::default(), None);
+    let names: Vec<String> = closed.schemas().iter().map(|s| s["function"]["name"].to_string()).collect();
+    assert_eq!(names.len(), 6 + 6, "{names:?}");
+    let denied = closed.run(&call("mcp__fake__echo", "{}"));
+    assert_eq!(denied.status, ToolStatus::Denied);
+    assert!(
+        denied.content.contains("calling MCP tools needs permission; rerun with --allow-mcp"),
+        "{}",
+        denied.content
+    );
+    let tools = WithMcp::new(Workspace::new(root.path()).unwrap(), mcp, Workspace::new(root.path()).unwrap());
+    let mut open = Gate::new(tools, Permissions { allow_mcp: true, ..Permissions::default() }, None);
+    assert_eq!(open.run(&call("mcp__fake__echo", "{}")).content, "echo {}");
+    assert_eq!(open.run(&call("list_files", "{}")).status, ToolStatus::Ok);
+    let big = open.run(&call("mcp__fake__big", "{}"));
+    assert_eq!(big.status, ToolStatus::Ok);
+    assert!(
+        big.content.len() < 40_000
+            && big.content.contains("bytes omitted; full output: .mini_agent/outputs/mcp-"),
+        "{}",
+        big.content.len()
+    );
 }

@@ -21,6 +21,7 @@ const DESCRIPTION_MAX_CHARS: usize = 1_000;
 /// A schema larger than this (serialized) is replaced by "any object".
 const SCHEMA_MAX_BYTES: usize = 16 * 1024;
 
+// ANCHOR: naming
 /// `mcp__<server>__<tool>`, with every other character made `_` and cut to 64 bytes.
 pub(crate) fn exposed_name(server: &str, tool: &str) -> String {
     let clean = |text: &str| -> String {
@@ -47,7 +48,9 @@ pub fn schema(exposed: &str, tool: &RemoteTool) -> Value {
     let description = shorten(tool.description.trim(), DESCRIPTION_MAX_CHARS);
     json!({"type": "function", "function": {"name": exposed, "description": description, "parameters": parameters}})
 }
+// ANCHOR_END: naming
 
+// ANCHOR: result
 /// A `tools/call` result as the model reads it.
 pub(crate) fn render_result(result: &Value) -> ToolOutput {
     let mut parts: Vec<String> = Vec::new();
@@ -75,6 +78,7 @@ pub(crate) fn render_result(result: &Value) -> ToolOutput {
     let content = if parts.is_empty() { "(no content)".to_string() } else { parts.join("\n") };
     ToolOutput { content, status: if is_error { ToolStatus::Error } else { ToolStatus::Ok } }
 }
+// ANCHOR_END: result
 
 /// A call that got no result, as the model reads it: what is known about its effect.
 pub fn failure(server: &str, error: &RpcError) -> ToolOutput {

@@ -75,6 +75,9 @@ pub struct Config {
     /// The workspace's hooks, if they may run (chapter 16).
     #[cfg(feature = "ch16")]
     pub hooks: mini_agent::ch16_hooks::Hooks,
+    /// The MCP servers of this run (chapter 18), shared by every session.
+    #[cfg(feature = "ch18")]
+    pub mcp: std::sync::Arc<mini_agent::ch18_mcp::McpServers>,
 }
 
 // ANCHOR: start
@@ -88,10 +91,15 @@ type SkilledTools = WithSkills<GatedTools>;
 #[cfg(not(feature = "ch06"))]
 type SkilledTools = GatedTools;
 #[cfg(all(feature = "ch12", not(feature = "ch16")))]
-type GatedTools = Gate<Workspace>;
+type GatedTools = Gate<GateInner>;
 /// Chapter 16: the hooks wrap the gate, so a hook that refuses a call does so before anyone is asked.
 #[cfg(feature = "ch16")]
-type GatedTools = mini_agent::ch16_hooks::Hooked<Gate<Workspace>>;
+type GatedTools = mini_agent::ch16_hooks::Hooked<Gate<GateInner>>;
+#[cfg(all(feature = "ch12", not(feature = "ch18")))]
+type GateInner = Workspace;
+/// Chapter 18: the MCP servers' tools join the six, inside the gate.
+#[cfg(feature = "ch18")]
+type GateInner = mini_agent::ch18_mcp::WithMcp<Workspace>;
 #[cfg(not(feature = "ch12"))]
 type GatedTools = Workspace;
 #[cfg(not(feature = "ch03"))]
@@ -377,6 +385,8 @@ impl ReplHost for Agent {
             HostCommand::Compact => self.compact(),
             #[cfg(feature = "ch07")]
             HostCommand::Stats => Ok(self.stats_report()),
+            #[cfg(feature = "ch18")]
+            HostCommand::Mcp => Ok(self.config.mcp.report()),
         }
     }
 }
@@ -437,7 +447,10 @@ fn gated_tools(root: &Path, config: &Config) -> Result<GatedTools, Error> {
         Asker::Tty => TerminalPrompter::open_tty().map(|tty| Box::new(tty) as Box<dyn Prompter>),
         Asker::TypeAhead(queue) => Some(Box::new(TypeAheadPrompter(queue.clone()))),
     };
-    let gate = Gate::new(Workspace::new(root)?, config.permissions, prompter);
+    let tools = Workspace::new(root)?;
+    #[cfg(feature = "ch18")]
+    let tools = mini_agent::ch18_mcp::WithMcp::new(tools, config.mcp.clone(), Workspace::new(root)?);
+    let gate = Gate::new(tools, config.permissions, prompter);
     #[cfg(feature = "ch16")]
     let gate = mini_agent::ch16_hooks::Hooked::new(gate, config.hooks.clone());
     Ok(gate)

@@ -44,6 +44,8 @@ pub struct Options {
     /// `--trust-hooks`: run the workspace's hooks without asking (chapter 16).
     #[cfg(feature = "ch16")]
     pub trust_hooks: bool,
+    #[cfg(feature = "ch18")]
+    pub mcp: McpFlags,
 }
 // ANCHOR_END: args
 
@@ -104,6 +106,27 @@ impl Default for Options {
             base_url: None,
             #[cfg(feature = "ch16")]
             trust_hooks: false,
+            #[cfg(feature = "ch18")]
+            mcp: McpFlags::default(),
+        }
+    }
+}
+
+/// Chapter 18's switches: `--trust-mcp` starts the servers of the workspace's `.mcp.json`
+/// without asking, `--allow-mcp` runs MCP calls without asking.
+#[cfg(feature = "ch18")]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct McpFlags {
+    pub trust: bool,
+    pub allow: bool,
+}
+
+#[cfg(feature = "ch18")]
+impl McpFlags {
+    fn set(&mut self, flag: &str, on: bool) {
+        match flag {
+            "--trust-mcp" => self.trust = on,
+            _ => self.allow = on,
         }
     }
 }
@@ -131,6 +154,10 @@ const AGENT_FLAGS: &[&str] = &[
     "--base-url",
     #[cfg(feature = "ch16")]
     "--trust-hooks",
+    #[cfg(feature = "ch18")]
+    "--trust-mcp",
+    #[cfg(feature = "ch18")]
+    "--allow-mcp",
     "--help",
     "--version",
 ];
@@ -188,6 +215,8 @@ pub fn parse(words: &[String]) -> Result<Command, String> {
             "--base-url" => options.base_url = Some(words.non_empty(flag, inline)?),
             #[cfg(feature = "ch16")]
             "--trust-hooks" => options.trust_hooks = words.switch(flag, inline)?,
+            #[cfg(feature = "ch18")]
+            "--trust-mcp" | "--allow-mcp" => options.mcp.set(flag, words.switch(flag, inline)?),
             _ if flag.starts_with('-') && flag != "-" => return Err(unknown_flag(flag, AGENT_FLAGS)),
             _ => return Err(unexpected_word(&word)),
         }
@@ -462,6 +491,10 @@ pub fn help() -> String {
         "      --allow-write          let the agent write and edit files inside the root",
         #[cfg(feature = "ch12")]
         "      --allow-shell          let the agent run shell commands (not a sandbox!)",
+        #[cfg(feature = "ch18")]
+        "      --trust-mcp            start the MCP servers of the workspace's .mcp.json without asking",
+        #[cfg(feature = "ch18")]
+        "      --allow-mcp            let the agent call MCP tools without asking",
         #[cfg(feature = "ch11")]
         "      --stream               show the reply as it is generated",
         #[cfg(feature = "ch14")]
@@ -559,6 +592,18 @@ pub fn help() -> String {
         "  file's exact contents at the terminal (remembered in ~/.config/mini-agent/approved), or:",
         #[cfg(feature = "ch16")]
         "      --trust-hooks          run the workspace's hooks for this run without asking",
+        #[cfg(feature = "ch18")]
+        "",
+        #[cfg(feature = "ch18")]
+        "MCP servers (tools from other programs, over stdio) are listed in .mcp.json in the root",
+        #[cfg(feature = "ch18")]
+        "and in ~/.config/mini-agent/mcp.json: {\"mcpServers\": {\"NAME\": {\"command\", \"args\",",
+        #[cfg(feature = "ch18")]
+        "\"env\", \"cwd\", \"timeout\"}}}. Their tools appear as mcp__NAME__TOOL. The servers of a",
+        #[cfg(feature = "ch18")]
+        "workspace .mcp.json start only once you approved its exact contents at the terminal, or",
+        #[cfg(feature = "ch18")]
+        "with --trust-mcp; MCP calls are asked for like shell commands. /mcp in the REPL lists them.",
     ];
     let mut text = lines.join("\n");
     text.push('\n');

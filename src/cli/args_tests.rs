@@ -89,6 +89,17 @@ fn json_is_a_flag_from_chapter_14() {
     assert!(error(&["--json"]).contains("add -p"));
 }
 
+/// Chapter 18's switches, and their hint.
+#[cfg(feature = "ch18")]
+#[test]
+fn the_mcp_switches_land_in_their_fields() {
+    let options = agent(&["--trust-mcp", "--allow-mcp"]);
+    assert_eq!(error(&["--allow-mcp=no"]), "--allow-mcp takes no value");
+    assert!(options.mcp.trust && options.mcp.allow);
+    assert!(!agent(&[]).mcp.trust && !agent(&[]).mcp.allow);
+    assert_eq!(error(&["--trust-mpc"]), "unknown flag --trust-mpc — did you mean --trust-mcp?");
+}
+
 #[test]
 fn values_can_be_attached_with_an_equals_sign() {
     let options = agent(&["--prompt=a=b", "--model=x", "--max-turns=3"]);

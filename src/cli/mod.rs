@@ -25,6 +25,8 @@ mod endpoint;
 mod hooks;
 #[cfg(feature = "ch14")]
 mod json_events;
+#[cfg(feature = "ch18")]
+mod mcp;
 #[cfg(feature = "ch10")]
 mod reopen;
 #[cfg(feature = "ch04")]
@@ -199,7 +201,7 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
         #[cfg(feature = "ch09")]
         origin: connection.origin.clone(),
         #[cfg(feature = "ch12")]
-        permissions: Permissions { allow_write: options.allow_write, allow_shell: options.allow_shell },
+        permissions: permissions(options),
         #[cfg(feature = "ch12")]
         asker: Asker::Nobody,
         max_turns: options.max_turns,
@@ -207,6 +209,8 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
         context_tokens: parse_context_tokens(std::env::var("MINI_AGENT_CONTEXT_TOKENS").ok().as_deref())?,
         #[cfg(feature = "ch16")]
         hooks: hooks::load(&root, options.trust_hooks, std::io::stdin().is_terminal() && !options.json),
+        #[cfg(feature = "ch18")]
+        mcp: mcp::load_servers(&root, options)?,
     };
     #[cfg(feature = "ch10")]
     let resumed = opened.is_some();
@@ -476,3 +480,14 @@ fn one_line(text: &str) -> String {
     visible(&joined)
 }
 // ANCHOR_END: output
+
+/// The permissions granted up front by the flags; the rest is asked for (chapter 12).
+#[cfg(feature = "ch12")]
+fn permissions(options: &Options) -> Permissions {
+    Permissions {
+        allow_write: options.allow_write,
+        allow_shell: options.allow_shell,
+        #[cfg(feature = "ch18")]
+        allow_mcp: options.mcp.allow,
+    }
+}

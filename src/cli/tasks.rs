@@ -296,12 +296,19 @@ impl Attempts for SessionAttempts<'_> {
         let options = self.options;
         let config = Config {
             origin: self.connection.origin.clone(),
-            permissions: Permissions { allow_write: options.allow_write, allow_shell: options.allow_shell },
+            permissions: Permissions {
+                allow_write: options.allow_write,
+                allow_shell: options.allow_shell,
+                #[cfg(feature = "ch18")]
+                allow_mcp: options.mcp.allow,
+            },
             asker: Asker::Nobody,
             max_turns: options.max_turns,
             context_tokens: parse_context_tokens(std::env::var("MINI_AGENT_CONTEXT_TOKENS").ok().as_deref())?,
             #[cfg(feature = "ch16")]
             hooks: self.hooks.clone(),
+            #[cfg(feature = "ch18")]
+            mcp: super::mcp::load_servers(&self.root, options)?,
         };
         let model = build_model(&self.connection.endpoint, options)?;
         let agent = Agent::start(model, self.root.clone(), None, config)?;

@@ -1,0 +1,85 @@
+//! Red-team cases: see `main.rs` for the rule this file holds.
+//!
+//! A hostile or broken MCP server (chapter 18): a malformed handshake, garbage on stdout, a
+//! 50 MB result, a line that never ends, a server that never answers at start or during a
+//! call. Each case runs the real binary with the scripted MCP server of
+//! `selfcheck/mcp/fake_server.sh` in one of its bad modes, measures peak RSS like the other
+//! resource cases, and asserts the rule: the run ends (no hang), without a panic, with the
+//! memory bound kept, and the model or the user is told what happened in one line.
+
+use crate::harness::{TempDir, call, text};
+use crate::resources::{Measured, measure};
+use serde_json::{Value, json};
+use std::time::Instant;
+
+const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/selfcheck/mcp/fake_server.sh");
+const ARGS: [&str; 5] = ["-p", "go", "--trust-mcp", "--allow-mcp", "--max-turns=5"];
+
+/// Runs the agent with the fake server in `mode` (and `env`), short timeouts, `steps`.
+fn hostile(
+    name: &str,
+    env: Value,
+    steps: Vec<mini_agent::testkit::scripted_server::Step>,
+) -> (Measured, f64) {
+    let workspace = TempDir::new("redteam-mcp");
+    let config = json!({"mcpServers": {"bad": {"command": "sh", "args": [FAKE], "env": env,
+        "timeout": 2, "startup_timeout": 2}}});
+    workspace.write(".mcp.json", &config.to_string());
+    let started = Instant::now();
+    let run = measure(name, workspace, &ARGS, steps);
+    let seconds = started.elapsed().as_secs_f64();
+    assert!(!run.stderr.contains("panicked"), "{name}: {}", run.stderr);
+    assert!(seconds < 30.0, "{name}: {seconds} s");
+    (run, seconds)
+}
+
+#[test]
+fn a_malformed_handshake_is_one_warning() {
+    let (run, _) = hostile("MCP malformed handshake", json!({"FAKE_MODE": "badinit"}), vec![text("fine")]);
+    run.expect_code(0);
+    assert!(run.stderr.contains("MCP server `bad` not started: no answer within 2 s"), "{}", run.stderr);
+}
+
+#[test]
+fn garbage_on_stdout_is_skipped() {
+    let steps = vec![call("mcp__bad__echo", json!({"message": "through the noise"})), text("ok")];
+    let (run, _) = hostile("MCP garbage on stdout", json!({"FAKE_MODE": "garbage"}), steps);
+    run.expect_code(0);
+    assert!(run.tool_results()[0].contains("through the noise"), "{:?}", run.tool_results());
+}
+
+#[test]
+fn a_50_mb_result_fails_its_call_within_the_memory_bound() {
+    let steps = vec![call("mcp__bad__big", json!({})), call("mcp__bad__echo", json!({})), text("ok")];
+    let (run, _) = hostile("MCP 50 MB result", json!({}), steps);
+    run.expect_code(0);
+    let results = run.tool_results();
+    assert!(results[0].contains("more than the 8 MiB a line may hold"), "{}", results[0]);
+    assert_eq!(results[1], "echo {}", "the server answers the next call");
+}
+
+#[test]
+fn a_line_that_never_ends_times_out_within_the_memory_bound() {
+    let steps = vec![call("mcp__bad__endless", json!({})), text("ok")];
+    let (run, seconds) = hostile("MCP endless line", json!({}), steps);
+    run.expect_code(0);
+    assert!(
+        run.tool_results()[0].contains("gave no answer in time (no answer within 2 s)"),
+        "{:?}",
+        run.tool_results()
+    );
+    assert!(seconds < 10.0, "{seconds} s");
+}
+
+#[test]
+fn a_server_that_never_answers_costs_its_timeouts_only() {
+    let (run, seconds) = hostile("MCP silent at start", json!({"FAKE_MODE": "silent"}), vec![text("fine")]);
+    run.expect_code(0);
+    assert!(run.stderr.contains("not started: no answer within 2 s"), "{}", run.stderr);
+    assert!(seconds < 10.0, "{seconds} s");
+    let steps = vec![call("mcp__bad__slow", json!({})), text("ok")];
+    let (run, seconds) = hostile("MCP silent during a call", json!({"FAKE_SLOW": "1000"}), steps);
+    run.expect_code(0);
+    assert!(run.tool_results()[0].contains("gave no answer in time"), "{:?}", run.tool_results());
+    assert!(seconds < 10.0, "{seconds} s");
+}
