@@ -168,6 +168,8 @@ pub enum Event<'a> {
     Partial(&'a str),
 }
 
+// ANCHOR_END: events
+// ANCHOR: observer_trait
 /// Watches the turn. Returning an error stops the turn before anything else happens —
 /// this is how the journal guarantees that a tool never runs unrecorded.
 pub trait Observer {
@@ -192,7 +194,7 @@ pub enum Outcome {
     Interrupted,
     Failed(Error),
 }
-// ANCHOR_END: events
+// ANCHOR_END: observer_trait
 
 /// Tool calls kept from one reply; the rest are dropped before they reach the history (a reply
 /// of a thousand calls must not run a thousand commands, nor cost the history a thousand results).
@@ -246,6 +248,8 @@ pub fn run_turn(
         if calls.is_empty() {
             return Ok(Some(Outcome::Completed(content.unwrap_or_default())));
         }
+        // ANCHOR_END: run_turn
+        // ANCHOR: run_tools
         for (index, call) in calls.iter().enumerate() {
             let mut output = if interrupted() {
                 ToolOutput {
@@ -271,6 +275,8 @@ pub fn run_turn(
         }
         check_interrupt().map(|()| None)
     };
+    // ANCHOR_END: run_tools
+    // ANCHOR: turn_loop
     for _ in 0..limits.max_turns {
         match step() {
             Ok(Some(outcome)) => return outcome,
@@ -286,7 +292,7 @@ fn append(history: &mut Vec<Message>, observer: &mut dyn Observer, message: Mess
     history.push(message);
     observer.event(Event::Message(history.last().expect("just pushed")))
 }
-// ANCHOR_END: run_turn
+// ANCHOR_END: turn_loop
 
 // ANCHOR: interrupt
 /// The one piece of global state: set by Ctrl+C, polled by everything that waits.
@@ -349,6 +355,8 @@ impl Error {
     }
 }
 
+// ANCHOR_END: error
+// ANCHOR: error_display
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
@@ -367,6 +375,8 @@ impl fmt::Display for Error {
                 }
             }
             Error::Network(text) | Error::Refused(text) => write!(f, "model request failed: {text}"),
+            // ANCHOR_END: error_display
+            // ANCHOR: error_display_rest
             Error::ReplyCut { reason, chars, dropped_calls } => {
                 match reason.as_str() {
                     "length" => write!(f, "the reply was cut off at the model's output limit")?,
@@ -400,7 +410,7 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
-// ANCHOR_END: error
+// ANCHOR_END: error_display_rest
 
 /// `bash cargo test`, `read_file src/main.rs`, `list_files .`: a tool call as a person reads
 /// it, for progress lines and `--status` alike. The argument that says what the call does,

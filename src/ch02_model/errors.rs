@@ -60,6 +60,8 @@ fn redirected(status: u16, location: Option<String>) -> Error {
     }
 }
 
+// ANCHOR_END: errors
+// ANCHOR: server_message
 /// The message and error code in an error body: OpenAI's `{"error": {"message", "code",
 /// "type"}}`, the `{"error": "…"}` or `{"message": …}` or `{"detail": …}` of other servers,
 /// the `<title>` of an HTML page, or else the text itself, shortened.
@@ -97,7 +99,7 @@ pub fn server_message(body: &str) -> (Option<String>, Option<String>) {
     }
     (Some(shorten(&collapse_spaces(text), 300)), None)
 }
-// ANCHOR_END: errors
+// ANCHOR_END: server_message
 
 /// `Retry-After` is either seconds or an HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`); the
 /// wait it asks for is chapter 8's.
@@ -182,6 +184,8 @@ pub fn network_error(url: &str, error: ureq::Error, idle: Duration) -> Error {
     Error::Network(text)
 }
 
+// ANCHOR_END: network_error
+// ANCHOR: idle_error
 /// The server sent nothing for `idle`: one line that names the variable that sets the bound.
 pub fn idle_error(idle: Duration) -> Error {
     Error::Network(format!("{}; the server may have acted", idle_message(idle)))
@@ -212,7 +216,7 @@ pub fn parse_idle_timeout(value: Option<&str>) -> Result<Duration, Error> {
         },
     }
 }
-// ANCHOR_END: network_error
+// ANCHOR_END: idle_error
 
 /// A short, one-line quote of a body, for "this is not what we expected" errors.
 pub fn quote(body: &str) -> String {

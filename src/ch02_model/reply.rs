@@ -52,6 +52,8 @@ pub fn parse_reply(body: &str) -> Result<Reply, Error> {
     Ok(Reply { content, tool_calls, usage, finish_reason })
 }
 
+// ANCHOR_END: parse_reply
+// ANCHOR: content_text
 /// `content` as text: a string, null or missing (no text), or a list of parts whose text
 /// parts are joined. Parts of other types (an image, reasoning) carry no answer text.
 pub fn content_text(content: Option<&Value>) -> Result<Option<String>, String> {
@@ -101,13 +103,13 @@ fn tool_call(index: usize, call: &Value) -> Result<ToolCall, Error> {
     Ok(ToolCall { id, name, arguments })
 }
 
+// ANCHOR_END: content_text
 pub fn parse_usage(usage: &Value) -> Option<Usage> {
     Some(Usage {
         prompt_tokens: usage.get("prompt_tokens")?.as_u64()?,
         completion_tokens: usage.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
     })
 }
-// ANCHOR_END: parse_reply
 
 #[cfg(test)]
 mod tests {

@@ -30,6 +30,8 @@ pub(super) struct StreamOptions {
     pub(super) include_usage: bool,
 }
 
+// ANCHOR_END: wire
+// ANCHOR: wire_message
 /// Our `Message` in the shape the server expects: the same roles, with tool calls nested
 /// as `{id, type: "function", function: {name, arguments}}`.
 #[derive(Serialize)]
@@ -66,6 +68,8 @@ pub(super) struct WireFunction<'a> {
     arguments: &'a str,
 }
 
+// ANCHOR_END: wire_message
+// ANCHOR: wire_from
 impl<'a> From<&'a Message> for WireMessage<'a> {
     fn from(message: &'a Message) -> Self {
         match message {
@@ -86,4 +90,4 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
         }
     }
 }
-// ANCHOR_END: wire
+// ANCHOR_END: wire_from
