@@ -21,6 +21,7 @@ mod args;
 #[cfg(not(feature = "ch04"))]
 mod early;
 mod endpoint;
+mod help;
 #[cfg(feature = "ch16")]
 mod hooks;
 #[cfg(feature = "ch14")]
