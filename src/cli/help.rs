@@ -26,6 +26,7 @@ pub fn help() -> String {
         #[cfg(feature = "ch15")]
         "  mini-agent tasks add|list|status|run|reset   work through a task list unattended (tasks --help)",
         "",
+        // ANCHOR_END: help
         "EXAMPLES",
         #[cfg(feature = "ch12")]
         "  mini-agent --demo --allow-write -p \"create hello.txt containing hello\"",
@@ -169,10 +170,11 @@ pub fn help() -> String {
         "workspace .mcp.json start only once you approved its exact contents at the terminal, or",
         #[cfg(feature = "ch18")]
         "with --trust-mcp; MCP calls are asked for like shell commands. /mcp in the REPL lists them.",
+        // ANCHOR: help_end
     ];
     let mut text = lines.join("\n");
     text.push('\n');
     text.replace("{version}", env!("CARGO_PKG_VERSION"))
         .replace("{max_turns}", &DEFAULT_MAX_TURNS.to_string())
 }
-// ANCHOR_END: help
+// ANCHOR_END: help_end
