@@ -131,6 +131,9 @@ fn exit_code(result: &Result<u8, Error>) -> u8 {
     }
 }
 
+// ANCHOR_END: main
+
+// ANCHOR: main_run
 fn run(words: &[String], keys: &Keys) -> Result<u8, Error> {
     let command = match args::parse(words) {
         Ok(command) => command,
@@ -157,7 +160,7 @@ fn run(words: &[String], keys: &Keys) -> Result<u8, Error> {
         Command::Agent(options) => agent(&options, keys),
     }
 }
-// ANCHOR_END: main
+// ANCHOR_END: main_run
 
 // ANCHOR: eval
 /// `mini-agent eval`: the scenarios of chapter 13, run against this very binary.
