@@ -116,6 +116,8 @@ pub fn choose_endpoint(options: &Options, keys: &Keys, recorded: Option<&Origin>
         }
         (None, None) => (configured, true),
     };
+    // ANCHOR_END: endpoint
+    // ANCHOR: endpoint_model
     let model = options
         .model
         .clone()
@@ -137,7 +139,7 @@ pub fn client_config(chosen: &Chosen, keys: &Keys, demo_url: Option<&str>) -> Cl
         },
     }
 }
-// ANCHOR_END: endpoint
+// ANCHOR_END: endpoint_model
 
 /// Before chapter 10 there is no recorded session to go back to: flags, the environment,
 /// the defaults.
