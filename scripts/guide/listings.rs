@@ -72,7 +72,7 @@ pub fn code_block_html(
     let code = match resolve_include(target, context.anchors) {
         Ok(code) => {
             let length = code.lines().count();
-            if length > MAX_LISTING_LINES && !TOO_LONG_FOR_NOW.contains(&target) {
+            if length > MAX_LISTING_LINES {
                 report(
                     at.body,
                     format!(
@@ -115,5 +115,3 @@ fn resolve_include(target: &str, anchors: &AnchorMap) -> Result<String, String> 
     }
     Ok(region.code.clone())
 }
-/// Listings longer than the limit that are being split (this list only shrinks).
-const TOO_LONG_FOR_NOW: &[&str] = &["src/cli/app.rs:start"];

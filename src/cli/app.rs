@@ -113,6 +113,9 @@ type AgentModel = Compacting<Box<dyn Model>>;
 #[cfg(not(feature = "ch07"))]
 type AgentModel = Box<dyn Model>;
 
+// ANCHOR_END: start
+
+// ANCHOR: start_agent
 /// The pieces of a running agent: the model, the tools, and the current session.
 pub struct Agent {
     pub(super) config: Config,
@@ -183,7 +186,7 @@ impl Agent {
         agent.reset_stats();
         Ok(agent)
     }
-    // ANCHOR_END: start
+    // ANCHOR_END: start_agent
 
     #[cfg(feature = "ch09")]
     pub fn session_id(&self) -> &str {
