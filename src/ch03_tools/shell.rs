@@ -35,29 +35,39 @@ enum Ending {
 /// `mark` goes into the environment, which every descendant inherits: what left the group is
 /// found by it afterwards (`reaper`).
 fn spawn_shell(root: &Path, command: &str, mark: &str, output: io::PipeWriter) -> io::Result<Child> {
-    let mut last_error = io::Error::new(io::ErrorKind::NotFound, "no shell found");
-    for shell in ["bash", "sh"] {
-        let mut shell_command = Command::new(shell);
-        shell_command
-            .arg("-c")
-            .arg(command)
-            .current_dir(root)
+    spawn_in_session(root, command, |shell| {
+        shell
             .env(MARK_VARIABLE, mark)
             .stdin(Stdio::null())
             .stdout(output.try_clone()?)
             .stderr(output.try_clone()?);
+        Ok(())
+    })
+    // `output` drops here: only the child holds the write end now, so EOF means it is done.
+}
+
+/// `bash -c command`, or `sh -c` where bash is missing, in a session of its own and without
+/// the agent's key; `stdio` sets the rest. Chapter 16's hooks start the same way.
+pub(crate) fn spawn_in_session(
+    root: &Path,
+    command: &str,
+    stdio: impl Fn(&mut Command) -> io::Result<()>,
+) -> io::Result<Child> {
+    let mut last_error = io::Error::new(io::ErrorKind::NotFound, "no shell found");
+    for shell in ["bash", "sh"] {
+        let mut shell_command = Command::new(shell);
+        shell_command.arg("-c").arg(command).current_dir(root);
+        stdio(&mut shell_command)?;
         // The key is the agent's, not the command's: `env` must not print it.
         remove_keys(&mut shell_command);
         in_new_session(&mut shell_command);
-        let spawned = shell_command.spawn();
-        match spawned {
+        match shell_command.spawn() {
             Ok(child) => return Ok(child),
             Err(error) if error.kind() == io::ErrorKind::NotFound => last_error = error,
             Err(error) => return Err(error),
         }
     }
     Err(last_error)
-    // `output` drops here: only the child holds the write end now, so EOF means it is done.
 }
 
 // ANCHOR_END: process_group

@@ -5,10 +5,9 @@
 //! stay apart: stderr is the reason a blocking hook gives, stdout what a PostToolUse hook adds.
 
 use crate::ch02_loop::interrupted;
-use crate::ch03_tools::secrets::remove_keys;
-use crate::ch03_tools::shell::{in_new_session, terminate_group};
+use crate::ch03_tools::shell::{spawn_in_session, terminate_group};
 use std::io::{self, Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -66,25 +65,10 @@ pub(crate) fn run_hook(root: &std::path::Path, command: &str, input: &[u8], time
 // ANCHOR_END: run_hook
 
 fn spawn(root: &std::path::Path, command: &str) -> io::Result<Child> {
-    let mut last_error = io::Error::new(io::ErrorKind::NotFound, "no shell found");
-    for shell in ["bash", "sh"] {
-        let mut shell_command = Command::new(shell);
-        shell_command
-            .arg("-c")
-            .arg(command)
-            .current_dir(root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        remove_keys(&mut shell_command);
-        in_new_session(&mut shell_command);
-        match shell_command.spawn() {
-            Ok(child) => return Ok(child),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => last_error = error,
-            Err(error) => return Err(error),
-        }
-    }
-    Err(last_error)
+    spawn_in_session(root, command, |hook| {
+        hook.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        Ok(())
+    })
 }
 
 fn failed(failure: String) -> Ran {
