@@ -175,6 +175,7 @@ fn run_bash(command: &str) -> std::io::Result<String> {
     let (reader, writer) = std::io::pipe()?;
     let mut child = Command::new("bash")
         .args(["-c", command])
+        .env_remove("OPENAI_API_KEY") // the model's commands have no business with the key
         .stdin(Stdio::null())
         .stdout(writer.try_clone()?)
         .stderr(writer)
