@@ -63,7 +63,9 @@ impl<M: Model> Retrying<M> {
         self
     }
 }
+// ANCHOR_END: retrying
 
+// ANCHOR: retrying_complete
 impl<M: Model> Model for Retrying<M> {
     fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
         let mut attempt = 0;
@@ -80,7 +82,7 @@ impl<M: Model> Model for Retrying<M> {
         }
     }
 }
-// ANCHOR_END: retrying
+// ANCHOR_END: retrying_complete
 
 // ANCHOR: decide
 /// Try again after `wait`; `reason` is what failed, for the user and the journal.
@@ -132,6 +134,8 @@ fn decide(error: Error, attempt: u32, max_retries: u32) -> Result<Retry, Error> 
         let retries = if max_retries == 1 { "retry" } else { "retries" };
         return give_up((max_retries > 0).then(|| format!("still failing after {max_retries} {retries}")));
     }
+    // ANCHOR_END: decide_wait
+    // ANCHOR: decide_retry_after
     let wait = match retry_after_ms.map(Duration::from_millis) {
         Some(wait) if wait > MAX_RETRY_AFTER => {
             let (asked, limit) = (wait.as_secs().max(1), MAX_RETRY_AFTER.as_secs());
@@ -144,7 +148,7 @@ fn decide(error: Error, attempt: u32, max_retries: u32) -> Result<Retry, Error> 
     };
     Ok(Retry { wait, reason: format!("{status} {message}") })
 }
-// ANCHOR_END: decide_wait
+// ANCHOR_END: decide_retry_after
 
 // ANCHOR: backoff
 /// Exponential backoff with "equal jitter": half the delay is fixed, half is random.
