@@ -344,6 +344,7 @@ pub enum Error {
     /// A file operation failed; `context` names the file and what we were doing.
     Io { context: String, source: std::io::Error },
     /// A session or journal problem (corrupt line, lock held, unknown outcomes…).
+    #[cfg(feature = "ch05")]
     Session(String),
     /// The user pressed Ctrl+C.
     Interrupted,
@@ -360,7 +361,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
-            Error::Usage(text) | Error::Config(text) | Error::Session(text) => f.write_str(text),
+            Error::Usage(text) | Error::Config(text) => f.write_str(text),
+            #[cfg(feature = "ch05")]
+            Error::Session(text) => f.write_str(text),
             Error::Http { status, message, code, .. } => {
                 write!(f, "model request failed: {status} {message}")?;
                 match status {

@@ -365,6 +365,7 @@ pub(crate) fn redact_error(r: &Redactor, error: Error) -> Error {
         Error::Network(text) => Error::Network(line(text)),
         Error::Refused(text) => Error::Refused(line(text)),
         Error::Model(text) => Error::Model(line(text)),
+        #[cfg(feature = "ch05")]
         Error::Session(text) => Error::Session(line(text)),
         Error::Http {
             status,
