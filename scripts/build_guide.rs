@@ -5,7 +5,7 @@
 //! cargo run --release --bin build-guide              # write guide/index.html (problems are warnings)
 //! cargo run --release --bin build-guide -- --check   # every check; exit 1 with file:line lines
 //! cargo run --release --bin build-guide -- --accept 03-tools.md#dispatch   # record a translation
-//! cargo run --release --bin build-guide -- --stats   # reading cost: words, characters, code lines
+//! cargo run --release --bin build-guide -- --stats   # reading cost: words, characters, code lines, listing lengths
 //! cargo run --release --bin build-guide -- --run-examples target/snapshots  # run every "Run it"
 //! ```
 //!

@@ -4,7 +4,9 @@
 //! solutions, which a first reading skips, in parentheses) (Han characters, plus each Latin word as one),
 //! and lines of code shown: Rust included from `src/` (as shown) and other fenced blocks
 //! (commands, output; the English side, which both languages share). Prose is everything outside code blocks, headings
-//! included, inline code counted as words.
+//! included, inline code counted as words. Then the listings: per chapter, how many Rust
+//! listings it shows, the longest, and how many are over [`LONG_LISTING`] lines (the book aims
+//! for most at or under that), so a claim about listing length is measured, not guessed.
 
 use crate::anchors::AnchorMap;
 use crate::boxes;
@@ -25,7 +27,16 @@ pub struct Cost {
     pub included_lines: usize,
     /// Lines of other fenced blocks (commands, output, JSON, TOML).
     pub other_lines: usize,
+    /// Rust listings (includes) shown.
+    pub listings: usize,
+    /// Lines of the longest listing, as shown.
+    pub longest: usize,
+    /// Listings longer than [`LONG_LISTING`] lines.
+    pub long_listings: usize,
 }
+
+/// A listing longer than this is counted as long: the book aims for most listings at or under it.
+pub const LONG_LISTING: usize = 30;
 
 fn is_han(character: char) -> bool {
     matches!(character, '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{f900}'..='\u{faff}')
@@ -81,7 +92,11 @@ pub fn cost(markdown: &str, anchors: &AnchorMap) -> Cost {
                 let Some((info, body)) = block.take() else { continue };
                 match include_target(&body).filter(|_| fence_language(&info) == "rust") {
                     Some(target) => {
-                        cost.included_lines += region(target, anchors).map_or(0, |code| code.lines().count());
+                        let length = region(target, anchors).map_or(0, |code| code.lines().count());
+                        cost.included_lines += length;
+                        cost.listings += 1;
+                        cost.longest = cost.longest.max(length);
+                        cost.long_listings += usize::from(length > LONG_LISTING);
                     }
                     None => cost.other_lines += body.lines().count(),
                 }
@@ -129,6 +144,26 @@ pub fn table(rows: &[(String, Cost, Cost)]) -> String {
         }
     }
     let _ = writeln!(out, "{:<22} {}", "total", columns(&total));
+    out.push_str(&listing_table(rows));
+    out
+}
+
+/// The listings table (English side; both languages include the same anchors): per chapter the
+/// number of Rust listings, the longest, and how many are over [`LONG_LISTING`] lines; then totals.
+fn listing_table(rows: &[(String, Cost, Cost)]) -> String {
+    let mut out = format!("\nchapter                listings  longest  over {LONG_LISTING}\n");
+    let (mut listings, mut longest, mut long) = (0, 0, 0);
+    for (name, english, _) in rows {
+        let _ = writeln!(
+            out,
+            "{name:<22} {:>9} {:>8} {:>8}",
+            english.listings, english.longest, english.long_listings
+        );
+        listings += english.listings;
+        longest = longest.max(english.longest);
+        long += english.long_listings;
+    }
+    let _ = writeln!(out, "{:<22} {listings:>9} {longest:>8} {long:>8}", "total");
     out
 }
 

@@ -555,7 +555,24 @@ fn reading_cost_counts_english_words_chinese_characters_and_code_lines() {
     // "Intro Hello paragraph. Greeting Some text. See the intro and the greeting." = 12 words;
     // the included region is 3 lines.
     assert!(table.contains("01-intro.md                   12"), "{table}");
-    assert!(table.lines().last().unwrap().ends_with("3            0"), "{table}");
+    let totals = table.lines().find(|line| line.starts_with("total")).unwrap();
+    assert!(totals.ends_with("3            0"), "{table}");
+    // One listing of 3 lines, none over 30.
+    assert!(table.contains("listings  longest  over 30"), "{table}");
+    assert!(table.lines().last().unwrap().ends_with("1        3        0"), "{table}");
+}
+
+#[test]
+fn the_listing_table_counts_listings_the_longest_and_those_over_thirty_lines() {
+    let fixture = Fixture::new("stats-listings");
+    let body = |lines: usize| (0..lines).map(|n| format!("    let x{n} = {n};\n")).collect::<String>();
+    fixture.write(
+        "src/a.rs",
+        &format!("// ANCHOR: greet\npub fn greet() {{\n{}}}\n// ANCHOR_END: greet\n", body(38)),
+    );
+    let table = crate::stats::reading_stats(fixture.root());
+    // The greeting listing is now 40 lines: one listing, longest 40, one over 30.
+    assert!(table.lines().last().unwrap().ends_with("1       40        1"), "{table}");
 }
 
 #[test]
