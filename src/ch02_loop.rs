@@ -39,7 +39,9 @@ pub struct ToolCall {
     pub name: String,
     pub arguments: String,
 }
+// ANCHOR_END: messages
 
+// ANCHOR: tool_output
 /// What a tool run produced: the text the model will read, and how it ended.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolOutput {
@@ -63,9 +65,9 @@ pub enum ToolStatus {
     #[cfg(feature = "ch10")]
     Unknown,
 }
-// ANCHOR_END: messages
+// ANCHOR_END: tool_output
 
-// ANCHOR: seams
+// ANCHOR: request_reply
 /// What one model call is asked: the whole conversation and the tool schemas.
 pub struct Request<'a> {
     pub messages: &'a [Message],
@@ -96,7 +98,9 @@ pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
 }
+// ANCHOR_END: request_reply
 
+// ANCHOR: seams
 /// Completes a request. Wrappers (retries, compaction) are Models around a Model.
 pub trait Model {
     fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error>;
@@ -219,6 +223,8 @@ pub fn run_turn(
         observer.event(Event::Request { messages: history.len() })?;
         let request = Request { messages: history, tools: &schemas };
         let mut reply = model.complete(&request, observer)?;
+        // ANCHOR_END: run_turn
+        // ANCHOR: cut_reply
         // A reply cut by the output limit is not an answer, and its calls may be cut in the
         // middle of their arguments: none of them runs. Its text is kept in the history (so
         // "continue" can follow), and the turn fails saying why.
@@ -248,7 +254,7 @@ pub fn run_turn(
         if calls.is_empty() {
             return Ok(Some(Outcome::Completed(content.unwrap_or_default())));
         }
-        // ANCHOR_END: run_turn
+        // ANCHOR_END: cut_reply
         // ANCHOR: run_tools
         for (index, call) in calls.iter().enumerate() {
             let mut output = if interrupted() {

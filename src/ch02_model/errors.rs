@@ -43,7 +43,9 @@ pub fn error_from_response(response: ureq::http::Response<ureq::Body>) -> Error 
         code,
     }
 }
+// ANCHOR_END: errors
 
+// ANCHOR: redirected
 /// A 3xx: we do not follow it (see [`new_agent`]); the user learns where the server pointed,
 /// so that they can check the address and pass the right one.
 fn redirected(status: u16, location: Option<String>) -> Error {
@@ -60,7 +62,7 @@ fn redirected(status: u16, location: Option<String>) -> Error {
     }
 }
 
-// ANCHOR_END: errors
+// ANCHOR_END: redirected
 // ANCHOR: server_message
 /// The message and error code in an error body: OpenAI's `{"error": {"message", "code",
 /// "type"}}`, the `{"error": "…"}` or `{"message": …}` or `{"detail": …}` of other servers,

@@ -74,7 +74,9 @@ pub fn content_text(content: Option<&Value>) -> Result<Option<String>, String> {
         Some(_) => Err("content is neither text, null nor a list of parts".into()),
     }
 }
+// ANCHOR_END: content_text
 
+// ANCHOR: tool_call
 /// One entry of `tool_calls`: `function.name` a non-empty string, `arguments` text or an
 /// object, `id` a string when present (a few servers omit it: we number the call).
 fn tool_call(index: usize, call: &Value) -> Result<ToolCall, Error> {
@@ -103,7 +105,7 @@ fn tool_call(index: usize, call: &Value) -> Result<ToolCall, Error> {
     Ok(ToolCall { id, name, arguments })
 }
 
-// ANCHOR_END: content_text
+// ANCHOR_END: tool_call
 pub fn parse_usage(usage: &Value) -> Option<Usage> {
     Some(Usage {
         prompt_tokens: usage.get("prompt_tokens")?.as_u64()?,

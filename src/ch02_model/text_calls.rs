@@ -38,7 +38,9 @@ impl<M: Model> Model for TextCallCheck<M> {
         Ok(reply)
     }
 }
+// ANCHOR_END: text_calls
 
+// ANCHOR: text_tool_call
 /// The name of the offered tool that `text` calls, when the whole text is such a call:
 /// bare JSON, fenced in ```` ``` ```` / ```` ```json ````, or in `<tool_call>` tags; an object
 /// (`{"name"…}` or `{"function": {"name"…}}`) or a list of them.
@@ -66,7 +68,7 @@ pub(crate) fn text_tool_call(text: &str, tools: &[Value]) -> Option<String> {
     let mut offered = tools.iter().filter_map(|tool| tool.pointer("/function/name").and_then(Value::as_str));
     offered.any(|tool| tool == name).then(|| name.to_owned())
 }
-// ANCHOR_END: text_calls
+// ANCHOR_END: text_tool_call
 
 #[cfg(test)]
 mod tests {
