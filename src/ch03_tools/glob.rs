@@ -98,7 +98,9 @@ fn run(tokens: &[Token], text: &str) -> bool {
     }
     states[tokens.len()]
 }
+// ANCHOR_END: glob_run
 
+// ANCHOR: glob_close
 /// Adds the states reachable without reading a character: past any star (it may match
 /// nothing), and from an `Optional` into its `**` or past the whole `**/`. Tokens only lead
 /// forward, so one pass in order reaches everything.
@@ -117,7 +119,7 @@ fn close(tokens: &[Token], states: &mut [bool]) {
         }
     }
 }
-// ANCHOR_END: glob_run
+// ANCHOR_END: glob_close
 
 #[cfg(test)]
 mod tests {

@@ -139,6 +139,8 @@ fn tool_schemas() -> Vec<Value> {
                 "replace_all": {"type": "boolean"}}),
             &["path", "old_string", "new_string"],
         ),
+        // ANCHOR_END: schemas
+        // ANCHOR: schemas_find_run
         tool(
             "list_files",
             "List files under a directory, or those matching a glob (*, **, ?).",
@@ -160,7 +162,7 @@ fn tool_schemas() -> Vec<Value> {
         ),
     ]
 }
-// ANCHOR_END: schemas
+// ANCHOR_END: schemas_find_run
 
 #[derive(Deserialize)]
 struct ReadArgs {
@@ -223,6 +225,8 @@ impl Tools for Workspace {
                 shown(other)
             )),
         };
+        // ANCHOR_END: dispatch
+        // ANCHOR: dispatch_output
         // Redacted before anything keeps it: the spill file, the journal, the next request.
         let redact = |text| redactor().redact_string(text);
         let result = result.map(redact).map_err(redact);
@@ -243,7 +247,7 @@ fn parse<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T, String> 
     serde_json::from_str(arguments)
         .map_err(|error| format!("invalid arguments for {tool}: {error}; expected {}", expected_shape(tool)))
 }
-// ANCHOR_END: dispatch
+// ANCHOR_END: dispatch_output
 
 /// `{"path": string, "offset"?: integer}` — the schema of `tool`, in one line.
 fn expected_shape(tool: &str) -> String {

@@ -257,7 +257,9 @@ impl Redactor {
         RedactingStream { secrets: self.secrets.clone(), pending: Vec::new() }
     }
 }
+// ANCHOR_END: redact_line
 
+// ANCHOR: install_redactor
 static PROCESS: OnceLock<Redactor> = OnceLock::new();
 static NONE: Redactor = Redactor { secrets: Vec::new() };
 
@@ -271,7 +273,7 @@ pub fn install(redactor: Redactor) -> &'static Redactor {
 pub fn redactor() -> &'static Redactor {
     PROCESS.get().unwrap_or(&NONE)
 }
-// ANCHOR_END: redact_line
+// ANCHOR_END: install_redactor
 
 // ANCHOR: stream
 /// Redacts a stream that arrives in pieces: a secret split across two pieces is still

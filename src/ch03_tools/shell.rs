@@ -45,7 +45,9 @@ fn spawn_shell(root: &Path, command: &str, mark: &str, output: io::PipeWriter) -
     })
     // `output` drops here: only the child holds the write end now, so EOF means it is done.
 }
+// ANCHOR_END: process_group
 
+// ANCHOR: spawn_in_session
 /// `bash -c command`, or `sh -c` where bash is missing, in a session of its own and without
 /// the agent's key; `stdio` sets the rest. Chapter 16's hooks start the same way.
 pub(crate) fn spawn_in_session(
@@ -70,7 +72,7 @@ pub(crate) fn spawn_in_session(
     Err(last_error)
 }
 
-// ANCHOR_END: process_group
+// ANCHOR_END: spawn_in_session
 // ANCHOR: terminate_group
 /// Makes `command` start in a session of its own: its own process group, no controlling
 /// terminal. Chapter 13's evaluation starts the agent the same way.
