@@ -78,6 +78,8 @@ impl Workspace {
                 }
                 Step::Name(name) => name,
             };
+            // ANCHOR_END: resolve_walk
+            // ANCHOR: resolve_lookup
             let next = resolved.join(&name);
             if missing {
                 resolved = next; // below a missing directory nothing can be a symlink yet
@@ -104,7 +106,7 @@ impl Workspace {
                 Err(error) => return Err(format!("cannot access `{}`: {error}", shown(path))),
             }
         }
-        // ANCHOR_END: resolve_walk
+        // ANCHOR_END: resolve_lookup
         // ANCHOR: resolve_inside
         if resolved.starts_with(&self.root) {
             return Ok(resolved);
