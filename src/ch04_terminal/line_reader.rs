@@ -7,7 +7,7 @@ use crate::ch02_loop::Error;
 use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
 
-// ANCHOR: line_reader
+// ANCHOR: input
 /// What the prompt returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
@@ -28,7 +28,9 @@ pub(super) enum Source {
     Editor { editor: Box<Editor>, history: Option<PathBuf> },
     Plain(Box<dyn BufRead + Send>),
 }
+// ANCHOR_END: input
 
+// ANCHOR: line_reader
 impl LineReader {
     /// Standard input: a line editor with persistent history at `history` when it is a
     /// terminal, plain line reading otherwise.

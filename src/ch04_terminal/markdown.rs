@@ -60,6 +60,8 @@ pub(crate) fn render_markdown_at(text: &str, look: Look, width: usize) -> String
     let color = look == Look::Color;
     let mut out = Renderer { color, width: width.max(MIN_WIDTH), ..Renderer::default() };
     let options = Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS | Options::ENABLE_TABLES;
+    // ANCHOR_END: markdown
+    // ANCHOR: markdown_blocks
     for event in Parser::new_ext(text, options) {
         match event {
             Md::Start(Tag::Paragraph) => out.block(),
@@ -80,7 +82,7 @@ pub(crate) fn render_markdown_at(text: &str, look: Look, width: usize) -> String
                 out.push_style(CODE);
                 out.preformatted = true;
             }
-            // ANCHOR_END: markdown
+            // ANCHOR_END: markdown_blocks
             // ANCHOR: markdown_lists
             Md::Start(Tag::List(start)) => {
                 if out.lists.is_empty() {
@@ -171,7 +173,7 @@ pub(super) const STRIKE: &str = "\x1b[9m";
 pub(super) const CODE: &str = "\x1b[36m";
 pub(super) const LINK: &str = "\x1b[4;34m";
 
-// ANCHOR: styles
+// ANCHOR: renderer
 /// Keeps the state Markdown needs across events: open styles (ANSI has no "undo one
 /// style", so closing one resets and re-applies the rest), list nesting, the line prefix,
 /// and the column, for wrapping.
@@ -193,7 +195,9 @@ pub(super) struct Renderer {
     mid_line: bool,
     applied: String,
 }
+// ANCHOR_END: renderer
 
+// ANCHOR: styles
 impl Renderer {
     fn push_style(&mut self, style: &'static str) {
         self.styles.push(style);

@@ -12,7 +12,7 @@ use super::line_reader::*;
 use super::observer::*;
 use super::type_ahead::*;
 
-// ANCHOR: repl
+// ANCHOR: repl_host
 /// What `main` provides to the REPL: running a turn and the commands that need a session.
 pub trait ReplHost {
     /// Runs one user message to its end: append it to the history (and the session), then
@@ -21,7 +21,9 @@ pub trait ReplHost {
     /// Runs a command and returns what to show (or an error to print; the REPL goes on).
     fn command(&mut self, command: HostCommand) -> Result<String, Error>;
 }
+// ANCHOR_END: repl_host
 
+// ANCHOR: repl
 /// The REPL: read a line, run it as a command or a turn, repeat until /exit, Ctrl+C or
 /// Ctrl+D at the prompt, or the end of piped input.
 pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Screen) -> Result<(), Error> {

@@ -34,7 +34,9 @@ pub fn sanitize(text: &str) -> String {
 fn needs_escape(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t') || is_invisible_format(c)
 }
+// ANCHOR_END: sanitize
 
+// ANCHOR: invisible
 /// Characters a terminal draws as nothing (or as blank space) while they hide, reorder or
 /// carry text: Unicode's whole Default_Ignorable_Code_Point set, not a hand-picked few —
 /// bidi marks, embeddings, overrides and isolates (U+061C as well as U+202E), zero-width
@@ -58,7 +60,7 @@ fn visible(c: char) -> String {
         c => format!("\\u{{{:x}}}", c as u32),
     }
 }
-// ANCHOR_END: sanitize
+// ANCHOR_END: invisible
 
 /// A run of blanks at least this long is shown as a count.
 const BLANK_RUN: usize = 8;

@@ -50,6 +50,8 @@ impl Spinner {
             let label = crate::text::take_chars(&label, width / 2);
             // A quick reply should not flash a spinner.
             std::thread::park_timeout(Duration::from_millis(200));
+            // ANCHOR_END: spinner_thread
+            // ANCHOR: spinner_frame
             while !flag.load(Ordering::SeqCst) {
                 let seconds = started.elapsed().as_secs_f64();
                 let mut status = format!("{} {label} {seconds:>5.1}s ", FRAMES[frame % FRAMES.len()]);
@@ -82,7 +84,7 @@ impl Spinner {
     }
 }
 
-// ANCHOR_END: spinner_thread
+// ANCHOR_END: spinner_frame
 impl Drop for Spinner {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);

@@ -19,6 +19,7 @@ pub struct StreamRenderer {
     blank: bool,
     started: bool,
 }
+// ANCHOR_END: stream
 
 impl StreamRenderer {
     pub fn new(look: Look) -> StreamRenderer {
@@ -42,6 +43,7 @@ impl StreamRenderer {
         self.width.unwrap_or_else(terminal_width)
     }
 
+    // ANCHOR: stream_push
     /// Takes a piece of the reply; returns what can be shown now.
     pub fn push(&mut self, delta: &str) -> String {
         self.partial.push_str(delta);
@@ -54,7 +56,7 @@ impl StreamRenderer {
         out
     }
 
-    // ANCHOR_END: stream
+    // ANCHOR_END: stream_push
     // ANCHOR: long_prose
     /// A paragraph written as one long line can take many seconds to arrive. Its rows are
     /// shown as soon as they are full, when nothing in them can change any more: the text
@@ -133,6 +135,8 @@ impl StreamRenderer {
             self.fence = Some(fence);
             return out;
         }
+        // ANCHOR_END: stream_line
+        // ANCHOR: stream_markdown
         if trimmed.is_empty() {
             if self.started && !self.blank {
                 out.push('\n');
@@ -152,7 +156,7 @@ impl StreamRenderer {
         out
     }
 
-    // ANCHOR_END: stream_line
+    // ANCHOR_END: stream_markdown
     fn flush_table(&mut self) -> String {
         if self.table.is_empty() {
             return String::new();
