@@ -30,6 +30,9 @@ pub fn rfc3339(time: SystemTime) -> String {
     format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
 }
 
+// ANCHOR_END: ids
+
+// ANCHOR: civil
 type Date = (i64, u32, u32);
 type Clock = (u64, u64, u64);
 
@@ -54,4 +57,4 @@ pub(crate) fn civil_from_days(days: i64) -> Date {
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month, day)
 }
-// ANCHOR_END: ids
+// ANCHOR_END: civil

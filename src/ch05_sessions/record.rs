@@ -19,11 +19,9 @@ pub struct Record {
     #[serde(flatten)]
     pub body: Body,
 }
+// ANCHOR_END: record
 
-fn is_zero(value: &usize) -> bool {
-    *value == 0
-}
-
+// ANCHOR: body
 /// What a record says. The `type` field of the line picks the variant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -53,7 +51,7 @@ pub enum Body {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
     },
-    // ANCHOR_END: record
+    // ANCHOR_END: body
     // ANCHOR: record_tools
     ToolStarted {
         id: String,
@@ -73,6 +71,8 @@ pub enum Body {
         #[serde(default, skip_serializing_if = "is_zero")]
         elided: usize,
     },
+    // ANCHOR_END: record_tools
+    // ANCHOR: record_later
     Retry {
         attempt: u32,
         wait_ms: u64,
@@ -99,7 +99,11 @@ pub enum Body {
         outcome: String,
     },
 }
-// ANCHOR_END: record_tools
+// ANCHOR_END: record_later
+
+fn is_zero(value: &usize) -> bool {
+    *value == 0
+}
 
 // ANCHOR: origin
 /// Where a session talks: its model, the wire format (`api`) and the endpoint, as the

@@ -45,6 +45,7 @@ pub fn sessions_table(store: &SessionStore, current: Option<&str>) -> Result<Str
     // prompt. The table is printed as it is by `mini-agent sessions`, so it is made safe here.
     Ok(sanitize(&lines.join("\n")))
 }
+// ANCHOR_END: table
 
 /// Where a session stopped, in one word (chapter 10 has the whole story).
 fn state_word(path: &Path) -> &'static str {
@@ -63,4 +64,3 @@ fn state_word(path: &Path) -> &'static str {
         SessionState::UnknownOutcomes(_) => "unknown",
     }
 }
-// ANCHOR_END: table
