@@ -209,7 +209,7 @@ fn load_skills(workspace: &Workspace, warnings: &mut Vec<String>) -> Vec<Skill> 
 /// Warnings about `skills/` shown at start, at most.
 const MAX_SKILL_WARNINGS: usize = 5;
 
-// ANCHOR: front_matter
+// ANCHOR: parse_skill
 /// Reads the optional front matter (`---`, `key: value` lines, `---`). Without it the name is
 /// the file's (or its folder's) name and the description is the first line of prose.
 fn parse_skill(path: &Path, text: &str) -> Skill {
@@ -235,7 +235,9 @@ fn parse_skill(path: &Path, text: &str) -> Skill {
     let (name, description) = (one_line(&name, 64), one_line(&description, 160));
     Skill { name, description, body: body.to_string(), path: path.to_path_buf() }
 }
+// ANCHOR_END: parse_skill
 
+// ANCHOR: front_matter
 fn split_front_matter(text: &str) -> (Vec<(String, String)>, &str) {
     let Some(rest) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) else {
         return (Vec::new(), text);
