@@ -150,7 +150,9 @@ impl<M: Model> Compacting<M> {
             (start, start + replaced, previous, elided, before)
         };
         let Some(wanted) = choose_cut(history, already, keep_tokens) else { return Ok(None) };
+        // ANCHOR_END: compact_with
 
+        // ANCHOR: compact_fit
         // The text to summarise must fit too: if it would not, summarise fewer messages now
         // (the next round summarises the rest, together with this summary).
         let words = summary_words(self.window());
@@ -174,7 +176,7 @@ impl<M: Model> Compacting<M> {
             let needed = fixed + pieces.iter().map(|piece| estimate_text_tokens(piece)).sum::<u64>();
             return Err(self.too_large(needed));
         };
-        // ANCHOR_END: compact_with
+        // ANCHOR_END: compact_fit
         // ANCHOR: compact_request
         let transcript = header + &fit_pieces(&pieces[..cut - already], budget, estimate_text_tokens);
         let messages =
@@ -241,6 +243,8 @@ impl<M: Model> Compacting<M> {
         else {
             return Ok(false);
         };
+        // ANCHOR_END: elide_more
+        // ANCHOR: elide_record
         let elided = end - start;
         let view = apply_compaction(history, &summary, replaced, elided);
         let tokens_after = scaled(estimate_messages_tokens(&view), self.ratio);
@@ -257,7 +261,7 @@ impl<M: Model> Compacting<M> {
         self.lock().set(record, history.get(start).cloned());
         Ok(true)
     }
-    // ANCHOR_END: elide_more
+    // ANCHOR_END: elide_record
 
     // ANCHOR: fit
     /// Compacts until the request's estimate is under the share of the window: elision first

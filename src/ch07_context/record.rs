@@ -27,7 +27,9 @@ pub struct CompactionRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
 }
+// ANCHOR_END: record
 
+// ANCHOR: apply_compaction
 /// The messages sent to the model once `summary` stands for the first `replaced` messages
 /// after the system prompt. Replaying a recorded compaction calls this with the same
 /// arguments and so rebuilds exactly the view that was sent.
@@ -57,7 +59,7 @@ pub(super) fn summary_message(summary: &str, replaced: usize) -> String {
 pub(super) fn system_prefix_len(history: &[Message]) -> usize {
     history.iter().take_while(|m| matches!(m, Message::System { .. })).count()
 }
-// ANCHOR_END: record
+// ANCHOR_END: apply_compaction
 
 /// The compaction in force, shared between the [`Compacting`] model and whoever restores
 /// it from a journal (resume) or clears it (`/new`). `generation` changes on every change,

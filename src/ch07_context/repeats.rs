@@ -39,7 +39,9 @@ pub(crate) struct RepeatState {
     /// A reply arrived since the last call was counted: a repeat now is the model asking again.
     new_reply: bool,
 }
+// ANCHOR_END: repeats
 
+// ANCHOR: repeat_record
 impl RepeatState {
     /// Counts `call` with its result; returns the length of the streak it is part of. The
     /// same call twice in *one* reply is one request, not a model going round in circles.
@@ -64,9 +66,10 @@ impl RepeatState {
     }
 }
 
+// ANCHOR_END: repeat_record
+
 type Shared = Arc<Mutex<RepeatState>>;
 
-// ANCHOR_END: repeats
 // ANCHOR: repeat_notes
 /// Tools that notice repetition and say so in the result.
 pub struct RepeatNotes<T> {
@@ -89,7 +92,9 @@ impl<T: Tools> RepeatNotes<T> {
         StopRepeats(self.state.clone())
     }
 }
+// ANCHOR_END: repeat_notes
 
+// ANCHOR: repeat_notes_run
 impl<T: Tools> Tools for RepeatNotes<T> {
     fn schemas(&self) -> Vec<Value> {
         self.inner.schemas()
@@ -110,7 +115,7 @@ impl<T: Tools> Tools for RepeatNotes<T> {
     }
 }
 
-// ANCHOR_END: repeat_notes
+// ANCHOR_END: repeat_notes_run
 // ANCHOR: stop_repeats
 /// Refuses the next request once the model has repeated itself [`STOP_AT`] times.
 pub struct StopRepeats(Shared);
