@@ -82,14 +82,15 @@ pub struct Reply {
     pub usage: Option<Usage>,
     /// Why the model stopped (`stop`, `tool_calls`, `length`…), when the server said.
     pub finish_reason: Option<String>,
+    #[cfg(feature = "ch19")]
+    pub cache: CacheUsage,
 }
 
 impl Reply {
-    /// `Some(reason)` when the model was stopped before it finished: by the output limit
-    /// (`length`) or a content filter. Such a reply is not an answer, and its tool calls
-    /// may be cut in the middle of their arguments.
+    /// `Some(reason)` when the model stopped before it finished (the output limit, a content
+    /// filter): not an answer, and its tool calls may be cut in the middle of their arguments.
     pub(crate) fn cut_reason(&self) -> Option<&str> {
-        self.finish_reason.as_deref().filter(|reason| matches!(*reason, "length" | "content_filter"))
+        self.finish_reason.as_deref().filter(|reason| CUT_REASONS.contains(reason))
     }
 }
 
@@ -121,6 +122,22 @@ pub trait Tools {
 }
 
 // ANCHOR_END: seams
+
+/// The finish reasons of a cut reply: chapter 2's `length` and `content_filter`.
+#[cfg(not(feature = "ch19"))]
+const CUT_REASONS: &[&str] = &["length", "content_filter"];
+/// Chapter 19's Messages API adds `max_tokens`, and `refusal` when the model declines.
+#[cfg(feature = "ch19")]
+const CUT_REASONS: &[&str] = &["length", "content_filter", "max_tokens", "refusal"];
+
+/// A reply's `cache` (chapter 19): prompt tokens read from the server's prompt cache, and
+/// written to it.
+#[cfg(feature = "ch19")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheUsage {
+    pub read: u64,
+    pub written: u64,
+}
 
 // ANCHOR: events
 /// Everything that happens during a turn, in order. Events hold only references and
@@ -389,6 +406,12 @@ impl fmt::Display for Error {
             Error::ReplyCut { reason, chars, dropped_calls } => {
                 match reason.as_str() {
                     "length" => write!(f, "the reply was cut off at the model's output limit")?,
+                    #[cfg(feature = "ch19")]
+                    "max_tokens" => {
+                        write!(f, "the reply was cut off at max_tokens, the request's output limit")?
+                    }
+                    #[cfg(feature = "ch19")]
+                    "refusal" => write!(f, "the model refused to go on")?,
                     _ => write!(f, "the reply was stopped by the server's content filter")?,
                 }
                 write!(f, " (finish_reason {reason:?}) after {chars} characters")?;
@@ -398,6 +421,10 @@ impl fmt::Display for Error {
                     n => write!(f, "; its {n} unfinished tool calls were not run")?,
                 }
                 match reason.as_str() {
+                    #[cfg(feature = "ch19")]
+                    "max_tokens" => {
+                        write!(f, " — not a finished answer: raise MINI_AGENT_MAX_TOKENS, or ask for less")
+                    }
                     "length" => write!(
                         f,
                         " — not a finished answer: raise the server's output-token limit, or ask for less"

@@ -27,6 +27,9 @@ pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// The first backoff; each further retry doubles it, up to `MAX_BACKOFF`.
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(8);
+/// The statuses worth another try: "slow down", and a gateway or backend busy for a moment.
+/// Another API may say so with other statuses too (chapter 19's 500 and 529).
+pub const RETRY_STATUSES: &[u16] = &[429, 502, 503, 504];
 /// How often a backoff sleep looks at the Ctrl+C flag.
 const SLEEP_SLICE: Duration = Duration::from_millis(50);
 
@@ -49,12 +52,20 @@ pub struct Retrying<M: Model> {
     max_retries: u32,
     /// Waits between attempts; interruptible. Tests replace it to run instantly.
     sleep: fn(Duration) -> Result<(), Error>,
+    /// The statuses retried ([`RETRY_STATUSES`] unless changed).
+    statuses: &'static [u16],
 }
 
 impl<M: Model> Retrying<M> {
     /// `max_retries` retries after the first request (0 disables retrying).
     pub fn new(inner: M, max_retries: u32) -> Self {
-        Retrying { inner, max_retries, sleep: sleep_interruptibly }
+        Retrying { inner, max_retries, sleep: sleep_interruptibly, statuses: RETRY_STATUSES }
+    }
+
+    /// Retries these statuses instead of [`RETRY_STATUSES`].
+    pub fn with_statuses(mut self, statuses: &'static [u16]) -> Self {
+        self.statuses = statuses;
+        self
     }
 
     /// Replaces the wait between attempts (tests use a sleep that returns at once).
@@ -74,7 +85,7 @@ impl<M: Model> Model for Retrying<M> {
                 Ok(reply) => return Ok(reply),
                 Err(error) => error,
             };
-            let Retry { wait, reason } = decide(error, attempt, self.max_retries)?;
+            let Retry { wait, reason } = decide(error, attempt, self.max_retries, self.statuses)?;
             attempt += 1;
             let wait_ms = wait.as_millis() as u64;
             observer.event(Event::Retry { attempt, wait_ms, reason: &reason })?;
@@ -93,7 +104,7 @@ struct Retry {
 
 /// The whole policy, in one place: is this failure worth another try, and after how long?
 /// If not, the error to return, with the reason added where the user would wonder why.
-fn decide(error: Error, attempt: u32, max_retries: u32) -> Result<Retry, Error> {
+fn decide(error: Error, attempt: u32, max_retries: u32, statuses: &[u16]) -> Result<Retry, Error> {
     let (status, message, retry_after_ms, code) = match error {
         Error::Http { status, message, retry_after_ms, code } => (status, message, retry_after_ms, code),
         // Nothing reached the server: as safe to retry as a 503 (a server restarting).
@@ -122,7 +133,7 @@ fn decide(error: Error, attempt: u32, max_retries: u32) -> Result<Retry, Error> 
         };
         Err(Error::Http { status, message, retry_after_ms, code: code.clone() })
     };
-    if !matches!(status, 429 | 502 | 503 | 504) {
+    if !statuses.contains(&status) {
         return give_up(None);
     }
     if code.as_deref() == Some("insufficient_quota") {

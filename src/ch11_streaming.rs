@@ -265,7 +265,14 @@ impl StreamAssembler {
             tool_calls.push(ToolCall { id, name: call.name, arguments });
         }
         let content = (!self.text.is_empty()).then_some(self.text);
-        Ok(Reply { content, tool_calls, usage: self.usage, finish_reason: self.finish_reason })
+        Ok(Reply {
+            content,
+            tool_calls,
+            usage: self.usage,
+            finish_reason: self.finish_reason,
+            #[cfg(feature = "ch19")]
+            cache: Default::default(),
+        })
     }
 
     /// Describes how far a cut-off stream got, for the error message.
@@ -278,6 +285,48 @@ impl StreamAssembler {
     }
 }
 // ANCHOR_END: into_reply
+
+/// What turns the events of a stream into a reply: the [`StreamAssembler`] of Chat Completions
+/// chunks here, Anthropic's Messages events in chapter 19. [`receive`] drives either.
+pub trait Assemble {
+    /// Applies one event's data; new text is reported as `TextDelta` as soon as it is known.
+    fn apply(&mut self, data: &str, observer: &mut dyn Observer) -> Result<(), Error>;
+    /// The stream's own end marker arrived: the reply is ready, nothing else is read.
+    fn is_done(&self) -> bool;
+    /// The end of the body now would be a proper end, not a cut.
+    fn is_complete(&self) -> bool;
+    /// The text received so far, for reporting a stream that was cut off.
+    fn partial_text(&self) -> &str;
+    /// How far a cut-off stream got, for the error message.
+    fn progress(&self) -> String;
+    fn into_reply(self) -> Result<Reply, Error>;
+    /// The reply of a server that ignored `stream: true` and sent one JSON document.
+    fn whole(body: &str) -> Result<Reply, Error>;
+}
+
+impl Assemble for StreamAssembler {
+    fn apply(&mut self, data: &str, observer: &mut dyn Observer) -> Result<(), Error> {
+        StreamAssembler::apply(self, data, observer)
+    }
+    fn is_done(&self) -> bool {
+        self.done
+    }
+    fn is_complete(&self) -> bool {
+        StreamAssembler::is_complete(self)
+    }
+    fn partial_text(&self) -> &str {
+        StreamAssembler::partial_text(self)
+    }
+    fn progress(&self) -> String {
+        StreamAssembler::progress(self)
+    }
+    fn into_reply(self) -> Result<Reply, Error> {
+        StreamAssembler::into_reply(self)
+    }
+    fn whole(body: &str) -> Result<Reply, Error> {
+        parse_reply(body)
+    }
+}
 
 // ANCHOR: client
 /// A Model that streams: the same request as chapter 2 plus `stream: true`.
@@ -300,7 +349,7 @@ impl StreamingClient {
 }
 
 /// What the worker thread hands over.
-enum Piece {
+pub(crate) enum Piece {
     Bytes(Vec<u8>),
     /// A server that ignored `stream: true` and sent the reply as one JSON document.
     Whole(String),
@@ -319,92 +368,96 @@ impl Model for StreamingClient {
         if interrupted() {
             return Err(Error::Interrupted);
         }
-        let pieces = start_worker(self.client.clone(), body, self.client.idle_timeout)?;
-        let (mut parser, mut reply) = (SseParser::new(), StreamAssembler::default());
-        let mut last_data = Instant::now();
-        // The start of the body, kept until an event arrives, to quote a body that is not SSE.
-        let (mut seen_event, mut head) = (false, Vec::new());
-        loop {
-            // Checked on every piece too: a fast stream must not make Ctrl+C wait.
-            if interrupted() {
-                return Err(cut_off(&reply, Error::Interrupted, observer));
+        let client = self.client.clone();
+        let send = Box::new(move |read_timeout| client.send(&body, "text/event-stream", Some(read_timeout)));
+        let pieces = start_worker(self.client.url.clone(), send, self.client.idle_timeout)?;
+        receive(pieces, StreamAssembler::default(), self.client.idle_timeout, observer)
+    }
+}
+
+/// Feeds the worker's pieces to `reply` until the stream ends, watching Ctrl+C and the idle
+/// timeout. `reply` is any [`Assemble`]: chapter 19 reads Anthropic's events with this loop.
+pub(crate) fn receive<A: Assemble>(
+    pieces: mpsc::Receiver<Piece>,
+    mut reply: A,
+    idle: Duration,
+    observer: &mut dyn Observer,
+) -> Result<Reply, Error> {
+    let mut parser = SseParser::new();
+    let mut last_data = Instant::now();
+    // The start of the body, kept until an event arrives, to quote a body that is not SSE.
+    let (mut seen_event, mut head) = (false, Vec::new());
+    loop {
+        // Checked on every piece too: a fast stream must not make Ctrl+C wait.
+        if interrupted() {
+            return Err(cut_off(&reply, Error::Interrupted, observer));
+        }
+        let piece = match pieces.recv_timeout(INTERRUPT_POLL) {
+            Ok(piece) => piece,
+            Err(mpsc::RecvTimeoutError::Timeout) if last_data.elapsed() < idle => continue,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let silence = format!("{}; stream cut off ({})", idle_message(idle), reply.progress());
+                return Err(cut_off(&reply, Error::Network(silence), observer));
             }
-            let piece = match pieces.recv_timeout(INTERRUPT_POLL) {
-                Ok(piece) => piece,
-                Err(mpsc::RecvTimeoutError::Timeout) if last_data.elapsed() < self.client.idle_timeout => {
-                    continue;
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                Piece::Failed(Error::Network("the streaming thread stopped unexpectedly".into()))
+            }
+        };
+        // ANCHOR_END: client_wait
+        // ANCHOR: client_events
+        match piece {
+            Piece::Bytes(bytes) => {
+                last_data = Instant::now();
+                if !seen_event && head.len() < 300 {
+                    head.extend_from_slice(&bytes[..bytes.len().min(300 - head.len())]);
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    let silence = format!(
-                        "{}; stream cut off ({})",
-                        idle_message(self.client.idle_timeout),
-                        reply.progress()
-                    );
-                    return Err(cut_off(&reply, Error::Network(silence), observer));
+                let events = parser.feed(&bytes);
+                if parser.oversized() {
+                    let error = Error::Model(format!(
+                        "a stream event grew past {} MiB without ending; the server sent no line break",
+                        MAX_EVENT_BYTES >> 20
+                    ));
+                    return Err(cut_off(&reply, error, observer));
                 }
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    Piece::Failed(Error::Network("the streaming thread stopped unexpectedly".into()))
-                }
-            };
-            // ANCHOR_END: client_wait
-            // ANCHOR: client_events
-            match piece {
-                Piece::Bytes(bytes) => {
-                    last_data = Instant::now();
-                    if !seen_event && head.len() < 300 {
-                        head.extend_from_slice(&bytes[..bytes.len().min(300 - head.len())]);
-                    }
-                    let events = parser.feed(&bytes);
-                    if parser.oversized() {
-                        let error = Error::Model(format!(
-                            "a stream event grew past {} MiB without ending; the server sent no line break",
-                            MAX_EVENT_BYTES >> 20
-                        ));
+                for event in events {
+                    seen_event = true;
+                    if let Err(error) = reply.apply(&event.data, observer) {
                         return Err(cut_off(&reply, error, observer));
                     }
-                    for event in events {
-                        seen_event = true;
-                        if let Err(error) = reply.apply(&event.data, observer) {
-                            return Err(cut_off(&reply, error, observer));
-                        }
-                        if reply.done {
-                            return reply.into_reply();
-                        }
+                    if reply.is_done() {
+                        return reply.into_reply();
                     }
                 }
-                // ANCHOR_END: client_events
-                // ANCHOR: client_end
-                Piece::Whole(text) => {
-                    let whole = parse_reply(&text)?;
-                    if let Some(text) = &whole.content {
-                        observer.event(Event::TextDelta(text))?;
-                    }
-                    return Ok(whole);
-                }
-                Piece::End if reply.is_complete() => return reply.into_reply(),
-                Piece::End if !seen_event => {
-                    let head = String::from_utf8_lossy(&head);
-                    return Err(Error::Model(format!(
-                        "the server's stream held no events: {}",
-                        quote(&head)
-                    )));
-                }
-                Piece::End => {
-                    let error = format!("stream cut off before it finished ({})", reply.progress());
-                    return Err(cut_off(&reply, Error::Network(error), observer));
-                }
-                Piece::Broken(io) => {
-                    let error = format!("stream cut off before it finished ({}): {io}", reply.progress());
-                    return Err(cut_off(&reply, Error::Network(error), observer));
-                }
-                Piece::Failed(error) => return Err(cut_off(&reply, error, observer)),
             }
+            // ANCHOR_END: client_events
+            // ANCHOR: client_end
+            Piece::Whole(text) => {
+                let whole = A::whole(&text)?;
+                if let Some(text) = &whole.content {
+                    observer.event(Event::TextDelta(text))?;
+                }
+                return Ok(whole);
+            }
+            Piece::End if reply.is_complete() => return reply.into_reply(),
+            Piece::End if !seen_event => {
+                let head = String::from_utf8_lossy(&head);
+                return Err(Error::Model(format!("the server's stream held no events: {}", quote(&head))));
+            }
+            Piece::End => {
+                let error = format!("stream cut off before it finished ({})", reply.progress());
+                return Err(cut_off(&reply, Error::Network(error), observer));
+            }
+            Piece::Broken(io) => {
+                let error = format!("stream cut off before it finished ({}): {io}", reply.progress());
+                return Err(cut_off(&reply, Error::Network(error), observer));
+            }
+            Piece::Failed(error) => return Err(cut_off(&reply, error, observer)),
         }
     }
 }
 
 /// Records the text that did arrive as partial, then hands back the error: nothing runs.
-fn cut_off(reply: &StreamAssembler, error: Error, observer: &mut dyn Observer) -> Error {
+fn cut_off(reply: &impl Assemble, error: Error, observer: &mut dyn Observer) -> Error {
     if !reply.partial_text().is_empty()
         && let Err(observer_error) = observer.event(Event::Partial(reply.partial_text()))
     {
@@ -414,33 +467,40 @@ fn cut_off(reply: &StreamAssembler, error: Error, observer: &mut dyn Observer) -
 }
 // ANCHOR_END: client_end
 
+/// Pieces of a stream read ahead of the parser (16 KB each).
+const STREAM_QUEUE_PIECES: usize = 16;
+/// How a worker makes its request, given the read timeout: chapter 2's `send`, or chapter 19's.
+pub(crate) type SendRequest =
+    Box<dyn FnOnce(Duration) -> Result<ureq::http::Response<ureq::Body>, Error> + Send>;
+
 // ANCHOR: worker
 /// Sends the request on a worker thread that forwards the body as it arrives. The caller can
 /// then stop waiting at any moment (Ctrl+C, idle timeout); the worker ends on its own.
-/// Pieces of a stream read ahead of the parser (16 KB each).
-const STREAM_QUEUE_PIECES: usize = 16;
-
-fn start_worker(client: ChatClient, body: Vec<u8>, idle: Duration) -> Result<mpsc::Receiver<Piece>, Error> {
+pub(crate) fn start_worker(
+    url: String,
+    send: SendRequest,
+    idle: Duration,
+) -> Result<mpsc::Receiver<Piece>, Error> {
     // Bounded: a server faster than the parser waits in its socket, not in our memory.
-    let (send, pieces) = mpsc::sync_channel(STREAM_QUEUE_PIECES);
+    let (deliver, pieces) = mpsc::sync_channel(STREAM_QUEUE_PIECES);
     // A backstop read timeout, a little longer than ours, so an abandoned worker cannot hang forever.
     let read_timeout = idle + Duration::from_secs(5);
     thread::Builder::new()
         .name("model-stream".into())
         .spawn(move || {
-            let response = match client.send(&body, "text/event-stream", Some(read_timeout)) {
+            let response = match send(read_timeout) {
                 Ok(response) => response,
                 Err(error) => {
-                    let _ = send.send(Piece::Failed(error));
+                    let _ = deliver.send(Piece::Failed(error));
                     return;
                 }
             };
             let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok());
             if content_type.is_some_and(|t| t.starts_with("application/json")) {
-                let whole = read_capped(&client.url, response, idle);
+                let whole = read_capped(&url, response, idle);
                 let piece =
                     whole.map_or_else(Piece::Failed, |b| Piece::Whole(String::from_utf8_lossy(&b).into()));
-                let _ = send.send(piece);
+                let _ = deliver.send(piece);
                 return;
             }
             let mut reader = response.into_body().into_reader();
@@ -452,7 +512,7 @@ fn start_worker(client: ChatClient, body: Vec<u8>, idle: Duration) -> Result<mps
                     Err(error) => Piece::Broken(error),
                 };
                 let last = !matches!(piece, Piece::Bytes(_));
-                if send.send(piece).is_err() || last {
+                if deliver.send(piece).is_err() || last {
                     return;
                 }
             }

@@ -70,6 +70,8 @@ fn text_is_shown_as_it_arrives_and_usage_comes_last() {
             tool_calls: vec![],
             usage: Some(Usage { prompt_tokens: 12, completion_tokens: 3 }),
             finish_reason: Some("stop".into()),
+            #[cfg(feature = "ch19")]
+            cache: Default::default(),
         }
     );
     assert_eq!(seen.deltas, ["Hel", "lo"]);

@@ -41,5 +41,7 @@ pub mod ch16_approval;
 pub mod ch16_hooks;
 #[cfg(feature = "ch18")]
 pub mod ch18_mcp;
+#[cfg(feature = "ch19")]
+pub mod ch19_anthropic;
 pub mod testkit;
 pub mod text;

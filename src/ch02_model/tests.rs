@@ -38,6 +38,8 @@ fn a_plain_answer_is_text_with_usage() {
             tool_calls: vec![],
             usage: Some(Usage { prompt_tokens: 10, completion_tokens: 5 }),
             finish_reason: Some("stop".into()),
+            #[cfg(feature = "ch19")]
+            cache: Default::default(),
         }
     );
 }

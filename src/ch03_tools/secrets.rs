@@ -41,16 +41,25 @@ pub(crate) const MIN_SECRET_BYTES: usize = 8;
 // ANCHOR: key_variables
 /// The environment variables that carry credentials the agent reads. `OPENAI_BASE_URL` joins
 /// them when it holds a password (`http://user:pass@host/v1`) or a token (`?api-key=…`).
+#[cfg(not(feature = "ch19"))]
 pub(crate) const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY"];
-const BASE_URL_VARIABLE: &str = "OPENAI_BASE_URL";
+#[cfg(not(feature = "ch19"))]
+const BASE_URL_VARIABLES: &[&str] = &["OPENAI_BASE_URL"];
+/// Chapter 19 adds Anthropic's key, its token and its base URL.
+#[cfg(feature = "ch19")]
+pub(crate) const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"];
+#[cfg(feature = "ch19")]
+const BASE_URL_VARIABLES: &[&str] = &["OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"];
 
 /// Removes the key variables from a child's environment (the rule for every spawned process).
 pub fn remove_keys(command: &mut Command) -> &mut Command {
     for name in KEY_VARIABLES {
         command.env_remove(name);
     }
-    if std::env::var(BASE_URL_VARIABLE).is_ok_and(|url| has_credentials(&url)) {
-        command.env_remove(BASE_URL_VARIABLE);
+    for name in BASE_URL_VARIABLES {
+        if std::env::var(name).is_ok_and(|url| has_credentials(&url)) {
+            command.env_remove(name);
+        }
     }
     command
 }
@@ -64,6 +73,9 @@ pub struct Keys {
     pub api_key: Option<String>,
     /// `OPENAI_BASE_URL`, if set and not blank.
     pub base_url: Option<String>,
+    /// `ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN` and `ANTHROPIC_BASE_URL` (chapter 19).
+    #[cfg(feature = "ch19")]
+    pub anthropic: crate::ch19_anthropic::AnthropicKeys,
 }
 
 impl Keys {
@@ -75,10 +87,21 @@ impl Keys {
     /// Changes the environment: call it first thing in `main`, before any thread starts.
     pub unsafe fn take() -> Keys {
         let read = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
-        let keys = Keys { api_key: read(KEY_VARIABLES[0]), base_url: read(BASE_URL_VARIABLE) };
+        let keys = Keys {
+            api_key: read(KEY_VARIABLES[0]),
+            base_url: read(BASE_URL_VARIABLES[0]),
+            #[cfg(feature = "ch19")]
+            anthropic: crate::ch19_anthropic::AnthropicKeys {
+                api_key: read(KEY_VARIABLES[1]),
+                auth_token: read(KEY_VARIABLES[2]),
+                base_url: read(BASE_URL_VARIABLES[1]),
+            },
+        };
         let mut names: Vec<&str> = KEY_VARIABLES.to_vec();
-        if keys.base_url.as_deref().is_some_and(has_credentials) {
-            names.push(BASE_URL_VARIABLE);
+        for name in BASE_URL_VARIABLES {
+            if read(name).as_deref().is_some_and(has_credentials) {
+                names.push(name);
+            }
         }
         for name in names {
             // SAFETY: the caller promises a single thread; see `wipe_environ_entries`.
@@ -209,6 +232,8 @@ impl Redactor {
     /// The redactor for a run: the key, and the credentials in the base URL.
     pub fn for_run(keys: &Keys, base_url: &str) -> Redactor {
         let in_url = credentials_of(base_url).into_iter().map(str::to_owned);
+        #[cfg(feature = "ch19")]
+        let in_url = in_url.chain(keys.anthropic.secrets());
         Redactor::new(keys.api_key.iter().cloned().chain(in_url))
     }
 

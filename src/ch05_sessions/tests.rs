@@ -33,6 +33,8 @@ fn a_recorded_turn_replays_to_the_same_history() {
             tool_calls: vec![call("a", "list_files", "{}"), call("b", "read_file", r#"{"path":"x"}"#)],
             usage,
             finish_reason: None,
+            #[cfg(feature = "ch19")]
+            cache: Default::default(),
         },
         Reply { content: Some("done".into()), ..Reply::default() },
     ]);

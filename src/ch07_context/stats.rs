@@ -18,6 +18,9 @@ pub struct Stats {
     pub estimated_replies: u64,
     pub tool_calls: u64,
     pub compactions: u64,
+    /// Prompt tokens read from and written to the server's prompt cache (chapter 19).
+    #[cfg(feature = "ch19")]
+    pub cache: crate::ch02_loop::CacheUsage,
     /// Time spent waiting for the model (request sent → reply complete).
     pub model_time: Duration,
     pub started: Instant,
@@ -36,6 +39,8 @@ impl Default for Stats {
             estimated_replies: 0,
             tool_calls: 0,
             compactions: 0,
+            #[cfg(feature = "ch19")]
+            cache: Default::default(),
             model_time: Duration::ZERO,
             started: Instant::now(),
             history_tokens: 0,
@@ -71,6 +76,11 @@ impl Observer for Stats {
             Event::Reply(reply) => {
                 if let Some(sent) = self.request_sent.take() {
                     self.model_time += sent.elapsed();
+                }
+                #[cfg(feature = "ch19")]
+                {
+                    self.cache.read += reply.cache.read;
+                    self.cache.written += reply.cache.written;
                 }
                 let prompt_tokens = self.history_tokens;
                 self.add_usage(reply.usage, || Usage {
@@ -124,6 +134,10 @@ impl fmt::Display for Stats {
             "tokens       {} prompt + {} completion{estimated}",
             self.prompt_tokens, self.completion_tokens
         )?;
+        #[cfg(feature = "ch19")]
+        if self.cache != Default::default() {
+            writeln!(f, "cache        {} read + {} written", self.cache.read, self.cache.written)?;
+        }
         writeln!(f, "tool calls   {}", self.tool_calls)?;
         writeln!(f, "model time   {}", human_duration(self.model_time))?;
         write!(f, "wall time    {}", human_duration(self.started.elapsed()))

@@ -1,0 +1,180 @@
+//! Chapter 19 — a second wire format: Anthropic's Messages API.
+//!
+//! The loop of chapter 1 talks to a [`Model`]; it has never known what goes over the wire. This
+//! chapter proves it: [`AnthropicClient`] is a second `Model`, beside chapter 2's Chat
+//! Completions client, for Anthropic's `/v1/messages` and the many servers that copy it. Only
+//! the wire changes. The HTTP agent (idle timeout, no redirects, reply cap), the error
+//! messages, the SSE reader and its receive loop, the retry policy and the redaction at the
+//! model seam are the earlier chapters' own, reused rather than copied.
+//!
+//! What differs, each in a small file read in this order:
+//! - this file: the client, its headers (`x-api-key` or a bearer token, `anthropic-version`),
+//!   and `complete`, streamed or not;
+//! - [`request`]: our history in Anthropic's shape — the system prompt apart, tool calls as
+//!   `tool_use` blocks, results as `tool_result` blocks in a user turn, consecutive turns of
+//!   one role merged, and two prompt-cache breakpoints;
+//! - [`reply`]: a whole reply read back — content blocks, `stop_reason`, `usage` with its
+//!   cache reads and writes;
+//! - [`events`]: the streamed reply, event by event, for chapter 11's receive loop.
+
+pub mod events;
+pub mod reply;
+pub mod request;
+#[cfg(test)]
+mod tests;
+
+use crate::ch02_loop::{Error, Model, Observer, Reply, Request};
+use crate::ch02_model::{
+    DEFAULT_IDLE_TIMEOUT, api_key_required, error_from_response, network_error, new_agent, read_capped,
+    run_interruptibly,
+};
+use crate::ch11_streaming::{receive, start_worker};
+use std::time::Duration;
+
+/// The API version this client speaks; Anthropic keeps old versions working.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+/// The API requires an output limit on every request; `MINI_AGENT_MAX_TOKENS` changes it.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+/// Statuses worth another try here: chapter 8's, plus 500 (`api_error`) and 529 (`overloaded_error`).
+pub const RETRY_STATUSES: &[u16] = &[429, 500, 502, 503, 504, 529];
+
+/// Anthropic's credentials, taken from the environment with OpenAI's (chapter 3's `Keys`).
+#[derive(Clone, Debug, Default)]
+pub struct AnthropicKeys {
+    /// `ANTHROPIC_API_KEY`: sent as `x-api-key`.
+    pub api_key: Option<String>,
+    /// `ANTHROPIC_AUTH_TOKEN`: sent as `Authorization: Bearer`, as compatible gateways expect.
+    pub auth_token: Option<String>,
+    /// `ANTHROPIC_BASE_URL`.
+    pub base_url: Option<String>,
+}
+
+/// How the credential travels.
+#[derive(Clone)]
+pub enum Auth {
+    ApiKey(String),
+    Bearer(String),
+}
+
+impl AnthropicKeys {
+    /// The key wins over the token when both are set, as in Anthropic's own tools.
+    pub fn auth(&self) -> Option<Auth> {
+        let key = self.api_key.clone().map(Auth::ApiKey);
+        key.or_else(|| self.auth_token.clone().map(Auth::Bearer))
+    }
+
+    /// Every secret here, for the redactor.
+    pub fn secrets(&self) -> impl Iterator<Item = String> + use<> {
+        [self.api_key.clone(), self.auth_token.clone()].into_iter().flatten()
+    }
+}
+
+/// A Messages API client. Cloning is cheap and shares the connection pool.
+#[derive(Clone)]
+pub struct AnthropicClient {
+    agent: ureq::Agent,
+    pub url: String,
+    auth: Option<Auth>,
+    pub model: String,
+    pub max_tokens: u32,
+    /// Ask for the reply as a stream of events (chapter 11's `--stream`).
+    pub stream: bool,
+    pub idle_timeout: Duration,
+}
+
+impl std::fmt::Debug for AnthropicClient {
+    // Hand-written so that the key can never end up in a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.debug_struct("AnthropicClient").field("url", &self.url).field("model", &self.model).finish()
+    }
+}
+
+/// `{base_url}/v1/messages`; a base that already ends in `/v1` gets `/messages` only.
+pub fn messages_url(base_url: &str) -> String {
+    let without_fragment = base_url.split_once('#').map_or(base_url, |(kept, _)| kept);
+    let (path, query) = match without_fragment.split_once('?') {
+        Some((path, query)) => (path, format!("?{query}")),
+        None => (without_fragment, String::new()),
+    };
+    let path = path.trim_end_matches('/');
+    let suffix = if path.ends_with("/v1") { "/messages" } else { "/v1/messages" };
+    format!("{path}{suffix}{query}")
+}
+
+impl AnthropicClient {
+    pub fn new(base_url: &str, auth: Option<Auth>, model: &str) -> Result<Self, Error> {
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(Error::Config(format!(
+                "the base URL must start with http:// or https:// (got {base_url:?}); check --base-url or ANTHROPIC_BASE_URL"
+            )));
+        }
+        if auth.is_none() && api_key_required(base_url) {
+            return Err(Error::Config(format!(
+                "ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) is not set; {base_url} needs it"
+            )));
+        }
+        Ok(AnthropicClient {
+            agent: new_agent(),
+            url: messages_url(base_url),
+            auth,
+            model: model.to_owned(),
+            max_tokens: DEFAULT_MAX_TOKENS,
+            stream: false,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        })
+    }
+
+    /// POSTs `body` with Anthropic's headers; the rest is chapter 2's `send`: a per-read bound
+    /// on silence, and an error status turned into the server's own words.
+    pub fn send(
+        &self,
+        body: &[u8],
+        accept: &str,
+        per_read: Duration,
+    ) -> Result<ureq::http::Response<ureq::Body>, Error> {
+        let mut post = self.agent.post(&self.url).header("content-type", "application/json");
+        post = post.header("accept", accept).header("anthropic-version", ANTHROPIC_VERSION);
+        post = match &self.auth {
+            Some(Auth::ApiKey(key)) => post.header("x-api-key", key),
+            Some(Auth::Bearer(token)) => post.header("authorization", format!("Bearer {token}")),
+            None => post,
+        };
+        post = post.config().timeout_per_read(Some(per_read)).timeout_per_write(Some(per_read)).build();
+        let response = post.send(body).map_err(|error| network_error(&self.url, error, per_read))?;
+        if response.status().is_success() {
+            Ok(response)
+        } else {
+            Err(own_words(error_from_response(response)))
+        }
+    }
+}
+
+/// Chapter 2's 401 advice names OPENAI_API_KEY; here the user needs the other variables.
+fn own_words(error: Error) -> Error {
+    match error {
+        Error::Http { status: status @ (401 | 403), message, .. } => Error::Config(format!(
+            "model request failed: {status} {message} — check ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN"
+        )),
+        other => other,
+    }
+}
+
+impl Model for AnthropicClient {
+    fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
+        let body = request::body(&self.model, self.max_tokens, request, self.stream);
+        let (client, idle) = (self.clone(), self.idle_timeout);
+        if self.stream {
+            // Chapter 11's worker and receive loop; only the events are Anthropic's.
+            let send = Box::new(move |per_read| client.send(&body, "text/event-stream", per_read));
+            let pieces = start_worker(self.url.clone(), send, idle)?;
+            return receive(pieces, events::MessageAssembler::default(), idle, observer);
+        }
+        let text = run_interruptibly(move || {
+            let response = client.send(&body, "application/json", idle)?;
+            read_capped(&client.url, response, idle)
+        })??;
+        reply::parse_message(&String::from_utf8_lossy(&text))
+    }
+}
