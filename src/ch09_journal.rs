@@ -6,7 +6,8 @@
 //!
 //! * **One record, one `write`, then `sync_data`,** before [`Journal::append`] returns. The
 //!   loop waits for the observer, so `tool_started` is on disk before the tool runs. A new
-//!   file's directory is synced once too, or the file itself could vanish after a crash.
+//!   file's directory is synced once too, or the file itself could vanish after a crash; its
+//!   `session` header needs no sync of its own, as the first append's sync covers it.
 //! * **A torn tail is expected; a torn middle is not.** Power loss can cut the last line
 //!   short (or leave garbage where it was): that line is reported and cut off. Any other
 //!   unreadable line means the file was damaged by something else, and guessing would be
@@ -41,12 +42,14 @@ pub struct Journal {
     /// Set when a write failed half-way: appending after a partial line would corrupt the
     /// middle of the file, so the journal refuses.
     broken: bool,
+    /// The `session` record is written but not yet synced: the next append's sync covers it.
+    unsynced: bool,
 }
 
 impl Journal {
     /// Starts a new session of `store`'s root: creates the file, locks it, writes the
     /// `session` record (with where the model lives, `origin`) and makes the new file's
-    /// name durable.
+    /// name durable. The record's own sync waits for the first append (see `append`).
     pub fn create(store: &SessionStore, origin: impl Into<Origin>) -> Result<Journal, Error> {
         let Origin { model, api, endpoint } = origin.into();
         store.check_dirs()?;
@@ -55,11 +58,12 @@ impl Journal {
             store.dir().ancestors().take(2).filter(|dir| !dir.exists()).map(Path::to_path_buf).collect();
         let (id, path, file) = store.create_file()?;
         lock(&file, &path, &id)?;
-        let mut journal =
-            Journal { file, path, id: id.clone(), next_seq: 1, redactor: redactor(), broken: false };
+        let (next_seq, redactor, broken, unsynced) = (1, redactor(), false, false);
+        let mut journal = Journal { file, path, id: id.clone(), next_seq, redactor, broken, unsynced };
         let root = store.root().display().to_string();
         let created = now_rfc3339();
-        journal.append(Body::Session { version: FORMAT_VERSION, id, root, model, api, endpoint, created })?;
+        journal.write(Body::Session { version: FORMAT_VERSION, id, root, model, api, endpoint, created })?;
+        journal.unsynced = true;
         // The new file's name must survive a crash too, and so must the name of a directory
         // made for it; directories that were already there need no sync.
         sync_directory(store.dir())?;
@@ -91,8 +95,8 @@ impl Journal {
                 .map_err(|e| Error::io(format!("cannot cut the torn last line of {}", path.display()), e))?;
         }
         let next_seq = loaded.records.last().map_or(1, |last| last.seq + 1);
-        let journal =
-            Journal { file, path: path.to_path_buf(), id, next_seq, redactor: redactor(), broken: false };
+        let (path, redactor, broken, unsynced) = (path.to_path_buf(), redactor(), false, false);
+        let journal = Journal { file, path, id, next_seq, redactor, broken, unsynced };
         Ok((journal, loaded))
     }
 
@@ -106,8 +110,9 @@ impl Journal {
 
     /// Redacts with `redactor` instead of the process's (which only `main` installs).
     #[cfg(test)]
-    fn redacting_with(self, redactor: &'static Redactor) -> Journal {
-        Journal { redactor, ..self }
+    fn redacting_with(mut self, redactor: &'static Redactor) -> Journal {
+        self.redactor = redactor;
+        self
     }
 }
 
@@ -115,8 +120,18 @@ impl Journal {
 // ANCHOR: journal_append
 impl Append for Journal {
     /// Writes the record as one line with one `write`, then `sync_data`: when this returns
-    /// `Ok`, the record survives a crash.
+    /// `Ok`, the record survives a crash — and so does the `session` record `create` wrote,
+    /// since `sync_data` pushes every earlier write of the file.
     fn append(&mut self, body: Body) -> Result<u64, Error> {
+        let seq = self.write(body)?;
+        self.sync()?;
+        Ok(seq)
+    }
+}
+
+impl Journal {
+    /// One record, one line, one `write` (no sync).
+    fn write(&mut self, body: Body) -> Result<u64, Error> {
         if self.broken {
             return Err(Error::Session(format!(
                 "session {} stopped recording after a failed write; resume it to continue",
@@ -131,7 +146,7 @@ impl Append for Journal {
         // they match verbatim.
         line = self.redactor.redact_string(line);
         line.push('\n');
-        if let Err(e) = self.file.write_all(line.as_bytes()).and_then(|()| self.file.sync_data()) {
+        if let Err(e) = self.file.write_all(line.as_bytes()) {
             self.broken = true;
             return Err(Error::io(format!("cannot write to session {}", self.path.display()), e));
         }
@@ -140,6 +155,29 @@ impl Append for Journal {
     }
 }
 // ANCHOR_END: journal_append
+
+// ANCHOR: journal_sync
+impl Journal {
+    /// `sync_data`: every write so far survives a crash. A failure breaks the journal too.
+    fn sync(&mut self) -> Result<(), Error> {
+        if let Err(e) = self.file.sync_data() {
+            self.broken = true;
+            return Err(Error::io(format!("cannot write to session {}", self.path.display()), e));
+        }
+        self.unsynced = false;
+        Ok(())
+    }
+}
+
+/// A journal dropped before its first append still makes its `session` record durable.
+impl Drop for Journal {
+    fn drop(&mut self) {
+        if self.unsynced {
+            let _ = self.file.sync_data();
+        }
+    }
+}
+// ANCHOR_END: journal_sync
 
 fn id_of(path: &Path) -> String {
     path.file_stem().map_or_else(|| path.display().to_string(), |stem| stem.to_string_lossy().into_owned())
@@ -392,6 +430,19 @@ mod tests {
         assert_eq!(journal.append(user("three")).unwrap(), 4);
         let seqs: Vec<u64> = read_journal(&path).unwrap().records.iter().map(|r| r.seq).collect();
         assert_eq!(seqs, [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn the_header_is_synced_by_the_first_append_or_on_drop() {
+        let temp = TempDir::new("journal-header-sync");
+        let store = SessionStore::new(temp.path());
+        let mut journal = Journal::create(&store, "m").unwrap();
+        assert!(journal.unsynced, "create leaves its header to the first append's sync");
+        journal.append(user("one")).unwrap();
+        assert!(!journal.unsynced, "the first append's sync_data covers the header");
+        let path = Journal::create(&store, "m").unwrap().path().to_path_buf();
+        let (_journal, loaded) = Journal::open(&path).unwrap();
+        assert_eq!((loaded.records.len(), loaded.warning), (1, None), "a dropped journal keeps its header");
     }
 
     #[test]

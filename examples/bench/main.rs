@@ -11,7 +11,14 @@
 //! request arrived" is the agent's own work for one turn, the spawn of `bash` included.
 //!
 //! Each figure is the median of [`RUNS`] runs; all runs are printed beside it, so noise (this
-//! machine is shared) shows instead of hiding in an average.
+//! machine is shared) shows instead of hiding in an average. The load average is printed
+//! with the table: a figure taken while other work runs says so.
+//!
+//! `tasks` holds chapter 15's rows, `mcp` chapter 18's (this binary is also their fake MCP
+//! server, run as `bench --mcp-server LOG`).
+
+mod mcp;
+mod tasks;
 
 use mini_agent::ch05_sessions::{SessionStore, new_session_id};
 use mini_agent::ch09_journal::{measure_appends, write_synthetic_journal};
@@ -29,14 +36,22 @@ const RUNS: usize = 5;
 const APPENDS: usize = 200;
 
 fn main() {
+    let mut words = std::env::args().skip(1);
+    if words.next().as_deref() == Some(mcp::SERVE_FLAG) {
+        mcp::serve(&PathBuf::from(words.next().unwrap_or_default()));
+    }
     let options = parse_options();
+    let load_before = load_average();
     let mut table = Table::default();
     agent_rows(&mut table, &options.binary);
+    mcp::mcp_rows(&mut table, &options.binary);
     session_rows(&mut table, &options.binary);
-    task_rows(&mut table, &options.binary);
+    tasks::task_rows(&mut table, &options.binary);
     build_rows(&mut table, &options);
     println!("mini-agent benchmarks — median of {RUNS} runs, all runs in brackets");
     println!("workspace: an empty temporary directory under {}", std::env::temp_dir().display());
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    println!("load average (1, 5, 15 min): {load_before} before, {} after; {cores} cores", load_average());
     println!();
     table.print();
 }
@@ -83,7 +98,7 @@ fn agent_rows(table: &mut Table, binary: &Path) {
     let bash_true = |n: usize| Step::tool_calls(&[("bash", &format!(r#"{{"command":"true # {n}"}}"#))]);
     let mut first_request = None;
     for calls in [1, 10, 50] {
-        let runs = repeat(|| run_task(binary, calls, &bash_true, None));
+        let runs = repeat(|| run_task(binary, calls, &bash_true, Wrap::None));
         let runs = match runs {
             Ok(runs) => runs,
             Err(reason) => {
@@ -92,7 +107,8 @@ fn agent_rows(table: &mut Table, binary: &Path) {
             }
         };
         if calls == 1 {
-            table.millis("start-up to first request", runs.iter().map(|r| r.startup), Some(10.0));
+            let startups = runs.iter().map(|r| r.startup);
+            table.millis("start-up to first request (no .mcp.json)", startups, Some(10.0));
         }
         let per_turn = runs.iter().map(|r| mean(&r.turns));
         table.millis(&format!("per-turn overhead, N = {calls} bash `true`"), per_turn, Some(5.0));
@@ -107,7 +123,7 @@ fn agent_rows(table: &mut Table, binary: &Path) {
     let list_files = |n: usize| {
         Step::tool_calls(&[("list_files", if n.is_multiple_of(2) { "{}" } else { r#"{"path":"."}"# })])
     };
-    match repeat(|| run_task(binary, 50, &list_files, None)) {
+    match repeat(|| run_task(binary, 50, &list_files, Wrap::None)) {
         Ok(runs) => table.millis(
             "  for comparison: N = 50 list_files (no process)",
             runs.iter().map(|r| mean(&r.turns)),
@@ -150,19 +166,23 @@ struct Run {
     requests: Vec<Value>,
 }
 
+/// How the agent is started: as itself, under GNU time (its peak RSS goes to the file), or
+/// under `strace -f` counting fsyncs (the trace goes to the file).
+#[derive(Clone, Copy)]
+enum Wrap<'a> {
+    None,
+    Time(&'a Path),
+    Strace(&'a Path),
+}
+
 /// One `-p` task in a fresh empty workspace: the server answers `calls` times with `step`,
 /// then with a final text.
-fn run_task(
-    binary: &Path,
-    calls: usize,
-    step: &dyn Fn(usize) -> Step,
-    rss_report: Option<&Path>,
-) -> Result<Run, String> {
+fn run_task(binary: &Path, calls: usize, step: &dyn Fn(usize) -> Step, wrap: Wrap) -> Result<Run, String> {
     let mut replies: Vec<Step> = (0..calls).map(step).collect();
     replies.push(Step::text("done"));
     let workspace = TempDir::new("task")?;
     let words = ["--allow-shell", "--max-turns", "100", "-p", "run the tool until told to stop"];
-    run_agent(binary, &workspace, &words, replies, rss_report)
+    run_agent(binary, &workspace, &words, replies, wrap)
 }
 
 /// Runs the agent with `words` plus `--base-url` of a scripted server answering `replies`,
@@ -172,7 +192,7 @@ fn run_agent(
     workspace: &TempDir,
     words: &[&str],
     replies: Vec<Step>,
-    rss_report: Option<&Path>,
+    wrap: Wrap,
 ) -> Result<Run, String> {
     let arrivals: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let log = arrivals.clone();
@@ -185,14 +205,19 @@ fn run_agent(
         replies.next().unwrap_or_else(|| Step::error(500, "bench: no reply left"))
     })
     .map_err(|e| format!("cannot start the scripted server: {e}"))?;
-    let mut command = match rss_report {
+    let mut command = match wrap {
         // GNU time forks and execs the agent, so the peak it reports is the agent's own.
-        Some(report) => {
+        Wrap::Time(report) => {
             let mut time = Command::new("/usr/bin/time");
             time.args(["-f", "%M", "-o"]).arg(report).arg(binary);
             time
         }
-        None => Command::new(binary),
+        Wrap::Strace(log) => {
+            let mut strace = Command::new("strace");
+            strace.args(["-f", "-e", "trace=fsync,fdatasync", "-o"]).arg(log).arg(binary);
+            strace
+        }
+        Wrap::None => Command::new(binary),
     };
     command.args(words).args(["--base-url", &server.url]).current_dir(workspace.root());
     let spawned = Instant::now();
@@ -220,6 +245,8 @@ fn run_quietly(command: &mut Command, workspace: &TempDir) -> Result<i32, String
     let status = command
         .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
         .env("NO_COLOR", "1")
+        // The user's own mcp.json and approvals stay out of the figures.
+        .env("XDG_CONFIG_HOME", workspace.config_dir())
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("MODEL_ID")
@@ -238,7 +265,7 @@ fn peak_rss_kb(binary: &Path, step: &dyn Fn(usize) -> Step) -> Result<f64, Strin
     }
     let report = TempDir::new("rss")?;
     let report_path = report.root().join("peak-rss-kb");
-    run_task(binary, 50, step, Some(&report_path))?;
+    run_task(binary, 50, step, Wrap::Time(&report_path))?;
     let text = std::fs::read_to_string(&report_path).map_err(|e| format!("no report from time: {e}"))?;
     text.lines().last().and_then(|line| line.trim().parse().ok()).ok_or(format!("time said: {text}"))
 }
@@ -338,61 +365,7 @@ fn resume_run(binary: &Path, records: usize) -> Result<Run, String> {
     let root = workspace.root().display().to_string();
     let words = ["--root", &root, "-r", &id, "-p", "one more thing: say done"];
     // A long history may be compacted first (chapter 7): up to 8 rounds, each one request.
-    run_agent(binary, &workspace, &words, vec![Step::text("done"); 12], None)
-}
-
-/// Chapter 15: the task loop's own cost per iteration. The model answers at once and the tasks
-/// have no verify command, so the gap between one attempt's last reply and the next attempt's
-/// request is the loop alone: the session ended, the list saved, the next task picked and
-/// marked, a new session journaled, the prompt rendered.
-fn task_rows(table: &mut Table, binary: &Path) {
-    const TASKS: usize = 20;
-    match repeat(|| task_loop_run(binary, TASKS, false)) {
-        Ok(runs) => table.millis(
-            &format!("tasks run: loop cost per iteration, {TASKS} tasks (no verify, --no-commit)"),
-            runs.iter().map(|r| mean(&r.turns)),
-            Some(20.0),
-        ),
-        Err(reason) => table.missing("tasks run: loop cost per iteration", &reason),
-    }
-    // Each attempt writes a file (one tool call), so every other gap is between attempts.
-    let between_attempts =
-        |run: &Run| mean(&run.turns.iter().skip(1).step_by(2).copied().collect::<Vec<_>>());
-    match repeat(|| task_loop_run(binary, TASKS, true)) {
-        Ok(runs) => {
-            table.millis("  the same with a git commit per task", runs.iter().map(between_attempts), None)
-        }
-        Err(reason) => table.missing("tasks run with commits", &reason),
-    }
-}
-
-/// `tasks run` over `tasks` tasks in a fresh workspace (a git repository when `commit`).
-fn task_loop_run(binary: &Path, tasks: usize, commit: bool) -> Result<Run, String> {
-    let workspace = TempDir::new("tasks")?;
-    let list: Vec<Value> =
-        (1..=tasks).map(|i| serde_json::json!({"id": i.to_string(), "name": format!("task {i}")})).collect();
-    let dir = workspace.root().join(".mini_agent");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let text = serde_json::json!({"tasks": list}).to_string();
-    std::fs::write(dir.join("tasks.json"), text).map_err(|e| format!("cannot write the task list: {e}"))?;
-    let mut replies = Vec::new();
-    for i in 1..=tasks {
-        if commit {
-            let arguments = format!(r#"{{"path":"f{i}.txt","content":"{i}"}}"#);
-            replies.push(Step::tool_calls(&[("write_file", &arguments)]));
-        }
-        replies.push(Step::text("done"));
-    }
-    let words: &[&str] = if commit {
-        let init = Command::new("git").args(["init", "-q"]).current_dir(workspace.root()).status();
-        if !init.is_ok_and(|status| status.success()) {
-            return Err("git init failed (is git installed?)".into());
-        }
-        &["tasks", "run", "--allow-write"]
-    } else {
-        &["tasks", "run", "--no-commit"]
-    };
-    run_agent(binary, &workspace, words, replies, None)
+    run_agent(binary, &workspace, &words, vec![Step::text("done"); 12], Wrap::None)
 }
 
 /// Guide build time, release binary size, and the clean build time measured by the script.
@@ -460,6 +433,19 @@ fn repeat<T>(mut measure: impl FnMut() -> Result<T, String>) -> Result<Vec<T>, S
     (0..RUNS).map(|_| measure()).collect()
 }
 
+/// The middle value (the upper one of an even count); 0 for none.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// `/proc/loadavg`'s first three fields, or "unknown".
+fn load_average() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let fields: Vec<&str> = text.split_whitespace().take(3).collect();
+    if fields.len() == 3 { fields.join(" ") } else { "unknown".into() }
+}
+
 fn mean(durations: &[Duration]) -> Duration {
     let count = u32::try_from(durations.len().max(1)).unwrap_or(u32::MAX);
     durations.iter().sum::<Duration>() / count
@@ -474,9 +460,7 @@ struct Table {
 impl Table {
     /// A figure measured in several runs; `target` is an upper bound in the same unit.
     fn row(&mut self, name: &str, values: Vec<f64>, show: impl Fn(f64) -> String, target: Option<f64>) {
-        let mut sorted = values.clone();
-        sorted.sort_by(f64::total_cmp);
-        let median = sorted[sorted.len() / 2];
+        let median = median(values.clone());
         let verdict = match target {
             Some(bound) if median <= bound => format!("≤ {} ✓", show(bound)),
             Some(bound) => format!("≤ {} ✗", show(bound)),
@@ -488,6 +472,29 @@ impl Table {
             String::new()
         };
         self.lines.push([name.to_string(), show(median), verdict, runs]);
+    }
+
+    /// Several values per run: the median of them all, each run's median in brackets.
+    fn pooled(&mut self, name: &str, runs: &[Vec<Duration>], target_ms: Option<f64>) {
+        let ms = |values: &[Duration]| -> Vec<f64> { values.iter().map(|d| d.as_secs_f64() * 1e3).collect() };
+        let all: Vec<f64> = runs.iter().flat_map(|run| ms(run)).collect();
+        if all.is_empty() {
+            return self.missing(name, "no values");
+        }
+        let show = |ms: f64| format!("{ms:.2} ms");
+        let verdict = match target_ms {
+            Some(bound) if median(all.clone()) <= bound => format!("≤ {} ✓", show(bound)),
+            Some(bound) => format!("≤ {} ✗", show(bound)),
+            None => String::new(),
+        };
+        let per_run: Vec<String> = runs.iter().map(|run| show(median(ms(run)))).collect();
+        let runs = format!("{} values; per run [{}]", all.len(), per_run.join(", "));
+        self.lines.push([name.to_string(), show(median(all)), verdict, runs]);
+    }
+
+    /// A line with a value and a note, no target.
+    fn text(&mut self, name: &str, value: &str, note: &str) {
+        self.lines.push([name.to_string(), value.to_string(), String::new(), note.to_string()]);
     }
 
     fn millis(&mut self, name: &str, durations: impl Iterator<Item = Duration>, target_ms: Option<f64>) {
@@ -537,6 +544,16 @@ impl TempDir {
 
     fn stderr_path(&self) -> PathBuf {
         self.base.join("stderr")
+    }
+
+    /// The agent's `XDG_CONFIG_HOME`, beside the workspace (it need not exist).
+    fn config_dir(&self) -> PathBuf {
+        self.beside("config")
+    }
+
+    /// A path next to the workspace, not in it.
+    fn beside(&self, name: &str) -> PathBuf {
+        self.base.join(name)
     }
 
     /// The agent's last stderr line, which says why it failed.
