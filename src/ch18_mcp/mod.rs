@@ -11,6 +11,7 @@
 //!
 //! * [`config`] — `.mcp.json` and the user's `mcp.json`, under chapter 16's approval rule.
 //! * [`rpc`] — JSON-RPC 2.0 over the child's stdin and stdout, bounded and interruptible.
+//! * [`exit`] — waiting for a server's exit with a deadline, woken by the exit itself.
 //! * [`server`] — one server's handshake, tool list, calls and restarts.
 //! * [`tools`] — names, schemas and results as the model sees them.
 //!
@@ -18,6 +19,7 @@
 //! parallel; with no server configured this chapter costs nothing.
 
 pub mod config;
+pub(crate) mod exit;
 pub(crate) mod rpc;
 pub mod server;
 #[cfg(test)]

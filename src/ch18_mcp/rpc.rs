@@ -22,6 +22,7 @@ use crate::ch03_tools::reaper::{MARK_VARIABLE, kill_escaped, new_mark};
 use crate::ch03_tools::secrets::remove_keys;
 use crate::ch03_tools::shell::{in_new_session, send_signal};
 use crate::ch18_mcp::config::ServerConfig;
+use crate::ch18_mcp::exit::exited_before;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::fs::File;
@@ -226,10 +227,7 @@ impl Connection {
     /// [`Connection::how_it_ended`] for a server whose input pipe broke: it has exited or is
     /// exiting, so wait a moment for its status (a race the write just lost).
     fn ended_after_broken_pipe(&mut self) -> String {
-        let until = Instant::now() + Duration::from_millis(500);
-        while Instant::now() < until && matches!(self.child.try_wait(), Ok(None)) {
-            thread::sleep(Duration::from_millis(5));
-        }
+        exited_before(&mut self.child, Instant::now() + Duration::from_millis(500));
         self.how_it_ended()
     }
 
@@ -263,10 +261,8 @@ impl Drop for Connection {
     fn drop(&mut self) {
         lock(&self.shared.stdin).take();
         send_signal(-self.group, libc::SIGTERM);
-        let deadline = Instant::now() + STOP_GRACE;
-        while Instant::now() < deadline && !matches!(self.child.try_wait(), Ok(Some(_))) {
-            thread::sleep(Duration::from_millis(5));
-        }
+        // Woken by the exit itself, not by a timer: a server that stops at once costs nothing.
+        exited_before(&mut self.child, Instant::now() + STOP_GRACE);
         send_signal(-self.group, libc::SIGKILL);
         let _ = self.child.wait();
         kill_escaped(&self.mark, self.group);
