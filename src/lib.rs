@@ -39,6 +39,8 @@ pub mod ch15_tasks;
 pub mod ch16_approval;
 #[cfg(feature = "ch16")]
 pub mod ch16_hooks;
+#[cfg(feature = "ch17")]
+pub mod ch17_notify;
 #[cfg(feature = "ch18")]
 pub mod ch18_mcp;
 #[cfg(feature = "ch19")]

@@ -36,7 +36,12 @@ pub fn load_hooks(
         Ok(file) => file,
         Err(error) => return (None, vec![format!("{HOOKS_FILE} ignored: {error}")]),
     };
-    if file.hooks.values().all(Vec::is_empty) {
+    #[cfg(not(feature = "ch17"))]
+    let nothing_to_run = file.hooks.values().all(Vec::is_empty);
+    // A webhook sends data out of the machine: it is approved like a command.
+    #[cfg(feature = "ch17")]
+    let nothing_to_run = file.hooks.values().all(Vec::is_empty) && file.webhook.is_none();
+    if nothing_to_run {
         return (None, Vec::new());
     }
     let summary = summary(&file);
@@ -68,6 +73,11 @@ fn summary(file: &HooksFile) -> String {
                 lines.push(format!("  {}{on}: {}", name(*event), sanitize_command(&hook.command)));
             }
         }
+    }
+    #[cfg(feature = "ch17")]
+    if let Some(webhook) = &file.webhook {
+        let events = webhook.events.as_ref().map_or("every task event".into(), |events| events.join(", "));
+        lines.push(format!("  webhook: POST {events} to {}", sanitize_command(&webhook.url)));
     }
     lines.join("\n")
 }

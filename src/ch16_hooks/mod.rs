@@ -51,6 +51,10 @@ pub enum HookEvent {
 pub struct HooksFile {
     #[serde(default)]
     pub hooks: BTreeMap<HookEvent, Vec<Group>>,
+    /// Chapter 17: where to POST the task events; approved (or not) with the commands.
+    #[cfg(feature = "ch17")]
+    #[serde(default)]
+    pub webhook: Option<crate::ch17_notify::WebhookConfig>,
 }
 // ANCHOR_END: config
 
@@ -130,6 +134,12 @@ pub struct Hooks {
 impl Hooks {
     pub fn new(root: PathBuf, file: HooksFile, log: HookLog) -> Hooks {
         Hooks { root, file, log }
+    }
+
+    /// The file's webhook (chapter 17), if the file may be obeyed and has one.
+    #[cfg(feature = "ch17")]
+    pub fn webhook(&self) -> Option<&crate::ch17_notify::WebhookConfig> {
+        self.file.webhook.as_ref()
     }
 
     /// Where the hooks that ran are kept until the journal takes them.

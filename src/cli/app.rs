@@ -204,6 +204,12 @@ impl Agent {
         &self.config.origin
     }
 
+    /// What this session has used: requests, tokens (chapter 17's metrics add them up).
+    #[cfg(feature = "ch17")]
+    pub fn stats(&self) -> Stats {
+        self.stats.snapshot()
+    }
+
     #[cfg(feature = "ch09")]
     pub fn model_id(&self) -> &str {
         &self.config.origin.model

@@ -133,7 +133,7 @@ pub fn help() -> String {
         "  1  failure: bad usage, configuration, network, model or I/O error (one line says why)",
         "  2  the turn limit (--max-turns) was reached",
         #[cfg(feature = "ch15")]
-        "  3  mini-agent tasks run needs a human (a task needs_human or failed)",
+        "  3  mini-agent tasks run stopped: a human is needed (a task is needs_human)",
         #[cfg(feature = "ch04")]
         "  130  interrupted (Ctrl+C)",
         #[cfg(feature = "ch04")]

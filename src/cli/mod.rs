@@ -28,6 +28,8 @@ mod hooks;
 mod json_events;
 #[cfg(feature = "ch18")]
 mod mcp;
+#[cfg(feature = "ch17")]
+mod notify;
 #[cfg(feature = "ch10")]
 mod reopen;
 #[cfg(feature = "ch04")]

@@ -5,8 +5,9 @@
 //! opens the task list, and gives the loop its pieces: [`SessionAttempts`], which runs each
 //! attempt as an ordinary session built the way `-p` builds one; the verify command under
 //! the bash tool's rules; git; and an observer that reports on stderr (and as JSON Lines
-//! with `--json`). Exit codes: 0 nothing left to do, 3 a person is needed (a task needs a
-//! human or failed), 1 an error, 130/143 interrupted — the task is then pending again.
+//! with `--json`). Exit codes: 0 nothing left to do (tasks out of attempts are `failed` in the
+//! list, and the loop went on), 3 the loop stopped because a person is needed (a task is
+//! `needs_human`), 1 an error, 130/143 interrupted — the task is then pending again.
 
 use super::app::{Agent, Asker, Config};
 use super::args::{self, Command, Options};
@@ -56,6 +57,9 @@ struct RunOptions {
     allow_dirty: bool,
     /// The agent's flags, as `-p` takes them (model, permissions, `--json`, `--root`…).
     agent: Options,
+    /// `--webhook`, `--metrics` (chapter 17).
+    #[cfg(feature = "ch17")]
+    notify: super::notify::NotifyOptions,
 }
 
 // ANCHOR: main
@@ -207,7 +211,12 @@ fn reset((_, path): &(PathBuf, PathBuf), id: &str) -> Result<u8, Error> {
 
 fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -> Result<u8, Error> {
     let options = &run.agent;
-    let git = if run.commit { Git::open(root, &[path]) } else { None };
+    // The harness's own files are never committed: the task list, and the metrics file.
+    #[cfg_attr(not(feature = "ch17"), allow(unused_mut))]
+    let mut harness_files = vec![path.as_path()];
+    #[cfg(feature = "ch17")]
+    harness_files.extend(run.notify.metrics.as_deref());
+    let git = if run.commit { Git::open(root, &harness_files) } else { None };
     if let (Some(git), false) = (&git, run.allow_dirty) {
         let changes = git.changes()?;
         if let Some(first) = changes.first() {
@@ -240,11 +249,21 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
         agent: None,
         #[cfg(feature = "ch16")]
         hooks: hooks.clone(),
+        #[cfg(feature = "ch17")]
+        usage: None,
     };
     let mut verifier = CommandVerifier { workspace: &workspace, timeout_secs: VERIFY_TIMEOUT_SECS };
     let mut events = Report { json: options.json };
     #[cfg(feature = "ch16")]
-    let mut events = super::hooks::WithHooks { inner: &mut events, hooks };
+    let mut events = super::hooks::WithHooks { inner: &mut events, hooks: hooks.clone() };
+    #[cfg(feature = "ch17")]
+    let mut notifier = super::notify::notifier(&run.notify, &hooks, path)?;
+    #[cfg(feature = "ch17")]
+    {
+        attempts.usage = Some(notifier.counters.clone());
+    }
+    #[cfg(feature = "ch17")]
+    let mut events = super::notify::WithNotifier { inner: &mut events, notifier: &mut notifier };
     let end = Loop {
         tasks: path,
         template: &template,
@@ -254,19 +273,28 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
         events: &mut events,
         settings: run.settings,
     }
-    .run()?;
+    .run();
     // ANCHOR_END: run_tasks
+    // The metrics say how the run ended, however it ended (chapter 17).
+    #[cfg(feature = "ch17")]
+    notifier.write_metrics();
+    let end = end?;
     match end {
         RunEnd::Finished { failed: 0, done } | RunEnd::IterationsUsed { failed: 0, done } => {
             say(&format!("mini-agent: {} done in this run", plural(done, "task")));
             Ok(0)
         }
-        RunEnd::Finished { failed, .. } | RunEnd::IterationsUsed { failed, .. } => {
+        // A task out of attempts is a result the list records, not a stop: the loop went on,
+        // as --intervention-after allowed, and the run itself succeeded (exit 0). Exit 3 is
+        // for a loop that stopped because a person is needed.
+        RunEnd::Finished { failed, done } | RunEnd::IterationsUsed { failed, done } => {
             say(&format!(
-                "mini-agent: {} failed (no attempts left); look, then mini-agent tasks reset ID",
+                "mini-agent: {} done and {} failed (no attempts left) in this run; look at the failed \
+                 ones (mini-agent tasks list), then mini-agent tasks reset ID",
+                plural(done, "task"),
                 plural(failed, "task")
             ));
-            Ok(NEEDS_HUMAN_EXIT)
+            Ok(0)
         }
         RunEnd::NeedsHuman { id, reason } => {
             say(&format!(
@@ -288,6 +316,9 @@ struct SessionAttempts<'a> {
     /// The workspace's hooks, loaded once for the whole run (chapter 16).
     #[cfg(feature = "ch16")]
     hooks: mini_agent::ch16_hooks::Hooks,
+    /// Where each attempt's requests and tokens are added up for `--metrics` (chapter 17).
+    #[cfg(feature = "ch17")]
+    usage: Option<mini_agent::ch17_notify::SharedMetrics>,
 }
 
 impl Attempts for SessionAttempts<'_> {
@@ -330,6 +361,10 @@ impl Attempts for SessionAttempts<'_> {
         let mut display = TerminalObserver::new(stderr_only(&Screen::stdio(self.options.verbose)), None);
         let mut json = self.options.json.then_some(JsonEvents);
         let outcome = agent.turn(prompt, &mut display, json.as_mut().map(|j| j as &mut dyn Observer));
+        #[cfg(feature = "ch17")]
+        if let Some(usage) = &self.usage {
+            super::notify::add_usage(usage, &agent.stats());
+        }
         if let (Some(json), Outcome::Completed(answer)) = (&json, &outcome) {
             json.final_answer(answer);
         }
@@ -448,9 +483,15 @@ fn parse_run(words: &[String], root: Option<PathBuf>) -> Result<RunOptions, Stri
         intervention_after: DEFAULT_INTERVENTION_AFTER,
     };
     let (mut commit, mut allow_dirty, mut json) = (true, false, false);
+    #[cfg(feature = "ch17")]
+    let mut notify = super::notify::NotifyOptions::default();
     let mut agent_words = Vec::new();
     let mut words = words.iter();
     while let Some(word) = words.next() {
+        #[cfg(feature = "ch17")]
+        if notify.parse(word, &mut words)? {
+            continue;
+        }
         let mut number = |flag: &str| -> Result<u32, String> {
             let text = words.next().ok_or(format!("{flag} needs a number"))?;
             text.parse()
@@ -478,7 +519,14 @@ fn parse_run(words: &[String], root: Option<PathBuf>) -> Result<RunOptions, Stri
     }
     agent.json = json;
     agent.root = root;
-    Ok(RunOptions { settings, commit, allow_dirty, agent })
+    Ok(RunOptions {
+        settings,
+        commit,
+        allow_dirty,
+        agent,
+        #[cfg(feature = "ch17")]
+        notify,
+    })
 }
 
 fn help() -> String {
@@ -503,12 +551,31 @@ as \"<id>: <name>\" by mini-agent when the root is a git repository. A failed at
 the next one the verify output. --max-attempts (default {DEFAULT_MAX_ATTEMPTS}) attempts per task, then it
 is failed; after --intervention-after (default {DEFAULT_INTERVENTION_AFTER}) failed attempts in a row the loop stops.
 Nobody answers permission questions: pass --allow-write / --allow-shell as needed.
-
+{notify}
 EXIT CODES
-  0    nothing left to do (or --iterations used) and every task tried passed
-  3    a human is needed: a task needs_human, or one failed (see tasks list)
+  0    nothing left to do, or --iterations used; tasks out of attempts are failed in the
+       list (see tasks list) and the loop went on past them
+  3    the loop stopped because a human is needed: a task is needs_human
   1    an error (the task list, git, the model or the network); the task is pending again
   130  interrupted (Ctrl+C); 143 SIGTERM — the task is pending again
-"
+",
+        notify = notify_help()
     )
+}
+
+/// Chapter 17's flags of `tasks run`.
+fn notify_help() -> &'static str {
+    #[cfg(feature = "ch17")]
+    return "
+NOTIFICATIONS AND METRICS (tasks run)
+  --webhook URL     POST a JSON event (task_completed, task_failed, needs_human) to an
+                    http(s) URL; signed with MINI_AGENT_WEBHOOK_SECRET if set (header
+                    X-Mini-Agent-Signature: sha256=HMAC). Retried on 429/5xx, at most 3 times
+                    and 30 s per event; a failure is a warning, never a stop. The same from
+                    \"webhook\": {\"url\", \"secret\", \"events\"} in an approved .mini_agent/hooks.json.
+  --metrics FILE    after each attempt, write Prometheus text format to FILE atomically
+                    (for node_exporter's textfile collector; name it *.prom)
+";
+    #[cfg(not(feature = "ch17"))]
+    ""
 }

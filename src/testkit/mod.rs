@@ -9,9 +9,12 @@
 //! * [`demo`]: the rules behind `--demo`, served by the scripted server, so `--demo` drives
 //!   the real HTTP client, tools and loop unchanged.
 //!
+//! * [`receiver`]: a plain HTTP receiver that records what was POSTed to it (webhooks).
+//!
 //! Beside them, the one copy of each helper the tests share ([`tempdir`], [`xorshift`]).
 
 pub mod demo;
+pub mod receiver;
 pub mod scripted_server;
 #[doc(hidden)]
 pub mod tempdir;

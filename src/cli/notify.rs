@@ -1,0 +1,90 @@
+//! Chapter 17's glue in `tasks run`: the `--webhook` and `--metrics` flags, the webhook of
+//! an approved `.mini_agent/hooks.json`, and the observer that sends and writes them.
+//!
+//! `--webhook URL` is the person's own choice and needs no approval; its secret comes from
+//! `MINI_AGENT_WEBHOOK_SECRET`, not from a flag that `ps` would show. The file's webhook
+//! comes through chapter 16's rule: untrusted, the whole file is skipped, webhook included.
+
+use mini_agent::ch02_loop::Error;
+use mini_agent::ch15_tasks::{TaskEvent, TaskEvents};
+use mini_agent::ch16_hooks::Hooks;
+use mini_agent::ch17_notify::webhook::SECRET_VARIABLE;
+use mini_agent::ch17_notify::{MetricsOut, Notifier, SharedMetrics, Webhook, WebhookConfig};
+use std::path::{Path, PathBuf};
+
+/// `tasks run`'s chapter 17 flags.
+#[derive(Clone, Debug, Default)]
+pub struct NotifyOptions {
+    pub webhook: Option<String>,
+    pub metrics: Option<PathBuf>,
+}
+
+impl NotifyOptions {
+    /// Takes `word` (and its value from `rest`) if it is one of ours. `Ok(false)`: not ours.
+    pub fn parse(&mut self, word: &str, rest: &mut dyn Iterator<Item = &String>) -> Result<bool, String> {
+        let mut value = |flag: &str, what: &str| {
+            rest.next().filter(|v| !v.is_empty()).cloned().ok_or(format!("{flag} needs {what}"))
+        };
+        match word {
+            "--webhook" => self.webhook = Some(value(word, "a URL")?),
+            "--metrics" => self.metrics = Some(resolve(Path::new(&value(word, "a file")?))?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// `--metrics FILE` from the current directory, its directory made canonical (so that git,
+/// which sees the root's real path, can leave the file out of the task commits).
+fn resolve(file: &Path) -> Result<PathBuf, String> {
+    let cwd = std::env::current_dir().map_err(|e| format!("reading the current directory: {e}"))?;
+    let path = cwd.join(file);
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(format!("--metrics {}: not a file name", file.display()));
+    };
+    let parent = parent.canonicalize().map_err(|e| format!("--metrics {}: {e}", file.display()))?;
+    Ok(parent.join(name))
+}
+
+// ANCHOR: build
+/// The observer for this run: `--webhook` (else the approved file's webhook) and `--metrics`.
+pub fn notifier(options: &NotifyOptions, hooks: &Hooks, tasks: &Path) -> Result<Notifier, Error> {
+    let config = match &options.webhook {
+        Some(url) => Some(WebhookConfig {
+            url: url.clone(),
+            secret: std::env::var(SECRET_VARIABLE).ok(),
+            events: None,
+        }),
+        None => hooks.webhook().cloned(),
+    };
+    let webhook = match config.map(Webhook::new).transpose() {
+        Ok(webhook) => webhook,
+        // The flag was typed now: a usage error. The file's: a warning, and the loop runs.
+        Err(error) if options.webhook.is_some() => return Err(error),
+        Err(error) => {
+            eprintln!("mini-agent: warning: the webhook of .mini_agent/hooks.json is ignored: {error}");
+            None
+        }
+    };
+    let metrics = options.metrics.as_ref().map(|file| MetricsOut { file: file.clone(), tasks: tasks.into() });
+    Ok(Notifier::new(webhook, metrics))
+}
+// ANCHOR_END: build
+
+/// Adds one attempt's model requests and tokens, as the session counted them.
+pub fn add_usage(counters: &SharedMetrics, stats: &mini_agent::ch07_context::Stats) {
+    counters.add_usage(stats.requests, stats.prompt_tokens, stats.completion_tokens);
+}
+
+/// The loop's observers in order: the screen (and hooks), then the notifier.
+pub struct WithNotifier<'a> {
+    pub inner: &'a mut dyn TaskEvents,
+    pub notifier: &'a mut Notifier,
+}
+
+impl TaskEvents for WithNotifier<'_> {
+    fn event(&mut self, event: TaskEvent<'_>) {
+        self.inner.event(event);
+        self.notifier.event(event);
+    }
+}
