@@ -23,6 +23,7 @@ mod hooks;
 mod interrupts;
 mod mcp;
 mod model_replies;
+mod notify;
 // Issue 11: a real model on a real server.
 mod daily_model;
 mod repl;

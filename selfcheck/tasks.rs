@@ -8,7 +8,7 @@ use std::process::Command;
 
 const SIGTERM: i32 = 15;
 
-fn git(root: &Path, args: &[&str]) -> String {
+pub(crate) fn git(root: &Path, args: &[&str]) -> String {
     let output = Command::new("git")
         .arg("-C")
         .arg(root)
@@ -21,7 +21,7 @@ fn git(root: &Path, args: &[&str]) -> String {
 }
 
 /// A workspace that is a git repository with one commit.
-fn repository() -> TempDir {
+pub(crate) fn repository() -> TempDir {
     let workspace = TempDir::new("tasks");
     git(workspace.path(), &["init", "-q"]);
     std::fs::write(workspace.path().join("README.md"), "tasks\n").unwrap();
@@ -31,7 +31,7 @@ fn repository() -> TempDir {
 }
 
 /// `mini-agent tasks add WORDS…` in `workspace`, which must succeed.
-fn add(workspace: TempDir, words: &[&str]) -> TempDir {
+pub(crate) fn add(workspace: TempDir, words: &[&str]) -> TempDir {
     let mut args = vec!["tasks".to_string(), "add".to_string()];
     args.extend(words.iter().map(|w| w.to_string()));
     let run = Test::new().args_vec(args).run_in(workspace);
@@ -39,7 +39,7 @@ fn add(workspace: TempDir, words: &[&str]) -> TempDir {
     run.workspace
 }
 
-fn tasks_file(root: &Path) -> Value {
+pub(crate) fn tasks_file(root: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(root.join(".mini_agent/tasks.json")).unwrap()).unwrap()
 }
 

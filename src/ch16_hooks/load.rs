@@ -36,12 +36,7 @@ pub fn load_hooks(
         Ok(file) => file,
         Err(error) => return (None, vec![format!("{HOOKS_FILE} ignored: {error}")]),
     };
-    #[cfg(not(feature = "ch17"))]
-    let nothing_to_run = file.hooks.values().all(Vec::is_empty);
-    // A webhook sends data out of the machine: it is approved like a command.
-    #[cfg(feature = "ch17")]
-    let nothing_to_run = file.hooks.values().all(Vec::is_empty) && file.webhook.is_none();
-    if nothing_to_run {
+    if file.asks_nothing() {
         return (None, Vec::new());
     }
     let summary = summary(&file);
@@ -58,6 +53,16 @@ pub fn load_hooks(
     }
 }
 // ANCHOR_END: load_hooks
+
+impl HooksFile {
+    /// No command to run (and, from chapter 17, no webhook to send data out with).
+    fn asks_nothing(&self) -> bool {
+        let no_commands = self.hooks.values().all(Vec::is_empty);
+        #[cfg(feature = "ch17")]
+        let no_commands = no_commands && self.webhook.is_none();
+        no_commands
+    }
+}
 
 /// One line per command, as the approval question shows them.
 fn summary(file: &HooksFile) -> String {

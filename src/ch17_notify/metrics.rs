@@ -40,51 +40,92 @@ impl Metrics {
 }
 // ANCHOR_END: metrics
 
+/// One metric: its name after `mini_agent_`, type, help text, and samples (label part, value).
+struct Family {
+    name: &'static str,
+    kind: &'static str,
+    help: &'static str,
+    samples: Vec<(String, String)>,
+}
+
 // ANCHOR: render
 impl Metrics {
-    /// The text exposition format: `# HELP`, `# TYPE`, then the samples of each metric.
+    /// The text exposition format: for each metric `# HELP` and `# TYPE`, then its samples.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, String)]| {
-            let _ = writeln!(out, "# HELP mini_agent_{name} {help}\n# TYPE mini_agent_{name} {kind}");
-            for (suffix, value) in samples {
-                let _ = writeln!(out, "mini_agent_{name}{suffix} {value}");
+        for Family { name, kind, help, samples } in self.families() {
+            let _ = writeln!(out, "# HELP mini_agent_{name} {help}");
+            let _ = writeln!(out, "# TYPE mini_agent_{name} {kind}");
+            for (labels, value) in samples {
+                let _ = writeln!(out, "mini_agent_{name}{labels} {value}");
             }
-        };
-        let one = |value: &dyn ToString| vec![(String::new(), value.to_string())];
-        let by_status: Vec<_> =
-            self.tasks.iter().map(|(s, n)| (format!("{{status=\"{}\"}}", s.word()), n.to_string())).collect();
-        metric("tasks", "gauge", "Tasks in the list, by status.", &by_status);
-        metric("attempts_total", "counter", "Task attempts made.", &one(&self.attempts));
-        metric(
-            "verify_failures_total",
-            "counter",
-            "Attempts whose verify command failed.",
-            &one(&self.verify_failures),
-        );
-        metric("model_requests_total", "counter", "Requests sent to the model.", &one(&self.model_requests));
-        metric("prompt_tokens_total", "counter", "Prompt tokens the model read.", &one(&self.prompt_tokens));
-        metric(
-            "completion_tokens_total",
-            "counter",
-            "Tokens the model wrote.",
-            &one(&self.completion_tokens),
-        );
-        let seconds = [
-            ("_sum".to_string(), format!("{:.3}", self.attempt_seconds_sum)),
-            ("_count".into(), self.attempts.to_string()),
-        ];
-        metric("attempt_seconds", "summary", "Time per attempt, session and verify command.", &seconds);
-        metric(
-            "last_attempt_seconds",
-            "gauge",
-            "Time the last attempt took.",
-            &one(&format!("{:.3}", self.last_attempt_seconds)),
-        );
+        }
         out
     }
 }
 // ANCHOR_END: render
+
+impl Metrics {
+    fn families(&self) -> Vec<Family> {
+        let family = |name, kind, help, value: String| Family {
+            name,
+            kind,
+            help,
+            samples: vec![(String::new(), value)],
+        };
+        let by_status =
+            self.tasks.iter().map(|(status, n)| (format!("{{status=\"{}\"}}", status.word()), n.to_string()));
+        let seconds = vec![
+            ("_sum".to_string(), format!("{:.3}", self.attempt_seconds_sum)),
+            ("_count".to_string(), self.attempts.to_string()),
+        ];
+        vec![
+            Family {
+                name: "tasks",
+                kind: "gauge",
+                help: "Tasks in the list, by status.",
+                samples: by_status.collect(),
+            },
+            family("attempts_total", "counter", "Task attempts made.", self.attempts.to_string()),
+            family(
+                "verify_failures_total",
+                "counter",
+                "Attempts whose verify command failed.",
+                self.verify_failures.to_string(),
+            ),
+            family(
+                "model_requests_total",
+                "counter",
+                "Requests sent to the model.",
+                self.model_requests.to_string(),
+            ),
+            family(
+                "prompt_tokens_total",
+                "counter",
+                "Prompt tokens the model read.",
+                self.prompt_tokens.to_string(),
+            ),
+            family(
+                "completion_tokens_total",
+                "counter",
+                "Tokens the model wrote.",
+                self.completion_tokens.to_string(),
+            ),
+            Family {
+                name: "attempt_seconds",
+                kind: "summary",
+                help: "Time per attempt: session and verify command.",
+                samples: seconds,
+            },
+            family(
+                "last_attempt_seconds",
+                "gauge",
+                "Time the last attempt took.",
+                format!("{:.3}", self.last_attempt_seconds),
+            ),
+        ]
+    }
+}
 
 // ANCHOR: write
 /// Replaces `path` with `text` so that a reader sees the old file or the new one, never a
