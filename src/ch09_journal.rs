@@ -233,6 +233,9 @@ fn lock_holder(file: &File) -> Option<u32> {
 }
 // ANCHOR_END: lock
 
+/// What `--status` does with a torn last line.
+pub(crate) const TORN_IGNORED: &str = "it is ignored, and will be cut off when the session is resumed";
+
 // ANCHOR: reader
 /// The records of a session file, and what the reader had to say about its end.
 #[derive(Debug)]
@@ -252,7 +255,7 @@ pub fn read_journal(path: &Path) -> Result<Loaded, Error> {
         .take(JOURNAL_MAX_BYTES)
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io(format!("cannot read session {}", path.display()), e))?;
-    parse_journal(path, &bytes, "it is ignored, and will be cut off when the session is resumed")
+    parse_journal(path, &bytes, TORN_IGNORED)
 }
 
 // ANCHOR_END: reader
@@ -276,31 +279,36 @@ fn parse_journal(path: &Path, bytes: &[u8], torn_action: &str) -> Result<Loaded,
                 records.push(record);
                 good_len += line.len() + 1;
             }
-            Err(e) if !rest.is_empty() => {
-                return Err(Error::Session(format!(
-                    "{}:{number}: corrupt session record ({e}); the lines after it cannot be trusted, \
-                     so the session was not opened — repair or remove that line",
-                    path.display()
-                )));
-            }
+            Err(e) if !rest.is_empty() => return Err(corrupt_line(path, number, &e)),
             // The last line: without its newline the write that made it did not finish, and
             // garbage in its place is what a crash leaves behind. Either way it is torn.
             Ok(_) | Err(_) => {
-                warning = Some(format!(
-                    "{}: line {number} was cut off mid-write ({} bytes); {torn_action}",
-                    path.display(),
-                    line.len() + usize::from(complete)
-                ));
+                let bytes = line.len() + usize::from(complete);
+                warning = Some(torn_line(path, number, bytes as u64, torn_action));
             }
         }
     }
     Ok(Loaded { records, warning, good_len: good_len as u64 })
 }
 
+/// The error for a line that is not a record and is not the last one.
+pub(crate) fn corrupt_line(path: &Path, number: usize, error: &serde_json::Error) -> Error {
+    Error::Session(format!(
+        "{}:{number}: corrupt session record ({error}); the lines after it cannot be trusted, \
+         so the session was not opened — repair or remove that line",
+        path.display()
+    ))
+}
+
+/// The warning for a last line that a write did not finish.
+pub(crate) fn torn_line(path: &Path, number: usize, bytes: u64, action: &str) -> String {
+    format!("{}: line {number} was cut off mid-write ({bytes} bytes); {action}", path.display())
+}
+
 // ANCHOR_END: parse_journal
 /// A line can parse and still be wrong for its place: the first must be the header of a
 /// format version we know.
-fn check_record(path: &Path, number: usize, record: &Record) -> Result<(), Error> {
+pub(crate) fn check_record(path: &Path, number: usize, record: &Record) -> Result<(), Error> {
     match (&record.body, number) {
         (Body::Session { version, .. }, 1) if *version > FORMAT_VERSION => Err(Error::Session(format!(
             "{}: written by a newer mini-agent (session format {version}, this one reads {FORMAT_VERSION})",

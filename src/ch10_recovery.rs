@@ -20,9 +20,9 @@
 use crate::ch02_loop::{Error, Message, ToolCall, ToolStatus, describe_call, plural};
 use crate::ch05_sessions::{Append, Body, Origin, Record, replay};
 use crate::ch07_context::CompactionRecord;
-use crate::ch09_journal::{Journal, lock_holder_of, read_journal};
+use crate::ch09_journal::{Journal, lock_holder_of};
 use crate::ch09_trust::{check_recorded_root, journal_root, remove_leftover_temps};
-use crate::text::shorten;
+use crate::text::{shorten, take_chars};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -77,12 +77,18 @@ struct OpenCalls {
 
 // ANCHOR_END: state
 // ANCHOR: open_calls
-/// Follows every call from the assistant message that asked for it to its result.
-fn open_calls(records: &[Record]) -> OpenCalls {
+/// Follows every call from the assistant message that asked for it to its result, one
+/// record at a time: `--status` reads a journal as a stream and never holds it whole.
+#[derive(Default)]
+struct CallTracker {
     // Few calls are open at any moment, so a list beats a map here.
-    let mut open: Vec<(ToolCall, bool)> = Vec::new();
-    for record in records {
-        match &record.body {
+    open: Vec<(ToolCall, bool)>,
+}
+
+impl CallTracker {
+    fn see(&mut self, body: &Body) {
+        let open = &mut self.open;
+        match body {
             Body::Assistant { tool_calls, .. } => open.extend(tool_calls.iter().map(|c| (c.clone(), false))),
             Body::ToolStarted { id, name, arguments } => match open.iter_mut().find(|(c, _)| &c.id == id) {
                 Some((_, started)) => *started = true,
@@ -105,18 +111,49 @@ fn open_calls(records: &[Record]) -> OpenCalls {
             Body::Hook { .. } => {}
         }
     }
-    let (started, never): (Vec<_>, Vec<_>) = open.into_iter().partition(|(_, started)| *started);
-    let (interrupted, unknown): (Vec<_>, Vec<_>) = started
-        .into_iter()
-        .map(|(call, _)| call)
-        .partition(|call| READ_ONLY_TOOLS.contains(&call.name.as_str()));
-    OpenCalls { unknown, interrupted, not_run: never.into_iter().map(|(call, _)| call).collect() }
+
+    /// The calls still open, split by whether they started and could have had an effect.
+    fn open_calls(self) -> OpenCalls {
+        let (started, never): (Vec<_>, Vec<_>) = self.open.into_iter().partition(|(_, started)| *started);
+        let (interrupted, unknown): (Vec<_>, Vec<_>) = started
+            .into_iter()
+            .map(|(call, _)| call)
+            .partition(|call| READ_ONLY_TOOLS.contains(&call.name.as_str()));
+        OpenCalls { unknown, interrupted, not_run: never.into_iter().map(|(call, _)| call).collect() }
+    }
+}
+
+fn open_calls(records: &[Record]) -> OpenCalls {
+    let mut calls = CallTracker::default();
+    records.iter().for_each(|record| calls.see(&record.body));
+    calls.open_calls()
 }
 
 // ANCHOR_END: open_calls
 // ANCHOR: state_of
-fn state_of(records: &[Record]) -> SessionState {
-    let open = open_calls(records);
+/// Where the story stands after `body`, if it moved the conversation; retries, usage and
+/// the like are side notes and say nothing.
+fn moved_to(body: &Body) -> Option<SessionState> {
+    match body {
+        Body::User { .. } | Body::ToolFinished { .. } => Some(SessionState::WaitingForModel),
+        Body::Assistant { tool_calls, .. } if tool_calls.is_empty() => Some(SessionState::Completed),
+        Body::Assistant { .. } => Some(SessionState::WaitingForModel),
+        Body::Interrupted {} => Some(SessionState::Interrupted),
+        Body::Error { message } => Some(SessionState::Failed(message.clone())),
+        Body::Session { .. }
+        | Body::System { .. }
+        | Body::ToolStarted { .. }
+        | Body::Compaction { .. }
+        | Body::Retry { .. }
+        | Body::Partial { .. }
+        | Body::Usage { .. } => None,
+        #[cfg(feature = "ch16")]
+        Body::Hook { .. } => None,
+    }
+}
+
+/// Open calls decide first; otherwise the last record that moved the conversation does.
+fn decide(open: OpenCalls, last_move: Option<SessionState>) -> SessionState {
     if !open.unknown.is_empty() {
         return SessionState::UnknownOutcomes(open.unknown);
     }
@@ -126,29 +163,14 @@ fn state_of(records: &[Record]) -> SessionState {
     if !open.not_run.is_empty() {
         return SessionState::NotRun(open.not_run);
     }
-    // The last record that moved the conversation decides; retries, usage and the like
-    // are side notes.
-    for record in records.iter().rev() {
-        match &record.body {
-            Body::User { .. } | Body::ToolFinished { .. } => return SessionState::WaitingForModel,
-            Body::Assistant { tool_calls, .. } if tool_calls.is_empty() => return SessionState::Completed,
-            Body::Assistant { .. } => return SessionState::WaitingForModel,
-            Body::Interrupted {} => return SessionState::Interrupted,
-            Body::Error { message } => return SessionState::Failed(message.clone()),
-            Body::Session { .. }
-            | Body::System { .. }
-            | Body::ToolStarted { .. }
-            | Body::Compaction { .. }
-            | Body::Retry { .. }
-            | Body::Partial { .. }
-            | Body::Usage { .. } => {}
-            #[cfg(feature = "ch16")]
-            Body::Hook { .. } => {}
-        }
-    }
-    SessionState::New
+    last_move.unwrap_or(SessionState::New)
 }
 // ANCHOR_END: state_of
+
+#[cfg(test)]
+fn state_of(records: &[Record]) -> SessionState {
+    decide(open_calls(records), records.iter().rev().find_map(|r| moved_to(&r.body)))
+}
 
 // ANCHOR: status
 /// Everything `--status` prints.
@@ -162,6 +184,7 @@ pub struct SessionStatus {
     pub updated: String,
     pub records: usize,
     pub turns: usize,
+    /// The first line of the last user message, at most 200 characters (all it shows).
     pub last_user_message: Option<String>,
     pub state: SessionState,
     /// The reader's warning about a torn last line, if any.
@@ -172,42 +195,96 @@ pub struct SessionStatus {
 }
 
 // ANCHOR_END: status
+// ANCHOR: status_reader
+/// What `--status` keeps while it reads a journal, one record at a time: the header, a few
+/// counts, the calls still open and where the story last moved. Never the records
+/// themselves, so a journal of any size costs one line of memory.
+#[derive(Default)]
+pub(crate) struct StatusReader {
+    status: Option<SessionStatus>,
+    calls: CallTracker,
+    last_move: Option<SessionState>,
+}
+
+impl StatusReader {
+    pub(crate) fn see(&mut self, record: Record) {
+        self.calls.see(&record.body);
+        if let Some(state) = moved_to(&record.body) {
+            self.last_move = Some(state);
+        }
+        let Some(status) = &mut self.status else {
+            // The first record must be the header; without one there is no session.
+            self.status = first_status(record);
+            return;
+        };
+        status.records += 1;
+        status.updated = record.ts;
+        if let Body::User { content } = record.body {
+            status.turns += 1;
+            status.last_user_message =
+                Some(take_chars(content.lines().next().unwrap_or_default(), 200).into());
+        }
+    }
+}
+// ANCHOR_END: status_reader
+
+impl StatusReader {
+    /// A line too long to read (see `ch10_stream`): counted, and a user's line is named by its size.
+    pub(crate) fn see_unread(&mut self, user: bool, bytes: u64) {
+        let Some(status) = &mut self.status else { return };
+        status.records += 1;
+        if user {
+            status.turns += 1;
+            status.last_user_message = Some(format!("(a message of {bytes} bytes)"));
+            self.last_move = Some(SessionState::WaitingForModel);
+        }
+    }
+
+    pub(crate) fn finish(self) -> Result<SessionStatus, Error> {
+        let mut status = self.status.ok_or_else(no_header)?;
+        status.state = decide(self.calls.open_calls(), self.last_move);
+        Ok(status)
+    }
+}
+
 // ANCHOR: status_fn
 /// The status of a session, from its records (the first must be the `session` header).
 pub fn status(records: &[Record]) -> Result<SessionStatus, Error> {
-    let header = header(records)?;
-    let user_lines = records.iter().filter_map(|r| match &r.body {
-        Body::User { content } => Some(content),
-        _ => None,
-    });
-    let (turns, last_user_message) = user_lines.fold((0, None), |(n, _), line| (n + 1, Some(line.clone())));
-    Ok(SessionStatus {
-        id: header.id.to_string(),
-        root: header.root.to_string(),
-        origin: header.origin(),
-        created: header.created.to_string(),
-        updated: records.last().map_or_else(String::new, |r| r.ts.clone()),
-        records: records.len(),
-        turns,
-        last_user_message,
-        state: state_of(records),
-        warning: None,
-        in_use_by: None,
-    })
+    let mut reader = StatusReader::default();
+    records.iter().for_each(|record| reader.see(record.clone()));
+    reader.finish()
 }
 
-/// `--status`: reads the journal without locking or changing it, so it also works while
-/// another process runs the session.
+/// `--status`: reads the journal as a stream, without locking or changing it, so it also
+/// works while another process runs the session.
 pub fn status_of(path: &Path) -> Result<SessionStatus, Error> {
     let root = journal_root(path)?;
-    let loaded = read_journal(path)?;
-    let mut status = status(&loaded.records).map_err(|e| in_file(path, e))?;
+    let mut reader = StatusReader::default();
+    let warning = crate::ch10_stream::read_records(path, &mut reader)?;
+    let mut status = reader.finish().map_err(|e| in_file(path, e))?;
     check_recorded_root(path, &root, &status.root)?;
-    status.warning = loaded.warning;
+    status.warning = warning;
     status.in_use_by = lock_holder_of(path);
     Ok(status)
 }
 // ANCHOR_END: status_fn
+
+fn first_status(record: Record) -> Option<SessionStatus> {
+    let Body::Session { id, root, model, api, endpoint, created, .. } = record.body else { return None };
+    Some(SessionStatus {
+        id,
+        root,
+        origin: Origin { model, api, endpoint },
+        created,
+        updated: record.ts,
+        records: 1,
+        turns: 0,
+        last_user_message: None,
+        state: SessionState::New,
+        warning: None,
+        in_use_by: None,
+    })
+}
 
 impl fmt::Display for SessionStatus {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -367,7 +444,6 @@ struct Header<'a> {
     model: &'a str,
     api: &'a str,
     endpoint: Option<&'a str>,
-    created: &'a str,
 }
 
 impl Header<'_> {
@@ -382,13 +458,17 @@ impl Header<'_> {
 
 fn header(records: &[Record]) -> Result<Header<'_>, Error> {
     match records.first().map(|r| &r.body) {
-        Some(Body::Session { id, root, model, api, endpoint, created, .. }) => {
-            Ok(Header { id, root, model, api, endpoint: endpoint.as_deref(), created })
+        Some(Body::Session { id, root, model, api, endpoint, .. }) => {
+            Ok(Header { id, root, model, api, endpoint: endpoint.as_deref() })
         }
-        _ => Err(Error::Session(
-            "the session has no session record (it stopped before its first write); start a new one".into(),
-        )),
+        _ => Err(no_header()),
     }
+}
+
+fn no_header() -> Error {
+    Error::Session(
+        "the session has no session record (it stopped before its first write); start a new one".into(),
+    )
 }
 
 fn in_file(path: &Path, error: Error) -> Error {

@@ -27,6 +27,8 @@ pub mod ch09_journal;
 pub mod ch09_trust;
 #[cfg(feature = "ch10")]
 pub mod ch10_recovery;
+#[cfg(feature = "ch10")]
+mod ch10_stream;
 #[cfg(feature = "ch11")]
 pub mod ch11_streaming;
 #[cfg(feature = "ch12")]

@@ -520,7 +520,6 @@ fn a_reply_of_twenty_thousand_calls_costs_the_history_64() {
 }
 
 #[test]
-#[ignore = "open (rt-b): `sessions` replays each journal whole for its state (status_of); a 200 MB journal costs 413 MB of RSS"]
 fn listing_sessions_reads_only_the_head_of_a_huge_journal() {
     // Found by rt-b: `mini-agent sessions` with one 381 MB journal took 83 s and 310 MB.
     let workspace = TempDir::new("selfcheck");

@@ -74,7 +74,9 @@ fn summarize(path: &Path, id: String) -> Result<SessionSummary, Error> {
         .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?
     {
         if summary.first_prompt.is_some() {
-            summary.user_turns += usize::from(contains(&line, br#","type":"user","#));
+            // The type is near the start of a record: its head is enough to count it.
+            let head = &line[..line.len().min(256)];
+            summary.user_turns += usize::from(contains(head, br#","type":"user","#));
             continue;
         }
         if length > line.len() as u64 && contains(&line, br#","type":"user","#) {
