@@ -67,6 +67,11 @@ pub fn agent_command(root: &Path) -> Command {
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("MODEL_ID")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("MINI_AGENT_API")
+        .env_remove("MINI_AGENT_MAX_TOKENS")
         .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
         .env("NO_COLOR", "1")
         // The developer's own MCP servers and approvals (chapter 18) stay out of the tests.

@@ -12,6 +12,7 @@ mod binary_run;
 mod harness;
 mod pty;
 
+mod anthropic;
 mod command_line;
 mod context;
 mod crash;

@@ -170,6 +170,9 @@ pub(super) fn run_once(
     if !demo && place == FlagPlace::Last {
         command.args(["--base-url", &server.url]);
     }
+    // Scenarios speak Chat Completions to their scripted server (chapter 19 adds another API).
+    #[cfg(feature = "ch19")]
+    command.env_remove("MINI_AGENT_API");
     command
         .current_dir(root)
         // The scenario decides everything the binary sees: no key, no endpoint, no model

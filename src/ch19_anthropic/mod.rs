@@ -31,12 +31,24 @@ use crate::ch02_model::{
 use crate::ch11_streaming::{receive, start_worker};
 use std::time::Duration;
 
+/// The API's name in a session's record (chapter 5's `Origin`) and for `--api`.
+pub const ANTHROPIC_API: &str = "anthropic";
 /// The API version this client speaks; Anthropic keeps old versions working.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 /// The API requires an output limit on every request; `MINI_AGENT_MAX_TOKENS` changes it.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+/// `MINI_AGENT_MAX_TOKENS`: unset or empty is the default; else a whole number, at least 1.
+pub fn parse_max_tokens(value: Option<&str>) -> Result<u32, Error> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(DEFAULT_MAX_TOKENS),
+        Some(text) => text.parse().ok().filter(|&n| n >= 1).ok_or_else(|| {
+            Error::Config(format!("MINI_AGENT_MAX_TOKENS must be a whole number, at least 1, got {text:?}"))
+        }),
+    }
+}
+
 /// Statuses worth another try here: chapter 8's, plus 500 (`api_error`) and 529 (`overloaded_error`).
 pub const RETRY_STATUSES: &[u16] = &[429, 500, 502, 503, 504, 529];
 

@@ -41,6 +41,9 @@ pub struct Options {
     pub demo: bool,
     pub model: Option<String>,
     pub base_url: Option<String>,
+    /// `--api openai|anthropic`: the model's wire format (chapter 19).
+    #[cfg(feature = "ch19")]
+    pub api: Option<String>,
     /// `--trust-hooks`: run the workspace's hooks without asking (chapter 16).
     #[cfg(feature = "ch16")]
     pub trust_hooks: bool,
@@ -104,6 +107,8 @@ impl Default for Options {
             demo: false,
             model: None,
             base_url: None,
+            #[cfg(feature = "ch19")]
+            api: None,
             #[cfg(feature = "ch16")]
             trust_hooks: false,
             #[cfg(feature = "ch18")]
@@ -152,6 +157,8 @@ const AGENT_FLAGS: &[&str] = &[
     "--demo",
     "--model",
     "--base-url",
+    #[cfg(feature = "ch19")]
+    "--api",
     #[cfg(feature = "ch16")]
     "--trust-hooks",
     #[cfg(feature = "ch18")]
@@ -188,6 +195,8 @@ pub fn parse(words: &[String]) -> Result<Command, String> {
             }
             given.push(long);
         }
+        // ANCHOR_END: parse
+        // ANCHOR: parse_flags
         match flag {
             "-h" | "--help" => return Ok(Command::Help),
             "-V" | "--version" => return Ok(Command::Version),
@@ -213,6 +222,8 @@ pub fn parse(words: &[String]) -> Result<Command, String> {
             "--demo" => options.demo = words.switch(flag, inline)?,
             "--model" => options.model = Some(words.non_empty(flag, inline)?),
             "--base-url" => options.base_url = Some(words.non_empty(flag, inline)?),
+            #[cfg(feature = "ch19")]
+            "--api" => options.api = Some(api_name(&words.value(flag, inline)?)?),
             #[cfg(feature = "ch16")]
             "--trust-hooks" => options.trust_hooks = words.switch(flag, inline)?,
             #[cfg(feature = "ch18")]
@@ -224,7 +235,7 @@ pub fn parse(words: &[String]) -> Result<Command, String> {
     check_combinations(&options)?;
     Ok(Command::Agent(options))
 }
-// ANCHOR_END: parse
+// ANCHOR_END: parse_flags
 
 /// `eval` (chapter 13), `sessions` (14) and `tasks` (15) have words of their own.
 #[cfg(feature = "ch13")]
@@ -292,6 +303,15 @@ fn check_combinations(options: &Options) -> Result<(), String> {
     Ok(())
 }
 
+/// `--api`'s value: one of the two wire formats this agent speaks (chapter 19).
+#[cfg(feature = "ch19")]
+fn api_name(value: &str) -> Result<String, String> {
+    match value {
+        "openai" | "anthropic" => Ok(value.to_owned()),
+        _ => Err(format!("--api must be openai or anthropic, got {value:?}")),
+    }
+}
+
 /// The long name of a flag that takes a value, for the "given twice" check.
 fn value_flag(flag: &str) -> Option<&'static str> {
     Some(match flag {
@@ -300,6 +320,8 @@ fn value_flag(flag: &str) -> Option<&'static str> {
         "--max-turns" => "--max-turns",
         "--root" => "--root",
         "--model" => "--model",
+        #[cfg(feature = "ch19")]
+        "--api" => "--api",
         "--base-url" => "--base-url",
         _ => return None,
     })

@@ -1,6 +1,8 @@
 //! Where the model lives: flags, then (from chapter 10) a resumed session's own record, then
 //! the environment, then the defaults. The key goes only where the user sends it.
 
+#[cfg(feature = "ch19")]
+use super::api::{Api, api_of, configured_endpoint, default_model};
 use super::args::Options;
 use mini_agent::ch02_loop::Error;
 use mini_agent::ch02_model::ClientConfig;
@@ -10,10 +12,14 @@ use mini_agent::ch02_model::api_key_required;
 pub use mini_agent::ch03_tools::secrets::Keys;
 #[cfg(feature = "ch03")]
 use mini_agent::ch03_tools::secrets::{Redactor, install};
+#[cfg(all(feature = "ch10", not(feature = "ch19")))]
+use mini_agent::ch05_sessions::OPENAI_API;
 #[cfg(all(feature = "ch09", not(feature = "ch10")))]
 use mini_agent::ch05_sessions::{DEMO_ENDPOINT, OPENAI_API, Origin};
 #[cfg(feature = "ch10")]
-use mini_agent::ch05_sessions::{DEMO_ENDPOINT, OPENAI_API, Origin, without_credentials};
+use mini_agent::ch05_sessions::{DEMO_ENDPOINT, Origin, without_credentials};
+#[cfg(feature = "ch19")]
+use mini_agent::ch19_anthropic::ANTHROPIC_API;
 use mini_agent::testkit::demo::start_demo_server;
 use mini_agent::testkit::scripted_server::ScriptedServer;
 
@@ -23,6 +29,9 @@ pub struct Connection {
     pub endpoint: ClientConfig,
     #[cfg(feature = "ch09")]
     pub origin: Origin,
+    /// The wire format, and for Anthropic's the credential it sends (chapter 19).
+    #[cfg(feature = "ch19")]
+    pub api: Api,
     _demo: Option<ScriptedServer>,
 }
 
@@ -53,18 +62,30 @@ pub fn connect(
     #[cfg(feature = "ch09")]
     let origin = {
         let recorded_url = if chosen.demo { DEMO_ENDPOINT } else { endpoint.base_url.as_str() };
-        Origin::new(&endpoint.model, OPENAI_API, recorded_url)
+        #[cfg(not(feature = "ch19"))]
+        let api = OPENAI_API;
+        #[cfg(feature = "ch19")]
+        let api = chosen.api;
+        Origin::new(&endpoint.model, api, recorded_url)
+    };
+    // Anthropic's credential goes where the OpenAI key would: only where the user sends it.
+    #[cfg(feature = "ch19")]
+    let api = match chosen.api {
+        ANTHROPIC_API => Api::Anthropic(keys.anthropic.auth().filter(|_| chosen.send_key)),
+        _ => Api::OpenAi,
     };
     Ok(Connection {
         endpoint,
         #[cfg(feature = "ch09")]
         origin,
+        #[cfg(feature = "ch19")]
+        api,
         _demo: demo,
     })
 }
 
-const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-const DEFAULT_MODEL: &str = "gpt-4o-mini";
+pub(super) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub(super) const DEFAULT_MODEL: &str = "gpt-4o-mini";
 
 // ANCHOR: endpoint
 /// Where the model of this run lives, before the demo server (if any) has started.
@@ -74,6 +95,9 @@ pub struct Chosen {
     model: String,
     /// Whether the key goes with the requests: never to an endpoint only a journal named.
     send_key: bool,
+    /// `openai` or `anthropic` (chapter 19).
+    #[cfg(feature = "ch19")]
+    pub api: &'static str,
 }
 
 /// Flags win. Then a resumed session's own record (chapter 5's `Origin`): `-c` goes back to
@@ -85,18 +109,14 @@ pub struct Chosen {
 #[cfg(feature = "ch10")]
 pub fn choose_endpoint(options: &Options, keys: &Keys, recorded: Option<&Origin>) -> Result<Chosen, Error> {
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
-    if let Some(origin) = recorded.filter(|origin| origin.api != OPENAI_API) {
-        return Err(Error::Config(format!(
-            "this session was recorded with the '{}' API, which this mini-agent does not speak",
-            origin.api
-        )));
-    }
+    // The wire format, and the record only if it is of that one (chapter 19 brings a second).
+    let (api, recorded) = api_of(options, recorded)?;
     let moved = options.demo || options.base_url.is_some();
     let kept = recorded.filter(|_| !moved);
     let kept_endpoint = kept.and_then(|origin| origin.endpoint.as_deref());
     let demo = options.demo || kept_endpoint == Some(DEMO_ENDPOINT);
     // Where the user sends the key: the environment's URL, else the default.
-    let configured = keys.base_url.clone().unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+    let configured = configured_endpoint(api, keys);
     let (base_url, send_key) = match (&options.base_url, kept_endpoint) {
         (Some(flag), _) => (flag.clone(), true),
         // The record has no password; the environment's URL may hold it for the same server.
@@ -124,8 +144,15 @@ pub fn choose_endpoint(options: &Options, keys: &Keys, recorded: Option<&Origin>
         .or_else(|| kept.map(|origin| origin.model.clone()))
         .or_else(|| demo.then(|| "demo".to_string()))
         .or_else(|| env("MODEL_ID"))
-        .unwrap_or_else(|| DEFAULT_MODEL.into());
-    Ok(Chosen { demo, base_url, model, send_key })
+        .unwrap_or_else(|| default_model(api).into());
+    Ok(Chosen {
+        demo,
+        base_url,
+        model,
+        send_key,
+        #[cfg(feature = "ch19")]
+        api,
+    })
 }
 
 /// The client's settings, once the demo server (when chosen) listens at `demo_url`.
@@ -140,6 +167,32 @@ pub fn client_config(chosen: &Chosen, keys: &Keys, demo_url: Option<&str>) -> Cl
     }
 }
 // ANCHOR_END: endpoint_model
+
+/// Before chapter 19 there is one wire format: a session recorded with another is refused.
+#[cfg(all(feature = "ch10", not(feature = "ch19")))]
+fn api_of<'a>(
+    _: &Options,
+    recorded: Option<&'a Origin>,
+) -> Result<(&'static str, Option<&'a Origin>), Error> {
+    if let Some(origin) = recorded.filter(|origin| origin.api != OPENAI_API) {
+        return Err(Error::Config(format!(
+            "this session was recorded with the '{}' API, which this mini-agent does not speak",
+            origin.api
+        )));
+    }
+    Ok((OPENAI_API, recorded))
+}
+
+/// Where the user sends the key: the environment's URL, else the default.
+#[cfg(all(feature = "ch10", not(feature = "ch19")))]
+fn configured_endpoint(_: &str, keys: &Keys) -> String {
+    keys.base_url.clone().unwrap_or_else(|| DEFAULT_BASE_URL.to_string())
+}
+
+#[cfg(all(feature = "ch10", not(feature = "ch19")))]
+fn default_model(_: &str) -> &'static str {
+    DEFAULT_MODEL
+}
 
 /// Before chapter 10 there is no recorded session to go back to: flags, the environment,
 /// the defaults.

@@ -66,6 +66,12 @@ pub fn help() -> String {
         #[cfg(feature = "ch14")]
         "      --json                 with -p: print events as JSON Lines on stdout",
         "      --demo                 use the built-in offline demo model (no key, no network)",
+        #[cfg(feature = "ch19")]
+        "      --api NAME             the model's wire format: openai (Chat Completions, the",
+        #[cfg(feature = "ch19")]
+        "                             default) or anthropic (the Messages API); default: a resumed",
+        #[cfg(feature = "ch19")]
+        "                             session's own, else $MINI_AGENT_API, else openai",
         #[cfg(feature = "ch10")]
         "      --model ID             model id (default: a resumed session's own model, else",
         #[cfg(feature = "ch10")]
@@ -97,6 +103,18 @@ pub fn help() -> String {
         "                             Read from the environment only, never written anywhere.",
         "  OPENAI_BASE_URL            default for --base-url",
         "  MODEL_ID                   default for --model",
+        #[cfg(feature = "ch19")]
+        "  MINI_AGENT_API             default for --api (openai or anthropic)",
+        #[cfg(feature = "ch19")]
+        "  ANTHROPIC_API_KEY          with --api anthropic: the key, sent as x-api-key",
+        #[cfg(feature = "ch19")]
+        "  ANTHROPIC_AUTH_TOKEN       with --api anthropic: a token sent as Authorization: Bearer",
+        #[cfg(feature = "ch19")]
+        "  ANTHROPIC_BASE_URL         with --api anthropic: default for --base-url",
+        #[cfg(feature = "ch19")]
+        "                             (https://api.anthropic.com; /v1/messages is appended)",
+        #[cfg(feature = "ch19")]
+        "  MINI_AGENT_MAX_TOKENS      with --api anthropic: the reply's output limit (default 8192)",
         #[cfg(feature = "ch08")]
         "  MINI_AGENT_REQUEST_MAX_RETRIES  retries of a failed model request (default 2; 0 disables)",
         "  MINI_AGENT_IDLE_TIMEOUT_SECS  the longest wait for the next byte of a reply (default 300);",

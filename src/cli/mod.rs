@@ -16,6 +16,8 @@
 //! Chapter 14, the finished command line, adds what only it needs: `--json` (`json_events.rs`)
 //! and the `sessions` subcommand.
 
+#[cfg(feature = "ch19")]
+mod api;
 mod app;
 mod args;
 #[cfg(not(feature = "ch04"))]
@@ -45,10 +47,10 @@ use app::{Agent, Config};
 use args::{Command, Options, Prompt};
 #[cfg(not(feature = "ch04"))]
 use early::{Progress, stop_signal};
-use endpoint::{Keys, connect};
+use endpoint::{Connection, Keys, connect};
 use mini_agent::ch02_loop::{Error, Model, Outcome, plural};
 use mini_agent::ch02_model::text_calls::TextCallCheck;
-use mini_agent::ch02_model::{ChatClient, ClientConfig, IDLE_TIMEOUT_VARIABLE, parse_idle_timeout};
+use mini_agent::ch02_model::{ChatClient, IDLE_TIMEOUT_VARIABLE, parse_idle_timeout};
 #[cfg(feature = "ch03")]
 use mini_agent::ch03_tools::secrets::{Redacted, redactor, seal_memory, wipe_credentials_in_command_line};
 #[cfg(feature = "ch04")]
@@ -202,7 +204,7 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
     let connection = connect(options, keys, recorded)?;
     #[cfg(not(feature = "ch10"))]
     let (root, connection) = (here, connect(options, keys)?);
-    let model = build_model(&connection.endpoint, options)?;
+    let model = build_model(&connection, options)?;
     let config = Config {
         #[cfg(feature = "ch09")]
         origin: connection.origin.clone(),
@@ -285,8 +287,14 @@ fn ask_at_the_terminal(config: Config, options: &Options) -> Config {
 /// `Compacting(TextCallCheck(Redacted(Retrying(ChatClient))))`, or the same around the
 /// streaming client: chapter 8 retries only failures that come before the first byte of the
 /// body, so nothing shown is ever repeated. The compacting layer is added by the agent.
-fn build_model(endpoint: &ClientConfig, options: &Options) -> Result<Box<dyn Model>, Error> {
+fn build_model(connection: &Connection, options: &Options) -> Result<Box<dyn Model>, Error> {
     let idle = parse_idle_timeout(std::env::var(IDLE_TIMEOUT_VARIABLE).ok().as_deref())?;
+    let endpoint = &connection.endpoint;
+    // Chapter 19: the same layers around the Messages API client.
+    #[cfg(feature = "ch19")]
+    if let api::Api::Anthropic(auth) = &connection.api {
+        return api::anthropic_model(endpoint, auth, options, idle);
+    }
     #[cfg(feature = "ch11")]
     if options.stream {
         return layers(StreamingClient::new(endpoint.clone())?.with_idle_timeout(idle));

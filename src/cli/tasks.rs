@@ -341,7 +341,7 @@ impl Attempts for SessionAttempts<'_> {
             #[cfg(feature = "ch18")]
             mcp: super::mcp::load_servers(&self.root, options)?,
         };
-        let model = build_model(&self.connection.endpoint, options)?;
+        let model = build_model(self.connection, options)?;
         let agent = Agent::start(model, self.root.clone(), None, config)?;
         if options.json {
             let root = agent.root().display().to_string();

@@ -1,0 +1,143 @@
+//! Chapter 19 end to end: the binary with `--api anthropic` against the scripted server
+//! answering in the Messages API's shape. The tool loop, the session's record of the API and
+//! `-c` going back to it, `/stats` with the prompt cache, the key kept out of the model's
+//! commands, and a cut stream.
+
+use crate::harness::{Test, records, session_files};
+use mini_agent::testkit::scripted_server::Step;
+use serde_json::{Value, json};
+
+/// A whole Messages reply with these content blocks.
+fn message(content: Value, stop_reason: &str) -> Step {
+    let body = json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": content, "stop_reason": stop_reason,
+        "usage": {"input_tokens": 30, "output_tokens": 9, "cache_read_input_tokens": 4000,
+                  "cache_creation_input_tokens": 120}});
+    Step::Reply { status: 200, headers: vec![], body: body.to_string() }
+}
+
+fn tool_use(id: &str, name: &str, input: Value) -> Step {
+    message(json!([{"type": "tool_use", "id": id, "name": name, "input": input}]), "tool_use")
+}
+
+fn answer(text: &str) -> Step {
+    message(json!([{"type": "text", "text": text}]), "end_turn")
+}
+
+#[test]
+fn a_task_runs_its_tools_over_the_messages_api() {
+    let run = Test::new()
+        .args(["--api", "anthropic", "-p", "what is here?"])
+        .file("notes.txt", "hello\n")
+        .server(vec![tool_use("toolu_1", "list_files", json!({})), answer("One file: notes.txt.")])
+        .run();
+    run.expect_code(0);
+    assert_eq!(run.stdout.trim(), "One file: notes.txt.");
+    let first = &run.requests[0];
+    assert!(first["max_tokens"].as_u64().is_some_and(|n| n > 0), "{first}");
+    assert_eq!(first["system"][0]["cache_control"], json!({"type": "ephemeral"}));
+    assert!(first["tools"].as_array().is_some_and(|t| t.iter().all(|t| t["input_schema"].is_object())));
+    let follow_up = &run.requests[1]["messages"];
+    let roles: Vec<&str> =
+        follow_up.as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "user"]);
+    let result = &follow_up[2]["content"][0];
+    assert_eq!(
+        (result["type"].as_str(), result["tool_use_id"].as_str()),
+        (Some("tool_result"), Some("toolu_1"))
+    );
+    assert!(result["content"].as_str().is_some_and(|c| c.contains("notes.txt")), "{result}");
+    assert_eq!(follow_up[2]["content"][0]["cache_control"], json!({"type": "ephemeral"}));
+    let header = &run.only_journal()[0];
+    assert_eq!((header["type"].as_str(), header["api"].as_str()), (Some("session"), Some("anthropic")));
+}
+
+#[test]
+fn continue_goes_back_to_the_api_the_session_recorded() {
+    let first =
+        Test::new().args(["--api", "anthropic", "-p", "hello"]).server(vec![answer("Hi there.")]).run();
+    first.expect_code(0);
+    // No --api this time: the session's record says which API it talked to.
+    let again = Test::new()
+        .args(["-c", "-p", "and now?"])
+        .server(vec![answer("Still here.")])
+        .run_in(first.workspace);
+    again.expect_code(0);
+    assert_eq!(again.stdout.trim(), "Still here.");
+    let sent = &again.requests[0];
+    assert!(sent.get("max_tokens").is_some() && sent.get("system").is_some(), "a Messages request: {sent}");
+    let texts: Vec<&str> = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap().iter().filter_map(|b| b["text"].as_str()))
+        .collect();
+    assert_eq!(texts, ["hello", "Hi there.", "and now?"]);
+    // `--api openai` moves it: the same history, sent as Chat Completions.
+    let moved = Test::new()
+        .args(["-c", "--api", "openai", "-p", "once more"])
+        .server(vec![Step::text("In the other format.")])
+        .run_in(again.workspace);
+    moved.expect_code(0);
+    assert!(moved.requests[0].get("max_tokens").is_none());
+    assert_eq!(moved.requests[0]["messages"][0]["role"], "system");
+    let files = session_files(moved.root());
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(records(&files[0])[0]["api"], "anthropic", "the session's first record is kept");
+}
+
+#[test]
+fn stats_shows_what_the_prompt_cache_read_and_wrote() {
+    let run = Test::new()
+        .args(["--api", "anthropic"])
+        .stdin("hello\nhello again\n/stats\n/exit\n")
+        .server(vec![answer("One."), answer("Two.")])
+        .run();
+    run.expect_code(0);
+    let shown = format!("{}{}", run.stdout, run.stderr);
+    assert!(shown.contains("cache        8000 read + 240 written"), "{shown}");
+    assert!(shown.contains("8300 prompt"), "the prompt counts the cache's part too: {shown}");
+}
+
+#[test]
+fn the_anthropic_key_is_sent_but_never_reaches_a_command_or_the_journal() {
+    let key = "sk-ant-selfcheck-secret-4242";
+    let run = Test::new()
+        .args(["--api", "anthropic", "--allow-shell", "-p", "show the environment"])
+        .env("ANTHROPIC_API_KEY", key)
+        .server(vec![tool_use("toolu_env", "bash", json!({"command": "env; echo done"})), answer("Shown.")])
+        .run();
+    run.expect_code(0);
+    let result = &run.requests[1]["messages"][2]["content"][0]["content"];
+    assert!(
+        result.as_str().is_some_and(|r| r.contains("done") && !r.contains("ANTHROPIC_API_KEY")),
+        "{result}"
+    );
+    let journal = std::fs::read_to_string(&session_files(run.root())[0]).expect("journal");
+    assert!(!journal.contains(key), "the key is never written down");
+}
+
+#[test]
+fn a_cut_stream_fails_without_running_its_half_received_call() {
+    let events = [
+        json!({"type": "message_start", "message": {"usage": {"input_tokens": 5, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Cleaning up"}}),
+        json!({"type": "content_block_start", "index": 1,
+            "content_block": {"type": "tool_use", "id": "toolu_rm", "name": "bash", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": "{\"command\":\"rm -rf bu"}}),
+    ];
+    let stream =
+        Step::Stream { chunks: events.iter().map(Value::to_string).collect(), delay_ms: 0, finish: false };
+    let run = Test::new()
+        .args(["--api", "anthropic", "--stream", "--allow-shell", "-p", "clean"])
+        .file("build/keep.txt", "kept\n")
+        .server(vec![stream])
+        .run();
+    run.expect_code(1);
+    assert!(run.stderr.contains("cut off"), "{}", run.stderr);
+    assert!(run.stderr.contains("Cleaning up"), "the partial text is shown: {}", run.stderr);
+    assert_eq!(run.read("build/keep.txt").as_deref(), Some("kept\n"), "no tool ran");
+    assert_eq!(run.requests.len(), 1, "a stream that began is not retried");
+}
