@@ -123,6 +123,8 @@ pub fn help() -> String {
         "  MINI_AGENT_CONTEXT_TOKENS  the model's context window (default 128000); older messages",
         #[cfg(feature = "ch07")]
         "                             are summarised when a request would pass 80% of it",
+        #[cfg(feature = "ch17")]
+        "  MINI_AGENT_WEBHOOK_SECRET  signs tasks run --webhook events (HMAC-SHA256 header)",
         #[cfg(feature = "ch04")]
         "  NO_COLOR                   disable colors",
         "",
@@ -176,6 +178,10 @@ pub fn help() -> String {
         "  file's exact contents at the terminal (remembered in ~/.config/mini-agent/approved), or:",
         #[cfg(feature = "ch16")]
         "      --trust-hooks          run the workspace's hooks for this run without asking",
+        #[cfg(feature = "ch17")]
+        "  tasks run --webhook URL    POST task_completed / task_failed / needs_human events",
+        #[cfg(feature = "ch17")]
+        "  tasks run --metrics FILE   Prometheus text metrics after each attempt (tasks --help)",
         #[cfg(feature = "ch18")]
         "",
         #[cfg(feature = "ch18")]
