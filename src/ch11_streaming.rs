@@ -286,6 +286,7 @@ impl StreamAssembler {
 }
 // ANCHOR_END: into_reply
 
+// ANCHOR: assemble
 /// What turns the events of a stream into a reply: the [`StreamAssembler`] of Chat Completions
 /// chunks here, Anthropic's Messages events in chapter 19. [`receive`] drives either.
 pub trait Assemble {
@@ -327,6 +328,7 @@ impl Assemble for StreamAssembler {
         parse_reply(body)
     }
 }
+// ANCHOR_END: assemble
 
 // ANCHOR: client
 /// A Model that streams: the same request as chapter 2 plus `stream: true`.

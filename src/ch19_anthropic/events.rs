@@ -20,6 +20,7 @@ use crate::ch11_streaming::Assemble;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+// ANCHOR: assembler
 /// Builds a reply from the events of a streamed Messages reply.
 #[derive(Default)]
 pub struct MessageAssembler {
@@ -34,7 +35,9 @@ pub struct MessageAssembler {
     /// Bytes held, at most MAX_REPLY_BYTES, as for a reply that is not streamed.
     received: usize,
 }
+// ANCHOR_END: assembler
 
+// ANCHOR: apply
 impl Assemble for MessageAssembler {
     fn apply(&mut self, data: &str, observer: &mut dyn Observer) -> Result<(), Error> {
         let event: Value = serde_json::from_str(data)
@@ -59,6 +62,7 @@ impl Assemble for MessageAssembler {
         }
         Ok(())
     }
+    // ANCHOR_END: apply
 
     fn is_done(&self) -> bool {
         self.done
@@ -80,6 +84,7 @@ impl Assemble for MessageAssembler {
         progress
     }
 
+    // ANCHOR: into_reply
     fn into_reply(self) -> Result<Reply, Error> {
         let tool_calls = self
             .calls
@@ -94,12 +99,14 @@ impl Assemble for MessageAssembler {
         let (usage, cache) = (self.usage, self.cache);
         Ok(Reply { content, tool_calls, usage, finish_reason: self.stop_reason, cache })
     }
+    // ANCHOR_END: into_reply
 
     fn whole(body: &str) -> Result<Reply, Error> {
         parse_message(body)
     }
 }
 
+// ANCHOR: blocks
 impl MessageAssembler {
     fn start_block(&mut self, index: Option<u64>, event: &Value) -> Result<(), Error> {
         let block = event.get("content_block").unwrap_or(&Value::Null);
@@ -134,6 +141,7 @@ impl MessageAssembler {
             _ => Ok(()), // thinking, signatures, citations, and delta types a later version adds
         }
     }
+    // ANCHOR_END: blocks
 
     fn message_delta(&mut self, event: &Value) {
         if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {

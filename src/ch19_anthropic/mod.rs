@@ -52,6 +52,7 @@ pub fn parse_max_tokens(value: Option<&str>) -> Result<u32, Error> {
 /// Statuses worth another try here: chapter 8's, plus 500 (`api_error`) and 529 (`overloaded_error`).
 pub const RETRY_STATUSES: &[u16] = &[429, 500, 502, 503, 504, 529];
 
+// ANCHOR: keys
 /// Anthropic's credentials, taken from the environment with OpenAI's (chapter 3's `Keys`).
 #[derive(Clone, Debug, Default)]
 pub struct AnthropicKeys {
@@ -82,7 +83,9 @@ impl AnthropicKeys {
         [self.api_key.clone(), self.auth_token.clone()].into_iter().flatten()
     }
 }
+// ANCHOR_END: keys
 
+// ANCHOR: client
 /// A Messages API client. Cloning is cheap and shares the connection pool.
 #[derive(Clone)]
 pub struct AnthropicClient {
@@ -95,6 +98,7 @@ pub struct AnthropicClient {
     pub stream: bool,
     pub idle_timeout: Duration,
 }
+// ANCHOR_END: client
 
 impl std::fmt::Debug for AnthropicClient {
     // Hand-written so that the key can never end up in a log line.
@@ -138,6 +142,7 @@ impl AnthropicClient {
         })
     }
 
+    // ANCHOR: send
     /// POSTs `body` with Anthropic's headers; the rest is chapter 2's `send`: a per-read bound
     /// on silence, and an error status turned into the server's own words.
     pub fn send(
@@ -161,6 +166,7 @@ impl AnthropicClient {
             Err(own_words(error_from_response(response)))
         }
     }
+    // ANCHOR_END: send
 }
 
 /// Chapter 2's 401 advice names OPENAI_API_KEY; here the user needs the other variables.
@@ -173,6 +179,7 @@ fn own_words(error: Error) -> Error {
     }
 }
 
+// ANCHOR: complete
 impl Model for AnthropicClient {
     fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
         let body = request::body(&self.model, self.max_tokens, request, self.stream);
@@ -190,3 +197,4 @@ impl Model for AnthropicClient {
         reply::parse_message(&String::from_utf8_lossy(&text))
     }
 }
+// ANCHOR_END: complete

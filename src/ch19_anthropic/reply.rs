@@ -14,6 +14,7 @@ use crate::ch02_loop::{CacheUsage, Error, Reply, ToolCall, Usage};
 use crate::ch02_model::quote;
 use serde_json::Value;
 
+// ANCHOR: parse_message
 /// Reads a non-streamed reply (also what a server that ignores `stream: true` sends).
 pub fn parse_message(body: &str) -> Result<Reply, Error> {
     let value: Value = serde_json::from_str(body)
@@ -42,6 +43,7 @@ pub fn parse_message(body: &str) -> Result<Reply, Error> {
     let content = (!text.is_empty()).then_some(text);
     Ok(Reply { content, tool_calls, usage, finish_reason, cache })
 }
+// ANCHOR_END: parse_message
 
 /// One `tool_use` block: a non-empty name, an id (numbered when missing), `input` kept as text.
 pub(super) fn tool_use(index: usize, block: &Value) -> Option<ToolCall> {
@@ -57,6 +59,7 @@ pub(super) fn tool_use(index: usize, block: &Value) -> Option<ToolCall> {
     Some(ToolCall { id, name: name.to_owned(), arguments })
 }
 
+// ANCHOR: usage
 /// The prompt is what was read from the cache, what was written to it, and the rest.
 pub fn parse_usage(usage: &Value) -> (Option<Usage>, CacheUsage) {
     let count = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
@@ -66,3 +69,4 @@ pub fn parse_usage(usage: &Value) -> (Option<Usage>, CacheUsage) {
     let prompt_tokens = input + cache.read + cache.written;
     (Some(Usage { prompt_tokens, completion_tokens: count("output_tokens") }), cache)
 }
+// ANCHOR_END: usage

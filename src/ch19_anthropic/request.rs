@@ -19,6 +19,7 @@ use crate::ch02_loop::{Message, Request};
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;
 
+// ANCHOR: body
 /// The JSON we POST to `/v1/messages`.
 pub fn body(model: &str, max_tokens: u32, request: &Request, stream: bool) -> Vec<u8> {
     let (system, messages) = split_system(request.messages);
@@ -48,7 +49,9 @@ fn split_system(messages: &[Message]) -> (Vec<&str>, &[Message]) {
         .collect();
     (system, &messages[count..])
 }
+// ANCHOR_END: body
 
+// ANCHOR: turns
 /// The conversation as alternating turns of content blocks, with the cache breakpoint last.
 fn turns(messages: &[Message]) -> Vec<Value> {
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
@@ -86,6 +89,8 @@ fn turns(messages: &[Message]) -> Vec<Value> {
             _ => turns.push((role, blocks)),
         }
     }
+    // ANCHOR_END: turns
+    // ANCHOR: turns_end
     // The API wants a user turn first, and no turn without blocks.
     turns.retain(|(_, blocks)| !blocks.is_empty());
     if turns.first().is_none_or(|(role, _)| *role != "user") {
@@ -97,6 +102,7 @@ fn turns(messages: &[Message]) -> Vec<Value> {
     }
     turns.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect()
 }
+// ANCHOR_END: turns_end
 
 fn text(content: &str) -> Value {
     json!({"type": "text", "text": content})
@@ -115,6 +121,7 @@ pub(super) fn block_id(id: &str) -> String {
     if cleaned.is_empty() { "call".into() } else { cleaned }
 }
 
+// ANCHOR: tool
 /// A tool schema as chapter 3 writes it (`{"type": "function", "function": {name, description,
 /// parameters}}`) in Anthropic's shape: `{name, description, input_schema}`.
 fn tool(schema: &Value) -> Value {
@@ -128,3 +135,4 @@ fn tool(schema: &Value) -> Value {
     }
     tool
 }
+// ANCHOR_END: tool

@@ -18,6 +18,7 @@ use mini_agent::ch19_anthropic::{
 };
 use std::time::Duration;
 
+// ANCHOR: api
 /// The wire format of this run's model: chapter 2's Chat Completions, or the Messages API with
 /// the credential it sends (none for a loopback server that needs none).
 #[derive(Clone)]
@@ -50,6 +51,7 @@ pub fn choose_api(options: &Options, recorded: Option<&Origin>) -> Result<&'stat
         _ => Error::Config(format!("{source} must be openai or anthropic, got {name:?}")),
     })
 }
+// ANCHOR_END: api
 
 /// The API of that name, as the constant sessions record.
 pub fn api_named(name: &str) -> Option<&'static str> {
@@ -84,6 +86,7 @@ pub fn default_model(api: &str) -> &'static str {
     if api == ANTHROPIC_API { anthropic::DEFAULT_MODEL } else { DEFAULT_MODEL }
 }
 
+// ANCHOR: anthropic_model
 /// `TextCallCheck(Redacted(Retrying(AnthropicClient)))`: chapter 2's layers around the second
 /// client, retrying Anthropic's 500 and 529 too.
 pub fn anthropic_model(
@@ -100,3 +103,4 @@ pub fn anthropic_model(
     let retrying = Retrying::new(client, retries).with_statuses(RETRY_STATUSES);
     Ok(Box::new(TextCallCheck { inner: Redacted::new(retrying, redactor()) }))
 }
+// ANCHOR_END: anthropic_model
