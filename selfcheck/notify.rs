@@ -172,3 +172,27 @@ fn a_webhook_url_that_is_not_http_is_a_usage_error() {
     run.expect_code(1).stderr_has("http:// or https://");
     assert!(run.requests.is_empty());
 }
+
+#[test]
+fn ctrl_c_while_a_webhook_waits_stops_before_the_next_task() {
+    let mut workspace = repository();
+    workspace = add(workspace, &["first", "-p", "1", "--verify", "true"]);
+    workspace = add(workspace, &["second", "-p", "2", "--verify", "true"]);
+    let receiver = std::sync::Arc::new(Receiver::start(vec![Answer::Silent]).unwrap());
+    let waiting = receiver.clone();
+    let started = Instant::now();
+    let run = Test::new()
+        .args(["tasks", "run", "--no-commit", "--webhook", &receiver.url])
+        .server(vec![text("one"), text("two")])
+        .signal_when(move |_| !waiting.received().is_empty(), crate::harness::SIGINT)
+        .run_in(workspace);
+    println!("Ctrl+C during a webhook's wait: exit after {:?}", started.elapsed());
+    run.expect_code(130).stderr_has("was not delivered: interrupted");
+    assert_eq!(run.requests.len(), 1, "the second task was not started");
+    let saved = tasks_file(run.root());
+    assert_eq!(saved["tasks"][0]["status"], "done");
+    assert_eq!(
+        (saved["tasks"][1]["status"].as_str(), saved["tasks"][1]["attempts"].as_u64()),
+        (Some("pending"), Some(0))
+    );
+}

@@ -117,8 +117,13 @@ impl Loop<'_> {
     }
     // ANCHOR_END: run
 
-    /// The next pending task, read fresh (a person may have added one meanwhile).
+    /// The next pending task, read fresh (a person may have added one meanwhile). A Ctrl+C
+    /// that came between attempts (while a hook ran, or a webhook waited) stops the loop here,
+    /// before another task is touched.
     fn pick(&self) -> Result<Option<Task>, Error> {
+        if interrupted() {
+            return Err(Error::Interrupted);
+        }
         let file = TaskFile::load(self.tasks)?;
         Ok(next_pending(&file.tasks).map(|index| file.tasks[index].clone()))
     }
