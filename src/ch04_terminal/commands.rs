@@ -14,8 +14,8 @@ pub enum Command {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HostCommand {
     New,
-    /// The sessions of this root with their state (chapter 10).
-    #[cfg(feature = "ch10")]
+    /// The sessions of this root (chapter 5), with their state from chapter 10.
+    #[cfg(feature = "ch05")]
     List,
     #[cfg(feature = "ch10")]
     Resume(String),
@@ -36,7 +36,7 @@ pub enum HostCommand {
 pub const HELP: &[&str] = &[
     "/help          this list",
     "/new           start a new session",
-    #[cfg(feature = "ch10")]
+    #[cfg(feature = "ch05")]
     "/list          list the sessions of this workspace",
     #[cfg(feature = "ch10")]
     "/resume <id>   switch to a session (id or unique prefix)",
@@ -68,7 +68,7 @@ pub fn parse_command(line: &str) -> Option<Result<Command, String>> {
         "help" | "?" => Command::Help,
         "exit" | "quit" => Command::Exit,
         "new" => Command::Host(HostCommand::New),
-        #[cfg(feature = "ch10")]
+        #[cfg(feature = "ch05")]
         "list" => Command::Host(HostCommand::List),
         #[cfg(feature = "ch10")]
         "resume" => match rest[word.len()..].trim() {

@@ -1,6 +1,6 @@
 //! Chapter 5's store, finding sessions by what their files hold: "the latest one that got a
-//! reply" (`-c`) and the summaries `/list` shows. Reading a session file a repository may have
-//! planted needs chapter 9's careful opener, so this part of the store arrives with it.
+//! reply" (`-c`) and the summaries `/list` shows. Each file is read only as far as needed, a
+//! line at a time with a cap; from chapter 9 on it is opened as untrusted workspace input.
 
 use super::*;
 use crate::ch02_loop::Error;
@@ -34,7 +34,7 @@ impl SessionStore {
 /// opened as chapter 9 opens any journal (no symlink, no FIFO, bounded); one that cannot be
 /// is not a candidate, and opening it for real reports why.
 pub(super) fn got_a_reply(path: &Path) -> bool {
-    let Ok(file) = crate::ch09_trust::open_journal(path, false) else { return false };
+    let Ok(file) = open_session(path) else { return false };
     // The type is near the start of a record: a line's head is enough, never a whole line;
     // and a first reply comes early, so only the start of the file is looked through.
     let mut reader = BufReader::new(std::io::Read::take(file, REPLY_SCAN_BYTES));
@@ -58,7 +58,7 @@ fn summarize(path: &Path, id: String) -> Result<SessionSummary, Error> {
     // Opened as chapter 9 opens any journal: not through a symlink, not blocking on a FIFO,
     // a regular file within the size a session may have. A repository can plant anything
     // under a session's name (chapter 9 says more).
-    let file = crate::ch09_trust::open_journal(path, false)?;
+    let file = open_session(path)?;
     let mut summary = SessionSummary {
         id,
         path: path.to_path_buf(),
@@ -95,6 +95,17 @@ fn summarize(path: &Path, id: String) -> Result<SessionSummary, Error> {
         }
     }
     Ok(summary)
+}
+
+/// Chapter 5 opens a session file as it is; chapter 9 opens it as workspace input.
+#[cfg(not(feature = "ch09"))]
+fn open_session(path: &Path) -> Result<std::fs::File, Error> {
+    std::fs::File::open(path).map_err(|e| Error::io(format!("cannot open {}", path.display()), e))
+}
+
+#[cfg(feature = "ch09")]
+fn open_session(path: &Path) -> Result<std::fs::File, Error> {
+    crate::ch09_trust::open_journal(path, false)
 }
 
 /// How much of one journal line `/list` keeps to read it.

@@ -13,10 +13,12 @@
 //! * **One observer.** The [`Recorder`] is just an [`Observer`] of the chapter-1 loop: the
 //!   loop does not know that it is being written down.
 //!
-//! Records go to anything that can [`Append`] them: here a [`MemoryLog`], enough to test
-//! the idea; chapter 9's journal writes them to the file, each one durable before the loop
-//! goes on, and chapter 10 decides what to do with a session that stopped in the middle of
-//! a tool.
+//! Records go to anything that can [`Append`] them: a [`MemoryLog`] in tests, and in the
+//! command line the session's file (`SessionFile`, one `write` per line, nothing more).
+//! `-c` and `-r` read the file back and continue its replayed history when it ended between
+//! turns (`continue_history` refuses one that stopped inside a tool). Chapter 9's journal
+//! replaces the plain file and makes each record durable before the loop goes on; chapter 10
+//! decides what to do with a session that stopped in the middle of a tool.
 //!
 //! # The record format (version 1)
 //!
@@ -64,11 +66,13 @@
 //! - [`record`]: the record format and where the model lives ([`Origin`]);
 //! - this file: appending records ([`Append`], [`MemoryLog`]) and replaying them into a history;
 //! - [`recorder`]: the observer that turns the loop's events into records;
+//! - `file`: the plain session file records are appended to (until chapter 9's journal);
 //! - [`ids`]: session ids that sort by time, and RFC 3339 timestamps without a date library;
 //! - [`store`]: the sessions of one root, found by id, prefix or "the latest".
 
+#[cfg(not(feature = "ch09"))]
+pub mod file;
 pub mod ids;
-#[cfg(feature = "ch09")]
 pub mod listing;
 pub mod record;
 pub mod recorder;
@@ -77,7 +81,8 @@ pub mod store;
 pub(crate) mod tests;
 
 pub use ids::{new_session_id, now_rfc3339, rfc3339};
-#[cfg(feature = "ch09")]
+#[cfg(not(feature = "ch09"))]
+pub use file::SessionFile;
 pub use listing::SessionSummary;
 pub use record::{Body, DEMO_ENDPOINT, FORMAT_VERSION, OPENAI_API, Origin, Record, without_credentials};
 pub use recorder::Recorder;
@@ -136,3 +141,29 @@ pub fn replay<'a>(bodies: impl IntoIterator<Item = &'a Body>) -> Vec<Message> {
 }
 
 // ANCHOR_END: replay
+
+// ANCHOR: continue_history
+/// The history a session continues with (`-c`, `-r`): its replay, if every tool call the model
+/// asked for has its result. A session that stopped in the middle of a tool is refused: whether
+/// that tool ran is a question for chapter 10, and a call with no result would not be accepted
+/// by the server anyway.
+#[cfg(not(feature = "ch10"))]
+pub fn continue_history(id: &str, records: &[Record]) -> Result<Vec<Message>, Error> {
+    let history = replay(records.iter().map(|record| &record.body));
+    let mut open = Vec::new();
+    for message in &history {
+        match message {
+            Message::Assistant { tool_calls, .. } => open.extend(tool_calls),
+            Message::Tool { tool_call_id, .. } => open.retain(|call| &call.id != tool_call_id),
+            _ => {}
+        }
+    }
+    match open.first() {
+        None => Ok(history),
+        Some(call) => Err(Error::Session(format!(
+            "cannot continue session {id}: it stopped while a tool call ({}) had no result",
+            crate::ch02_loop::describe_call(call)
+        ))),
+    }
+}
+// ANCHOR_END: continue_history

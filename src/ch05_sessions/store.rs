@@ -4,7 +4,6 @@
 //! directory privately, finds a session by id, prefix or "the latest", and summarises one for
 //! `/list` by reading only what it shows.
 
-#[cfg(feature = "ch09")]
 use super::listing::{LATEST_CANDIDATES, got_a_reply};
 use super::*;
 use crate::ch02_loop::Error;
@@ -84,7 +83,6 @@ impl SessionStore {
     /// failed (no key, a refused connection) or a REPL left at once leaves a session with no
     /// reply; skipping those keeps the last real conversation one `-c` away. When no session
     /// has a reply, the newest is taken; `-r ID` opens any of them.
-    #[cfg(feature = "ch09")]
     pub fn latest(&self) -> Result<PathBuf, Error> {
         let ids = self.ids()?;
         let Some(newest) = ids.last() else {

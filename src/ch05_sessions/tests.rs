@@ -212,11 +212,9 @@ fn prefixes_resolve_when_unique_and_list_candidates_when_not() {
         "'20261129-0915' matches 2 sessions: 20261129-091500-aaaa, 20261129-091502-bbbb; give more of the id"
     );
     assert!(store.resolve("2025").unwrap_err().to_string().starts_with("no session matches '2025'"));
-    #[cfg(feature = "ch09")]
     assert_eq!(store.latest().unwrap(), store.path_of("20261130-080000-cccc"));
 }
 
-#[cfg(feature = "ch09")]
 #[test]
 fn list_shows_the_first_prompt_and_counts_turns() {
     let temp = TempDir::new("list");
@@ -267,4 +265,71 @@ fn session_files_are_private() {
     assert_eq!(mode(&temp.path().join(".mini_agent")), 0o700);
     let (second, _, _) = store.create_file().unwrap();
     assert_ne!(id, second);
+}
+
+/// Chapter 5's session file (chapter 9's journal replaces it and has tests of its own).
+#[cfg(not(feature = "ch09"))]
+mod session_file {
+    use super::*;
+
+    fn types(path: &Path) -> Vec<String> {
+        let text = fs::read_to_string(path).unwrap();
+        text.lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["type"].as_str().unwrap().into())
+            .collect()
+    }
+
+    #[test]
+    fn a_recorded_turn_is_one_line_per_record_and_reads_back() {
+        let temp = TempDir::new("session-file");
+        let store = SessionStore::new(temp.path());
+        let mut recorder = Recorder::new(SessionFile::create(&store, "m").unwrap());
+        let (id, path) = (recorder.log().id().to_string(), recorder.log().path().to_path_buf());
+        assert_eq!(path, store.path_of(&id));
+        let call = call("a", "list_files", "{}");
+        let output = ToolOutput { content: "x.rs".into(), status: ToolStatus::Ok };
+        recorder.message(&Message::System { content: "be brief".into() }).unwrap();
+        recorder.message(&Message::User { content: "list".into() }).unwrap();
+        let asked = Message::Assistant { content: None, tool_calls: vec![call.clone()] };
+        recorder.event(Event::Message(&asked)).unwrap();
+        recorder.event(Event::ToolStarted(&call)).unwrap();
+        recorder.event(Event::ToolFinished(&call, &output)).unwrap();
+        drop(recorder);
+        assert_eq!(types(&path), ["session", "system", "user", "assistant", "tool_started", "tool_finished"]);
+
+        let (mut file, records) = SessionFile::open(&path).unwrap();
+        assert_eq!((file.id(), records.len()), (id.as_str(), 6));
+        assert_eq!(file.append(Body::User { content: "again".into() }).unwrap(), 7);
+        let history = continue_history(&id, &SessionFile::open(&path).unwrap().1).unwrap();
+        assert_eq!(history.len(), 5, "system, user, assistant, tool result, user");
+        assert_eq!(store.latest().unwrap(), path, "a session with a reply is the one -c continues");
+    }
+
+    #[test]
+    fn a_session_stopped_inside_a_tool_is_not_continued() {
+        let temp = TempDir::new("session-file-open-call");
+        let store = SessionStore::new(temp.path());
+        let mut recorder = Recorder::new(SessionFile::create(&store, "m").unwrap());
+        let call = call("a", "bash", r#"{"command":"make"}"#);
+        let asked = Message::Assistant { content: None, tool_calls: vec![call.clone()] };
+        recorder.event(Event::Message(&asked)).unwrap();
+        recorder.event(Event::ToolStarted(&call)).unwrap();
+        let (id, path) = (recorder.log().id().to_string(), recorder.log().path().to_path_buf());
+        drop(recorder);
+        let records = SessionFile::open(&path).unwrap().1;
+        let error = continue_history(&id, &records).unwrap_err().to_string();
+        assert_eq!(error, format!("cannot continue session {id}: it stopped while a tool call (bash make) had no result"));
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_session_is_refused_naming_the_line() {
+        let temp = TempDir::new("session-file-bad");
+        let path = temp.path().join("x.jsonl");
+        fs::write(&path, "{\"seq\":1,\"ts\":\"t\",\"type\":\"user\",\"content\":\"hi\"}\nnot json\n").unwrap();
+        let error = SessionFile::open(&path).err().unwrap().to_string();
+        assert!(error.starts_with(&format!("{}:2: not a session record", path.display())), "{error}");
+        fs::write(&path, "{\"seq\":1,\"ts\":\"t\",\"type\":\"user\",\"content\":\"hi\"}\n").unwrap();
+        let error = SessionFile::open(&path).err().unwrap().to_string();
+        assert_eq!(error, format!("{}:1: not a session file (no session record)", path.display()));
+    }
 }

@@ -19,16 +19,16 @@
 
 #[cfg(feature = "ch10")]
 use super::reopen::{Opened, continue_session};
-#[cfg(feature = "ch10")]
+#[cfg(feature = "ch05")]
 use super::sessions_table::sessions_table;
-#[cfg(feature = "ch09")]
+#[cfg(feature = "ch05")]
 use mini_agent::ch02_loop::plural;
 use mini_agent::ch02_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, run_turn};
 #[cfg(feature = "ch12")]
 use mini_agent::ch04_terminal::TypeAhead;
 #[cfg(feature = "ch04")]
 use mini_agent::ch04_terminal::{HostCommand, ReplHost};
-#[cfg(feature = "ch09")]
+#[cfg(feature = "ch05")]
 use mini_agent::ch05_sessions::{Origin, Recorder, SessionStore};
 #[cfg(feature = "ch06")]
 use mini_agent::ch06_skills::{WithSkills, build_system_prompt};
@@ -38,8 +38,14 @@ use mini_agent::ch07_context::repeats::RepeatNotes;
 use mini_agent::ch07_context::{
     Compacting, CompactionRecord, CompactionState, SharedCompaction, SharedStats, Stats,
 };
+/// Where a session's records go: chapter 5's plain file, chapter 9's journal.
+#[cfg(all(feature = "ch05", not(feature = "ch09")))]
+pub type SessionLog = mini_agent::ch05_sessions::SessionFile;
 #[cfg(feature = "ch09")]
-use mini_agent::ch09_journal::Journal;
+pub type SessionLog = mini_agent::ch09_journal::Journal;
+/// A session reopened for `-c` or `-r` before chapter 10: its recorder and the history it replays to.
+#[cfg(all(feature = "ch05", not(feature = "ch10")))]
+pub type Opened = (Recorder<SessionLog>, Vec<Message>);
 #[cfg(feature = "ch12")]
 use mini_agent::ch12_permissions::{
     Answer, Gate, Permission, Permissions, Prompter, TerminalPrompter, ask_with,
@@ -63,7 +69,7 @@ pub enum Asker {
 /// What stays the same for the whole run, whichever session is current.
 pub struct Config {
     /// The model and endpoint this run talks to, recorded in each session it starts.
-    #[cfg(feature = "ch09")]
+    #[cfg(feature = "ch05")]
     pub origin: Origin,
     #[cfg(feature = "ch12")]
     pub permissions: Permissions,
@@ -121,7 +127,7 @@ pub struct Agent {
     pub(super) config: Config,
     #[cfg(feature = "ch04")]
     root: PathBuf,
-    #[cfg(feature = "ch09")]
+    #[cfg(feature = "ch05")]
     pub(super) store: SessionStore,
     model: AgentModel,
     #[cfg(feature = "ch07")]
@@ -133,8 +139,8 @@ pub struct Agent {
     system_prompt: String,
     #[cfg(feature = "ch07")]
     stats: SharedStats,
-    #[cfg(feature = "ch09")]
-    pub(super) recorder: Recorder<Journal>,
+    #[cfg(feature = "ch05")]
+    pub(super) recorder: Recorder<SessionLog>,
     pub(super) history: Vec<Message>,
 }
 
@@ -143,7 +149,7 @@ impl Agent {
     pub fn start(
         model: Box<dyn Model>,
         root: PathBuf,
-        #[cfg(feature = "ch10")] opened: Option<Opened>,
+        #[cfg(feature = "ch05")] opened: Option<Opened>,
         config: Config,
     ) -> Result<Agent, Error> {
         #[cfg(feature = "ch07")]
@@ -151,22 +157,22 @@ impl Agent {
         #[cfg(feature = "ch07")]
         let model = Compacting::with_state(model, config.context_tokens, compaction.clone());
         let toolbox = build_tools(&root, &config)?;
-        #[cfg(feature = "ch09")]
+        #[cfg(feature = "ch05")]
         let store = SessionStore::new(&root);
         #[cfg(feature = "ch10")]
+        let opened = opened.map(|opened| continue_session(&compaction, opened));
+        #[cfg(feature = "ch05")]
         let (recorder, history) = match opened {
-            Some(opened) => continue_session(&compaction, opened),
+            Some(opened) => opened,
             None => new_session(&store, &config.origin, &toolbox.system_prompt)?,
         };
-        #[cfg(all(feature = "ch09", not(feature = "ch10")))]
-        let (recorder, history) = new_session(&store, &config.origin, &toolbox.system_prompt)?;
-        #[cfg(not(feature = "ch09"))]
+        #[cfg(not(feature = "ch05"))]
         let history = vec![Message::System { content: toolbox.system_prompt.clone() }];
         let agent = Agent {
             config,
             #[cfg(feature = "ch04")]
             root,
-            #[cfg(feature = "ch09")]
+            #[cfg(feature = "ch05")]
             store,
             model,
             #[cfg(feature = "ch07")]
@@ -178,7 +184,7 @@ impl Agent {
             system_prompt: toolbox.system_prompt,
             #[cfg(feature = "ch07")]
             stats: SharedStats::default(),
-            #[cfg(feature = "ch09")]
+            #[cfg(feature = "ch05")]
             recorder,
             history,
         };
@@ -188,7 +194,7 @@ impl Agent {
     }
     // ANCHOR_END: start_agent
 
-    #[cfg(feature = "ch09")]
+    #[cfg(feature = "ch05")]
     pub fn session_id(&self) -> &str {
         self.recorder.log().id()
     }
@@ -210,7 +216,7 @@ impl Agent {
         self.stats.snapshot()
     }
 
-    #[cfg(feature = "ch09")]
+    #[cfg(feature = "ch05")]
     pub fn model_id(&self) -> &str {
         &self.config.origin.model
     }
@@ -225,7 +231,7 @@ impl Agent {
         json: Option<&mut dyn Observer>,
     ) -> Outcome {
         let message = Message::User { content: input };
-        #[cfg(feature = "ch09")]
+        #[cfg(feature = "ch05")]
         if let Err(error) = self.recorder.message(&message) {
             return Outcome::Failed(error);
         }
@@ -243,7 +249,7 @@ impl Agent {
         #[cfg(feature = "ch07")]
         let mut stop_repeats = self.tools.stopper();
         let mut observers: Vec<&mut dyn Observer> = Vec::new();
-        #[cfg(feature = "ch09")]
+        #[cfg(feature = "ch05")]
         observers.push(&mut self.recorder);
         #[cfg(feature = "ch07")]
         {
@@ -259,13 +265,13 @@ impl Agent {
             run_turn(&mut self.model, &mut self.tools, &mut self.history, &mut Fanout(observers), &limits);
         #[cfg(feature = "ch16")]
         super::hooks::after_turn(&self.config.hooks, &mut self.recorder, &outcome);
-        #[cfg(feature = "ch09")]
+        #[cfg(feature = "ch05")]
         self.record_ending(&outcome);
         outcome
     }
     // ANCHOR_END: turn
 
-    #[cfg(feature = "ch09")]
+    #[cfg(feature = "ch05")]
     fn record_ending(&mut self, outcome: &Outcome) {
         let written = match outcome {
             Outcome::Completed(_) => Ok(()),
@@ -281,16 +287,21 @@ impl Agent {
         }
     }
 
-    /// `/new`: a fresh history (from chapter 9, in a fresh journal).
+    /// `/new`: a fresh history (from chapter 5, in a fresh session file).
     #[cfg(feature = "ch04")]
     fn new_conversation(&mut self) -> Result<String, Error> {
-        #[cfg(feature = "ch09")]
+        #[cfg(feature = "ch05")]
         {
             let (recorder, history) = new_session(&self.store, &self.config.origin, &self.system_prompt)?;
-            self.switch_to(recorder, history, None)?;
+            self.switch_to(
+                recorder,
+                history,
+                #[cfg(feature = "ch07")]
+                None,
+            )?;
             Ok(format!("new session {}", self.session_id()))
         }
-        #[cfg(not(feature = "ch09"))]
+        #[cfg(not(feature = "ch05"))]
         {
             let toolbox = build_tools(&self.root, &self.config)?;
             self.history = vec![Message::System { content: toolbox.system_prompt.clone() }];
@@ -311,21 +322,27 @@ impl Agent {
 
     /// Makes another session the current one (`/new`, `/resume`): its journal, its history
     /// and its compaction; permissions and `/stats` start again, as for a new session.
-    #[cfg(feature = "ch09")]
+    #[cfg(feature = "ch05")]
     pub(super) fn switch_to(
         &mut self,
-        recorder: Recorder<Journal>,
+        recorder: Recorder<SessionLog>,
         history: Vec<Message>,
-        view: Option<CompactionRecord>,
+        #[cfg(feature = "ch07")] view: Option<CompactionRecord>,
     ) -> Result<(), Error> {
         let toolbox = build_tools(&self.root, &self.config)?;
         self.tools = toolbox.tools;
         self.system_prompt = toolbox.system_prompt;
-        self.skills_report = toolbox.skills_report;
+        #[cfg(feature = "ch06")]
+        {
+            self.skills_report = toolbox.skills_report;
+        }
         self.recorder = recorder;
         self.history = history;
-        restore_view(&self.compaction, view);
-        self.reset_stats();
+        #[cfg(feature = "ch07")]
+        {
+            restore_view(&self.compaction, view);
+            self.reset_stats();
+        }
         Ok(())
     }
 
@@ -344,7 +361,7 @@ impl Agent {
     fn compact(&mut self) -> Result<String, Error> {
         let mut stats = self.stats.clone();
         let mut observers: Vec<&mut dyn Observer> = Vec::new();
-        #[cfg(feature = "ch09")]
+        #[cfg(feature = "ch05")]
         observers.push(&mut self.recorder);
         observers.push(&mut stats);
         match self.model.compact(&self.history, &mut Fanout(observers))? {
@@ -362,9 +379,9 @@ impl Agent {
     fn stats_report(&self) -> String {
         let schemas = mini_agent::ch02_loop::Tools::schemas(&self.tools);
         let next_prompt = self.model.estimate_prompt(&self.history, &schemas);
-        #[cfg(feature = "ch09")]
+        #[cfg(feature = "ch05")]
         let report = format!("session      {}\n", self.session_id());
-        #[cfg(not(feature = "ch09"))]
+        #[cfg(not(feature = "ch05"))]
         let report = String::new();
         format!(
             "{report}{}\ncontext      about {next_prompt} of {} tokens in the next request",
@@ -384,7 +401,7 @@ impl ReplHost for Agent {
     fn command(&mut self, command: HostCommand) -> Result<String, Error> {
         match command {
             HostCommand::New => self.new_conversation(),
-            #[cfg(feature = "ch10")]
+            #[cfg(feature = "ch05")]
             HostCommand::List => sessions_table(&self.store, Some(self.session_id())),
             #[cfg(feature = "ch10")]
             HostCommand::Resume(wanted) => self.resume_session(&wanted),
@@ -401,14 +418,14 @@ impl ReplHost for Agent {
 }
 // ANCHOR_END: repl_host
 
-/// A new journal for `store`'s root, with the system prompt as its first message.
-#[cfg(feature = "ch09")]
+/// A new session of `store`'s root (a journal from chapter 9), the system prompt its first message.
+#[cfg(feature = "ch05")]
 fn new_session(
     store: &SessionStore,
     origin: &Origin,
     system_prompt: &str,
-) -> Result<(Recorder<Journal>, Vec<Message>), Error> {
-    let mut recorder = Recorder::new(Journal::create(store, origin.clone())?);
+) -> Result<(Recorder<SessionLog>, Vec<Message>), Error> {
+    let mut recorder = Recorder::new(SessionLog::create(store, origin.clone())?);
     let system = Message::System { content: system_prompt.to_string() };
     recorder.message(&system)?;
     Ok((recorder, vec![system]))

@@ -139,9 +139,13 @@ impl McpFlags {
 /// Every flag the agent knows, for the "did you mean" hint.
 const AGENT_FLAGS: &[&str] = &[
     "--prompt",
+    #[cfg(feature = "ch05")]
     "--continue",
+    #[cfg(feature = "ch05")]
     "--resume",
+    #[cfg(feature = "ch10")]
     "--status",
+    #[cfg(feature = "ch10")]
     "--acknowledge-unknown",
     "--verbose",
     "--max-turns",
@@ -204,9 +208,13 @@ pub fn parse(words: &[String]) -> Result<Command, String> {
                 let value = words.value(flag, inline)?;
                 options.prompt = Some(if value == "-" { Prompt::Stdin } else { Prompt::Text(value) });
             }
+            #[cfg(feature = "ch05")]
             "-c" | "--continue" => options.continue_latest = words.switch(flag, inline)?,
+            #[cfg(feature = "ch05")]
             "-r" | "--resume" => options.resume = Some(words.non_empty(flag, inline)?),
+            #[cfg(feature = "ch10")]
             "--status" => options.status = words.switch(flag, inline)?,
+            #[cfg(feature = "ch10")]
             "--acknowledge-unknown" => options.acknowledge_unknown = words.switch(flag, inline)?,
             "-v" | "--verbose" => options.verbose = words.switch(flag, inline)?,
             "--max-turns" => options.max_turns = count(flag, &words.value(flag, inline)?)?,

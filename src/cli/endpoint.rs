@@ -14,7 +14,7 @@ pub use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch03_tools::secrets::{Redactor, install};
 #[cfg(all(feature = "ch10", not(feature = "ch19")))]
 use mini_agent::ch05_sessions::OPENAI_API;
-#[cfg(all(feature = "ch09", not(feature = "ch10")))]
+#[cfg(all(feature = "ch05", not(feature = "ch10")))]
 use mini_agent::ch05_sessions::{DEMO_ENDPOINT, OPENAI_API, Origin};
 #[cfg(feature = "ch10")]
 use mini_agent::ch05_sessions::{DEMO_ENDPOINT, Origin, without_credentials};
@@ -23,11 +23,11 @@ use mini_agent::ch19_anthropic::ANTHROPIC_API;
 use mini_agent::testkit::demo::start_demo_server;
 use mini_agent::testkit::scripted_server::ScriptedServer;
 
-/// Where this run's model is: the client's settings, the origin sessions record (chapter 9),
+/// Where this run's model is: the client's settings, the origin sessions record (chapter 5),
 /// and the demo server (when chosen), which lives in this process as long as this value does.
 pub struct Connection {
     pub endpoint: ClientConfig,
-    #[cfg(feature = "ch09")]
+    #[cfg(feature = "ch05")]
     pub origin: Origin,
     /// The wire format, and for Anthropic's the credential it sends (chapter 19).
     #[cfg(feature = "ch19")]
@@ -59,7 +59,7 @@ pub fn connect(
     #[cfg(feature = "ch03")]
     install(Redactor::for_run(keys, &endpoint.base_url));
     // What a session records of where its model lives: never a key.
-    #[cfg(feature = "ch09")]
+    #[cfg(feature = "ch05")]
     let origin = {
         let recorded_url = if chosen.demo { DEMO_ENDPOINT } else { endpoint.base_url.as_str() };
         #[cfg(not(feature = "ch19"))]
@@ -76,7 +76,7 @@ pub fn connect(
     };
     Ok(Connection {
         endpoint,
-        #[cfg(feature = "ch09")]
+        #[cfg(feature = "ch05")]
         origin,
         #[cfg(feature = "ch19")]
         api,

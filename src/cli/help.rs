@@ -42,9 +42,9 @@ pub fn help() -> String {
         "",
         "OPTIONS",
         "  -p, --prompt PROMPT        run one task and print the final answer on stdout",
-        #[cfg(feature = "ch10")]
+        #[cfg(feature = "ch05")]
         "  -c, --continue             continue the latest session of this root",
-        #[cfg(feature = "ch10")]
+        #[cfg(feature = "ch05")]
         "  -r, --resume ID            resume a session (id, unique id prefix, or journal path)",
         #[cfg(feature = "ch10")]
         "      --status               with -c/-r: print the session's state and exit",
@@ -93,9 +93,9 @@ pub fn help() -> String {
         "  -h, --help                 show this help",
         "  -V, --version              show the version",
         "  Values can follow the flag (--model gpt-4o) or be attached (--model=gpt-4o); each is",
-        #[cfg(feature = "ch10")]
+        #[cfg(feature = "ch05")]
         "  given once. One-letter flags combine, a value-taking one last: -vp \"task\", -vc.",
-        #[cfg(not(feature = "ch10"))]
+        #[cfg(not(feature = "ch05"))]
         "  given once. One-letter flags combine, a value-taking one last: -vp \"task\".",
         "",
         "ENVIRONMENT",
@@ -128,25 +128,25 @@ pub fn help() -> String {
         #[cfg(feature = "ch04")]
         "  NO_COLOR                   disable colors",
         "",
-        #[cfg(feature = "ch09")]
+        #[cfg(feature = "ch05")]
         "SESSIONS",
-        #[cfg(feature = "ch09")]
-        "  Every run is a session, journaled in .mini_agent/sessions/ under the workspace root.",
+        #[cfg(feature = "ch05")]
+        "  Every run is a session, recorded in .mini_agent/sessions/ under the workspace root.",
         #[cfg(feature = "ch10")]
         "  A session records its model and endpoint (never a key or a URL password): -c and -r",
         #[cfg(feature = "ch10")]
         "  talk to them again unless --model, --base-url or --demo say otherwise.",
-        #[cfg(feature = "ch10")]
+        #[cfg(feature = "ch05")]
         "  mini-agent -c                         continue the latest session in the REPL",
-        #[cfg(feature = "ch10")]
+        #[cfg(feature = "ch05")]
         "  mini-agent -c -p \"now run the tests\"  continue it with one more task",
         #[cfg(feature = "ch10")]
         "  mini-agent -r 20261129-09 --status    where a session stopped (no key, nothing sent)",
         #[cfg(feature = "ch14")]
         "  mini-agent sessions                   every session of this root, with its state",
-        #[cfg(feature = "ch10")]
+        #[cfg(feature = "ch05")]
         "  -c skips sessions that never got a model reply (a failed start); -r ID opens any.",
-        #[cfg(feature = "ch09")]
+        #[cfg(feature = "ch05")]
         "",
         "EXIT CODES",
         "  0  the agent finished (it stopped calling tools; check its work yourself)",

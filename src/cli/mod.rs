@@ -36,7 +36,7 @@ mod notify;
 mod reopen;
 #[cfg(feature = "ch04")]
 mod repl;
-#[cfg(feature = "ch10")]
+#[cfg(feature = "ch05")]
 mod sessions_table;
 #[cfg(feature = "ch15")]
 mod tasks;
@@ -59,7 +59,7 @@ use mini_agent::ch04_terminal::sanitize::sanitize;
 use mini_agent::ch04_terminal::signals::stop_signal;
 #[cfg(feature = "ch04")]
 use mini_agent::ch04_terminal::{Screen, TerminalObserver, install_interrupt_handler, render_markdown};
-#[cfg(feature = "ch09")]
+#[cfg(feature = "ch05")]
 use mini_agent::ch05_sessions::SessionStore;
 #[cfg(feature = "ch07")]
 use mini_agent::ch07_context::parse_context_tokens;
@@ -189,6 +189,8 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
         SessionChoice::Status(status) => return print_stdout(&status),
         SessionChoice::Session(path) => path,
     };
+    #[cfg(all(feature = "ch05", not(feature = "ch10")))]
+    let opened = reopen(&SessionStore::new(&here), options)?;
     let task = options.prompt.as_ref().map(read_prompt).transpose()?;
     #[cfg(feature = "ch10")]
     let opened = chosen.map(|path| resume(&path, options.acknowledge_unknown)).transpose()?;
@@ -206,7 +208,7 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
     let (root, connection) = (here, connect(options, keys)?);
     let model = build_model(&connection, options)?;
     let config = Config {
-        #[cfg(feature = "ch09")]
+        #[cfg(feature = "ch05")]
         origin: connection.origin.clone(),
         #[cfg(feature = "ch12")]
         permissions: permissions(options),
@@ -220,9 +222,9 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
         #[cfg(feature = "ch18")]
         mcp: mcp::load_servers(&root, options)?,
     };
-    #[cfg(feature = "ch10")]
+    #[cfg(feature = "ch05")]
     let resumed = opened.is_some();
-    #[cfg(all(feature = "ch04", not(feature = "ch10")))]
+    #[cfg(all(feature = "ch04", not(feature = "ch05")))]
     let resumed = false;
     #[cfg(feature = "ch04")]
     let history = root.join(".mini_agent").join("history");
@@ -230,7 +232,7 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
         Agent::start(
             model,
             root,
-            #[cfg(feature = "ch10")]
+            #[cfg(feature = "ch05")]
             opened,
             config,
         )
@@ -248,6 +250,29 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
     }
 }
 // ANCHOR_END: agent
+
+/// `-c` or `-r` before chapter 10: the session reopened, its history replayed.
+#[cfg(all(feature = "ch05", not(feature = "ch10")))]
+fn reopen(store: &SessionStore, options: &Options) -> Result<Option<app::Opened>, Error> {
+    let path = match (&options.resume, options.continue_latest) {
+        (Some(wanted), _) => store.resolve(wanted)?,
+        (None, true) => store.latest()?,
+        (None, false) => return Ok(None),
+    };
+    #[cfg(not(feature = "ch09"))]
+    let (log, records) = mini_agent::ch05_sessions::SessionFile::open(&path)?;
+    // Chapter 9: the journal, locked, its torn last line cut off.
+    #[cfg(feature = "ch09")]
+    let (log, records) = {
+        let (journal, loaded) = mini_agent::ch09_journal::Journal::open(&path)?;
+        if let Some(warning) = &loaded.warning {
+            say(&format!("mini-agent: warning: {warning}"));
+        }
+        (journal, loaded.records)
+    };
+    let history = mini_agent::ch05_sessions::continue_history(log.id(), &records)?;
+    Ok(Some((mini_agent::ch05_sessions::Recorder::new(log), history)))
+}
 
 /// What `-c`, `-r` and `--status` ask for (chapter 10).
 #[cfg(feature = "ch10")]

@@ -5,7 +5,7 @@ use super::app::Asker;
 use super::app::{Agent, Config};
 use super::say;
 use mini_agent::ch02_loop::Error;
-#[cfg(feature = "ch09")]
+#[cfg(feature = "ch05")]
 use mini_agent::ch04_terminal::sanitize::sanitize;
 use mini_agent::ch04_terminal::{LineReader, Screen, run_repl};
 use std::path::Path;
@@ -63,8 +63,8 @@ pub fn stderr_only(terminal: &Screen) -> Screen {
     screen
 }
 
-/// The first line of a REPL: the version, and from chapter 9 the session and its model.
-#[cfg(feature = "ch09")]
+/// The first line of a REPL: the version, and from chapter 5 the session and its model.
+#[cfg(feature = "ch05")]
 fn banner(agent: &Agent, resumed: bool) -> String {
     let verb = if resumed { "resumed" } else { "new" };
     format!(
@@ -75,7 +75,7 @@ fn banner(agent: &Agent, resumed: bool) -> String {
     )
 }
 
-#[cfg(not(feature = "ch09"))]
+#[cfg(not(feature = "ch05"))]
 fn banner(_: &Agent, _: bool) -> String {
     format!("mini-agent {} · /help for commands\n", env!("CARGO_PKG_VERSION"))
 }

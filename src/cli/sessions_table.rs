@@ -2,21 +2,22 @@
 //!
 //! A person looking for "the session where I fixed the parser" needs the date, the first
 //! thing they asked, and how it ended: a failed start (no key, a refused connection) looks
-//! like any other session until its state is shown. The state is chapter 10's `--status`
-//! verdict in one word, so the list and `--status` can never disagree; reading each journal
-//! for it is the cost of a command a person types, never of a turn.
+//! like any other session until its state is shown. The state (from chapter 10) is the
+//! `--status` verdict in one word, so the list and `--status` can never disagree; reading each
+//! journal for it is the cost of a command a person types, never of a turn.
 
 use mini_agent::ch02_loop::{Error, plural};
 use mini_agent::ch04_terminal::sanitize::sanitize;
 use mini_agent::ch05_sessions::SessionStore;
+#[cfg(feature = "ch10")]
 use mini_agent::ch10_recovery::{SessionState, status_of};
 use mini_agent::text::take_chars;
-use std::path::Path;
 
 // ANCHOR: table
 /// One line per session, oldest first; `current` is marked `*`.
 pub fn sessions_table(store: &SessionStore, current: Option<&str>) -> Result<String, Error> {
-    // A symlinked `.mini_agent/` would list (and read) another directory's files.
+    // A symlinked `.mini_agent/` would list (and read) another directory's files (chapter 9).
+    #[cfg(feature = "ch09")]
     store.check_dirs()?;
     // A file that is not a session (a FIFO or a link planted under a session's name) is
     // named on stderr and left out; the others are still listed.
@@ -38,7 +39,9 @@ pub fn sessions_table(store: &SessionStore, current: Option<&str>) -> Result<Str
             let prompt = take_chars(prompt.lines().next().unwrap_or_default(), 60);
             let date = s.created.get(..16).unwrap_or(&s.created).replace('T', " ");
             let turns = plural(s.user_turns, "turn");
-            format!("{mark} {}  {date}  {:<11}  {turns:>9}  {prompt}", s.id, state_word(&s.path))
+            #[cfg(feature = "ch10")]
+            let turns = format!("{:<11}  {turns:>9}", state_word(&s.path));
+            format!("{mark} {}  {date}  {turns:>9}  {prompt}", s.id)
         })
         .collect();
     // Ids are file names and dates come from the header: the repository's text, like the
@@ -48,7 +51,8 @@ pub fn sessions_table(store: &SessionStore, current: Option<&str>) -> Result<Str
 // ANCHOR_END: table
 
 /// Where a session stopped, in one word (chapter 10 has the whole story).
-fn state_word(path: &Path) -> &'static str {
+#[cfg(feature = "ch10")]
+fn state_word(path: &std::path::Path) -> &'static str {
     let Ok(status) = status_of(path) else { return "unreadable" };
     // Another mini-agent is running it; this process's own session shows its state.
     if status.in_use_by.is_some_and(|pid| pid != std::process::id()) {
