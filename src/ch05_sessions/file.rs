@@ -65,7 +65,10 @@ impl SessionFile {
             records.push(record);
         }
         let Some(Record { body: Body::Session { id, .. }, .. }) = records.first() else {
-            return Err(Error::Session(format!("{}:1: not a session file (no session record)", path.display())));
+            return Err(Error::Session(format!(
+                "{}:1: not a session file (no session record)",
+                path.display()
+            )));
         };
         let id = id.clone();
         let file = OpenOptions::new()

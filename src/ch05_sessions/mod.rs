@@ -80,9 +80,9 @@ pub mod store;
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use ids::{new_session_id, now_rfc3339, rfc3339};
 #[cfg(not(feature = "ch09"))]
 pub use file::SessionFile;
+pub use ids::{new_session_id, now_rfc3339, rfc3339};
 pub use listing::SessionSummary;
 pub use record::{Body, DEMO_ENDPOINT, FORMAT_VERSION, OPENAI_API, Origin, Record, without_credentials};
 pub use recorder::Recorder;

@@ -275,7 +275,9 @@ mod session_file {
     fn types(path: &Path) -> Vec<String> {
         let text = fs::read_to_string(path).unwrap();
         text.lines()
-            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["type"].as_str().unwrap().into())
+            .map(|line| {
+                serde_json::from_str::<serde_json::Value>(line).unwrap()["type"].as_str().unwrap().into()
+            })
             .collect()
     }
 
@@ -318,14 +320,18 @@ mod session_file {
         drop(recorder);
         let records = SessionFile::open(&path).unwrap().1;
         let error = continue_history(&id, &records).unwrap_err().to_string();
-        assert_eq!(error, format!("cannot continue session {id}: it stopped while a tool call (bash make) had no result"));
+        assert_eq!(
+            error,
+            format!("cannot continue session {id}: it stopped while a tool call (bash make) had no result")
+        );
     }
 
     #[test]
     fn a_file_that_is_not_a_session_is_refused_naming_the_line() {
         let temp = TempDir::new("session-file-bad");
         let path = temp.path().join("x.jsonl");
-        fs::write(&path, "{\"seq\":1,\"ts\":\"t\",\"type\":\"user\",\"content\":\"hi\"}\nnot json\n").unwrap();
+        fs::write(&path, "{\"seq\":1,\"ts\":\"t\",\"type\":\"user\",\"content\":\"hi\"}\nnot json\n")
+            .unwrap();
         let error = SessionFile::open(&path).err().unwrap().to_string();
         assert!(error.starts_with(&format!("{}:2: not a session record", path.display())), "{error}");
         fs::write(&path, "{\"seq\":1,\"ts\":\"t\",\"type\":\"user\",\"content\":\"hi\"}\n").unwrap();
