@@ -549,23 +549,27 @@ fn listing_sessions_reads_only_the_head_of_a_huge_journal() {
 }
 
 #[test]
-#[ignore = "open (rt-b): the latest tool result is never elided, so one result larger than a small window ends the session"]
 fn a_result_larger_than_a_small_window_cannot_end_the_session() {
     // Found by rt-b: with a 4,000-token window, one `seq 1 3000` result (about 14 KB) is
-    // larger than the window; the latest results are never cut, so the run ended "does not
-    // fit … even after compaction". A session can always continue: the newest result must
-    // be shrunk to a share of the window too (its whole text stays in the spill file).
-    let summary = "summary ".repeat(5000);
+    // larger than the window; the latest results were never cut, so the run ended "does not
+    // fit … even after compaction". A session can always continue: when nothing old is left
+    // to forget, the newest result is sent as its head and tail, with a note of what was cut.
     let run = crate::harness::Test::new()
         .args(["-p", "go", "--allow-shell"])
         .env("MINI_AGENT_CONTEXT_TOKENS", "4000")
         .server(vec![
             call("bash", json!({"command": "seq 1 3000"})),
-            text(&summary),
-            text(&summary),
+            text("done"),
+            text("done"),
             text("done"),
         ])
         .run();
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(run.stdout.contains("done"), "{}", run.stdout);
+    let result = run.only_tool_result();
+    eprintln!("[resources] a 14 KB result in a 4,000-token window is sent as {} bytes", result.len());
+    assert!(result.starts_with("1\n2\n3\n") && result.contains("2999\n3000"), "{result}");
+    assert!(result.contains("cut from the middle of this result"), "{result}");
+    assert!(result.len() < 8_000, "{}", result.len());
+    assert!(run.stderr.contains("head and tail"), "{}", run.stderr);
 }

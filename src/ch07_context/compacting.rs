@@ -6,10 +6,12 @@ use super::cut::*;
 use super::estimate::*;
 use super::record::*;
 use super::shrink::{calibration, fit_pieces, is_context_overflow, scaled, summary_words};
+use super::squeeze::{squeeze, squeeze_budget};
 use super::transcript::*;
 use crate::ch02_loop::{Error, Event, Message, Model, Observer, Reply, Request};
 use crate::text::shorten;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::sync::{MutexGuard, PoisonError};
 
 /// The context window assumed when `MINI_AGENT_CONTEXT_TOKENS` is not set.
@@ -61,6 +63,8 @@ pub struct Compacting<M: Model> {
     ratio: f64,
     /// The window as the server showed it by refusing a request as too long, when smaller.
     learned_window: Option<u64>,
+    /// Tokens each latest tool result may take, when nothing else was left to shrink.
+    squeeze: Option<u64>,
 }
 
 pub(super) struct Measured {
@@ -77,7 +81,15 @@ impl<M: Model> Compacting<M> {
     }
 
     pub fn with_state(inner: M, context_tokens: u64, state: SharedCompaction) -> Self {
-        Compacting { inner, context_tokens, state, measured: None, ratio: 1.0, learned_window: None }
+        Compacting {
+            inner,
+            context_tokens,
+            state,
+            measured: None,
+            ratio: 1.0,
+            learned_window: None,
+            squeeze: None,
+        }
     }
 
     /// The shared state: restore it from the journal on resume, clear it on `/new`.
@@ -104,6 +116,16 @@ impl<M: Model> Compacting<M> {
 
     fn lock(&self) -> MutexGuard<'_, CompactionState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What is sent for `history`: the compacted view, its large latest results squeezed
+    /// when that was the last resort.
+    fn view<'a>(&self, history: &'a [Message]) -> Cow<'a, [Message]> {
+        let view = self.lock().view(history);
+        match self.squeeze {
+            Some(budget) => Cow::Owned(squeeze(&view, budget, self.ratio)),
+            None => view,
+        }
     }
 
     // ANCHOR: estimate_prompt
@@ -282,7 +304,9 @@ impl<M: Model> Compacting<M> {
             let keep = share_of(self.window(), KEEP_RECENT_PERCENT);
             match self.compact_with(history, Some(keep), observer) {
                 Ok(Some(_)) => estimate = self.estimate_prompt(history, request.tools),
-                Ok(None) => break,
+                // Nothing (more) to summarise, or no step small enough to: what is left is the
+                // latest results, squeezed below.
+                Ok(None) | Err(Error::Config(_)) => break,
                 // A failed summary is not fatal while the full history still fits.
                 Err(error) if estimate <= self.window() && !matches!(error, Error::Interrupted) => {
                     let text = format!("automatic compaction failed ({error}); sending the full history");
@@ -292,6 +316,7 @@ impl<M: Model> Compacting<M> {
                 Err(error) => return Err(error),
             }
         }
+        estimate = self.squeeze_latest(history, request.tools, estimate, observer)?;
         if estimate > self.window() {
             return Err(self.too_large(estimate));
         }
@@ -299,13 +324,39 @@ impl<M: Model> Compacting<M> {
     }
     // ANCHOR_END: fit
 
+    // ANCHOR: squeeze_latest
+    /// The last resort (see [`super::squeeze`]): when the view still does not fit, each large
+    /// latest tool result is cut to a share of what is left. Decided anew for every request
+    /// from the view itself; returns the estimate of what will be sent.
+    fn squeeze_latest(
+        &mut self,
+        history: &[Message],
+        tools: &[Value],
+        estimate: u64,
+        observer: &mut dyn Observer,
+    ) -> Result<u64, Error> {
+        let target = share_of(self.window(), AUTO_COMPACT_PERCENT);
+        if estimate <= target && self.squeeze.is_none() {
+            return Ok(estimate);
+        }
+        let view = self.lock().view(history);
+        let fixed = scaled(estimate_request_tokens(&[], tools), self.ratio);
+        self.squeeze = squeeze_budget(&view, fixed, target, self.ratio);
+        let Some(budget) = self.squeeze else { return Ok(estimate) };
+        let text = format!(
+            "a tool result is larger than the context window allows: the model is sent its head and \
+             tail (about {budget} tokens) and told how much was cut"
+        );
+        observer.event(Event::Warning(&text))?;
+        Ok(scaled(estimate_request_tokens(&squeeze(&view, budget, self.ratio), tools), self.ratio))
+    }
+    // ANCHOR_END: squeeze_latest
+
     /// Sends the view, and learns from the server's count of it.
     fn send(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
         let history = request.messages;
-        let (view, generation) = {
-            let state = self.lock();
-            (state.view(history), state.generation)
-        };
+        let generation = self.lock().generation;
+        let view = self.view(history);
         let reply = self.inner.complete(&Request { messages: &view, tools: request.tools }, observer)?;
         if let (Some(usage), Some(last_message)) = (reply.usage, history.last()) {
             if let Some(ratio) =
@@ -330,7 +381,7 @@ impl<M: Model> Model for Compacting<M> {
             Err(error) if is_context_overflow(&error) => {
                 // The server's window is smaller than what was just sent, whatever it was said
                 // to be: from now on it is taken a tenth smaller than that. Compact, try again.
-                let sent = estimate_request_tokens(&self.lock().view(request.messages), request.tools);
+                let sent = estimate_request_tokens(&self.view(request.messages), request.tools);
                 let learned = (scaled(sent, self.ratio) / 10 * 9).max(MIN_LEARNED_WINDOW).min(self.window());
                 self.learned_window = Some(learned);
                 self.measured = None;

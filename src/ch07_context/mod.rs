@@ -16,8 +16,10 @@
 //!   only changes the *view* that is sent, and is recorded as an event so that a resumed
 //!   session rebuilds the same view with [`apply_compaction`]. Before any summary, large old
 //!   tool results and arguments are elided ([`shrink`]), which costs no model call.
-//! * **A clear limit.** When even the compacted view cannot fit, the request is not sent;
-//!   the error says so. When the server says the prompt is too long, the agent compacts and
+//! * **A last resort, then a clear limit.** When nothing old is left to forget and the
+//!   latest tool results alone are too large, each is sent as its head and tail with a note
+//!   of what was cut ([`squeeze`]). When even that cannot fit, the request is not sent; the
+//!   error says so. When the server says the prompt is too long, the agent compacts and
 //!   retries once.
 //!
 //! The cut between summary and recent messages never separates a tool call from its
@@ -26,7 +28,7 @@
 //! Submodules: [`estimate`] (counting), [`stats`] (`/stats`), [`record`] (the recorded
 //! compaction and the view it gives), [`compacting`] (the model wrapper), [`cut`] (where a
 //! summary may end), [`transcript`] (the text summarised), [`shrink`] (eliding, calibration,
-//! overflow errors) and [`repeats`] (a model stuck in a loop).
+//! overflow errors), [`squeeze`] (the latest results, last) and [`repeats`] (a model stuck in a loop).
 
 pub mod compacting;
 pub mod cut;
@@ -34,6 +36,7 @@ pub mod estimate;
 pub mod record;
 pub mod repeats;
 pub mod shrink;
+pub mod squeeze;
 pub mod stats;
 pub mod transcript;
 
