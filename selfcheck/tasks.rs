@@ -24,6 +24,9 @@ pub(crate) fn git(root: &Path, args: &[&str]) -> String {
 pub(crate) fn repository() -> TempDir {
     let workspace = TempDir::new("tasks");
     git(workspace.path(), &["init", "-q"]);
+    // The tests' user config directory (approvals, chapter 16) is inside the workspace; a
+    // real one is not, so git is told to look past it.
+    std::fs::write(workspace.path().join(".git/info/exclude"), ".no-user-config/\n").unwrap();
     std::fs::write(workspace.path().join("README.md"), "tasks\n").unwrap();
     git(workspace.path(), &["add", "-A"]);
     git(workspace.path(), &["commit", "-q", "-m", "start"]);

@@ -67,7 +67,7 @@ impl ApprovalStore {
         ApprovalStore { path: path.to_path_buf() }
     }
 
-    fn contains(&self, key: &str) -> bool {
+    pub(crate) fn contains(&self, key: &str) -> bool {
         let Ok(file) = fs::File::open(&self.path) else { return false };
         let mut text = String::new();
         if file.take(STORE_MAX_BYTES).read_to_string(&mut text).is_err() {
@@ -76,7 +76,7 @@ impl ApprovalStore {
         text.lines().any(|line| line.trim() == key)
     }
 
-    fn remember(&self, key: &str) -> std::io::Result<()> {
+    pub(crate) fn remember(&self, key: &str) -> std::io::Result<()> {
         if let Some(parent) = self.path.parent() {
             fs::DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
         }

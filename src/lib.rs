@@ -41,6 +41,8 @@ pub mod ch15_tasks;
 pub mod ch16_approval;
 #[cfg(feature = "ch16")]
 pub mod ch16_hooks;
+#[cfg(feature = "ch16")]
+pub mod ch16_task_approval;
 #[cfg(feature = "ch17")]
 pub mod ch17_notify;
 #[cfg(feature = "ch18")]

@@ -18,6 +18,7 @@
 //! | `liveness.rs` | server, model, signals | nothing hangs: idle timeout, linear globs, interruptible walks, SIGTERM/SIGHUP |
 //! | `resources.rs` | model | disk and memory stay bounded (peak RSS measured) |
 //! | `mcp.rs` | an MCP server | malformed JSON-RPC, garbage, 50 MB and endless answers, silence: a one-line error, no hang, bounded memory |
+//! | `tasks.rs` | a cloned repository, a hostile model | a task list's verify commands run only once approved or under `--trust-tasks` |
 //! | `wire.rs` | server | redirects, odd reply shapes, giant replies: a clear error or a correct answer, never a silent one |
 
 #[allow(dead_code)]
@@ -35,5 +36,6 @@ mod mcp;
 mod planted;
 mod resources;
 mod secrets;
+mod tasks;
 mod terminal;
 mod wire;

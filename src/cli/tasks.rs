@@ -55,6 +55,9 @@ struct RunOptions {
     settings: Settings,
     commit: bool,
     allow_dirty: bool,
+    /// `--trust-tasks`: run the list's verify commands without approving them (chapter 16).
+    #[cfg(feature = "ch16")]
+    trust_tasks: bool,
     /// The agent's flags, as `-p` takes them (model, permissions, `--json`, `--root`…).
     agent: Options,
     /// `--webhook`, `--metrics` (chapter 17).
@@ -128,9 +131,17 @@ fn add((root, path): &(PathBuf, PathBuf), mut task: Task) -> Result<u8, Error> {
             )));
         }
         let id = task.id.clone();
-        file.tasks.push(task);
+        file.tasks.push(task.clone());
         Ok(id)
     })?;
+    // The person typed this command: it needs no second approval (chapter 16).
+    #[cfg(feature = "ch16")]
+    if let Some(command) = &task.verify_command {
+        let store = mini_agent::ch16_approval::ApprovalStore::user();
+        if let Err(error) = mini_agent::ch16_task_approval::approve(store.as_ref(), path, command) {
+            eprintln!("mini-agent: warning: the verify command's approval could not be remembered: {error}");
+        }
+    }
     print_stdout(&format!("added task {id}\n"))
 }
 
@@ -253,6 +264,8 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
         usage: None,
     };
     let mut verifier = CommandVerifier { workspace: &workspace, timeout_secs: VERIFY_TIMEOUT_SECS };
+    #[cfg(feature = "ch16")]
+    let mut verifier = approved_verifier(&mut verifier, path, run.trust_tasks, !options.json)?;
     let mut events = Report { json: options.json };
     #[cfg(feature = "ch16")]
     let mut events = super::hooks::WithHooks { inner: &mut events, hooks: hooks.clone() };
@@ -485,6 +498,8 @@ fn parse_run(words: &[String], root: Option<PathBuf>) -> Result<RunOptions, Stri
     let (mut commit, mut allow_dirty, mut json) = (true, false, false);
     #[cfg(feature = "ch17")]
     let mut notify = super::notify::NotifyOptions::default();
+    #[cfg(feature = "ch16")]
+    let mut trust_tasks = false;
     let mut agent_words = Vec::new();
     let mut words = words.iter();
     while let Some(word) = words.next() {
@@ -505,6 +520,8 @@ fn parse_run(words: &[String], root: Option<PathBuf>) -> Result<RunOptions, Stri
             "--intervention-after" => settings.intervention_after = number(word)?,
             "--no-commit" => commit = false,
             "--allow-dirty" => allow_dirty = true,
+            #[cfg(feature = "ch16")]
+            "--trust-tasks" => trust_tasks = true,
             // The agent's parser would ask for -p; here the task is the prompt.
             "--json" => json = true,
             _ => agent_words.push(word.clone()),
@@ -523,6 +540,8 @@ fn parse_run(words: &[String], root: Option<PathBuf>) -> Result<RunOptions, Stri
         settings,
         commit,
         allow_dirty,
+        #[cfg(feature = "ch16")]
+        trust_tasks,
         agent,
         #[cfg(feature = "ch17")]
         notify,
@@ -558,9 +577,48 @@ EXIT CODES
   3    the loop stopped because a human is needed: a task is needs_human
   1    an error (the task list, git, the model or the network); the task is pending again
   130  interrupted (Ctrl+C); 143 SIGTERM — the task is pending again
-",
-        notify = notify_help()
+{verify}",
+        notify = notify_help(),
+        verify = verify_help()
     )
+}
+
+/// Chapter 16's paragraph: who approves a verify command.
+fn verify_help() -> &'static str {
+    #[cfg(feature = "ch16")]
+    return "
+VERIFY COMMANDS are commands the workspace supplies, so the harness runs one only once it is
+approved: tasks add --verify CMD approves what you typed; at a terminal, tasks run asks about
+any other (a list you wrote by hand, or one a cloned repository came with). With nobody to ask,
+tasks run stops before the first attempt unless --trust-tasks trusts the list for this run.
+";
+    #[cfg(not(feature = "ch16"))]
+    ""
+}
+
+/// Chapter 16: the harness runs only verify commands the person approved (or `--trust-tasks`);
+/// `can_ask` when nothing else (`--json`) owns the terminal.
+#[cfg(feature = "ch16")]
+fn approved_verifier<'a>(
+    verifier: &'a mut dyn mini_agent::ch15_tasks::verify::Verifier,
+    path: &Path,
+    trusted: bool,
+    can_ask: bool,
+) -> Result<mini_agent::ch16_task_approval::ApprovedOnly<'a>, Error> {
+    use mini_agent::ch16_approval::{ApprovalStore, Ask, ask_on_tty};
+    let store = ApprovalStore::user();
+    let mut tty = ask_on_tty;
+    let can_ask = can_ask && std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let ask: Option<Ask> = if can_ask { Some(&mut tty) } else { None };
+    let list = TaskFile::load(path)?.tasks;
+    let approved = mini_agent::ch16_task_approval::check(path, &list, trusted, store.as_ref(), ask)
+        .map_err(Error::Usage)?;
+    Ok(mini_agent::ch16_task_approval::ApprovedOnly {
+        inner: verifier,
+        tasks: path.to_path_buf(),
+        trusted,
+        approved,
+    })
 }
 
 /// Chapter 17's flags of `tasks run`.
