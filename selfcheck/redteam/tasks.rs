@@ -62,3 +62,59 @@ fn a_verify_command_the_model_rewrote_is_not_run() {
     let list = run.read("tasks.json").unwrap();
     assert!(list.contains("was not run") && list.contains("\"done\""), "{list}");
 }
+
+fn git(root: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "core.hooksPath=/dev/null"])
+        .args(args)
+        .status()
+        .expect("git runs");
+    assert!(status.success(), "git {args:?}");
+}
+
+#[test]
+fn a_planted_git_config_runs_nothing_when_the_harness_commits() {
+    // Found by rt-b: `tasks run` calls git (status, add -A, commit) in the workspace, and git
+    // runs what `.git/config` names: core.fsmonitor, hooks, filter drivers. A project handed
+    // over as an archive carries that file. The harness's git runs none of them.
+    let workspace = TempDir::new("selfcheck");
+    let outside = TempDir::new("selfcheck");
+    let root = workspace.path();
+    let mark = |name: &str| format!("touch {}/{name}", outside.path().display());
+    git(root, &["init", "-q"]);
+    std::fs::write(root.join(".gitattributes"), "*.txt filter=planted\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "start"]);
+    std::fs::write(root.join(".git/info/exclude"), ".no-user-config/\n").unwrap();
+    let hooks = root.join(".git/hooks");
+    for hook in ["pre-commit", "commit-msg", "post-commit"] {
+        std::fs::write(hooks.join(hook), format!("#!/bin/sh\n{}\n", mark(hook))).unwrap();
+        std::process::Command::new("chmod").arg("+x").arg(hooks.join(hook)).status().unwrap();
+    }
+    for (key, value) in [
+        ("core.fsmonitor", format!("{}; false", mark("fsmonitor"))),
+        ("filter.planted.clean", format!("sh -c '{}; cat'", mark("filter"))),
+        ("filter.planted.process", format!("sh -c '{}; exit 1'", mark("process"))),
+    ] {
+        git(root, &["config", key, &value]);
+    }
+    let add = Test::new().args(["tasks", "add", "write it", "--verify", "test -f a.txt"]).run_in(workspace);
+    add.expect_code(0);
+    let steps = vec![call("write_file", json!({"path": "a.txt", "content": "a\n"})), text("done")];
+    let run = Test::new().args(["tasks", "run", "--allow-write"]).server(steps).run_in(add.workspace);
+    let ran: Vec<String> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(ran.is_empty(), "the planted config ran: {ran:?}");
+    run.expect_code(0).stderr_has("task 1 passed");
+    let log = std::process::Command::new("git")
+        .arg("-C")
+        .arg(run.root())
+        .args(["log", "--format=%s"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&log.stdout).starts_with("1: write it"), "{log:?}");
+}
