@@ -118,3 +118,31 @@ fn a_planted_git_config_runs_nothing_when_the_harness_commits() {
         .unwrap();
     assert!(String::from_utf8_lossy(&log.stdout).starts_with("1: write it"), "{log:?}");
 }
+
+#[test]
+fn a_huge_or_deep_task_list_costs_bounded_memory() {
+    // Found by rt-b: the list was read as a JSON tree, then checked for twin ids by a search
+    // of the tasks so far: 370,000 tiny tasks (16 MB) took minutes of CPU and 446 MB, and 16 MB
+    // of nested arrays under an unknown key some 500 MB. Now: a cap on tasks, a linear check,
+    // and unknown fields kept as text.
+    let many: Vec<serde_json::Value> =
+        (0..370_000).map(|n| json!({"id": n.to_string(), "name": "t", "status": "done"})).collect();
+    let workspace = TempDir::new("selfcheck");
+    let list = workspace.path().join(".mini_agent/tasks.json");
+    std::fs::create_dir_all(list.parent().unwrap()).unwrap();
+    std::fs::write(&list, json!({"tasks": many}).to_string()).unwrap();
+    let run = crate::resources::measure_command("tasks list of 370,000 tasks", workspace, &["tasks", "list"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("at most 10000"), "{}", run.stderr);
+    let workspace = TempDir::new("selfcheck");
+    let list = workspace.path().join(".mini_agent/tasks.json");
+    std::fs::create_dir_all(list.parent().unwrap()).unwrap();
+    let junk = vec!["[[[[1]]]]"; 1_600_000].join(",");
+    std::fs::write(&list, format!("{{\"tasks\": [], \"junk\": [{junk}]}}")).unwrap();
+    let run = crate::resources::measure_command(
+        "tasks add beside 16 MB of nesting",
+        workspace,
+        &["tasks", "add", "x"],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+}

@@ -10,7 +10,9 @@
 use crate::ch02_loop::Error;
 use crate::ch05_sessions::ids::now_rfc3339;
 use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -21,6 +23,9 @@ pub const DEFAULT_TASKS_FILE: &str = ".mini_agent/tasks.json";
 
 /// A task list larger than this is refused rather than read (it is read whole, each iteration).
 const FILE_MAX_BYTES: u64 = 16 << 20;
+/// A list of more tasks is refused: each is held in memory, every iteration (a real list has
+/// tens or hundreds; 370,000 small ones took 446 MB).
+pub const MAX_TASKS: usize = 10_000;
 
 // ANCHOR: status
 /// Where a task stands.
@@ -104,13 +109,25 @@ fn text_or_number<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, 
 
 /// The whole file: the list under `tasks` (or Agent-Loop's `features`) and whatever else the
 /// file holds.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct TaskFile {
     pub path: PathBuf,
     pub tasks: Vec<Task>,
     /// `"tasks"`, or `"features"` for Agent-Loop's file: written back under the same key.
     key: &'static str,
-    rest: Map<String, Value>,
+    /// The file's other fields, kept as their text: written back as they were, and never
+    /// expanded into a tree (a planted 16 MiB of `[[[…]]]` would take hundreds of MB).
+    rest: BTreeMap<String, Box<RawValue>>,
+}
+
+impl PartialEq for TaskFile {
+    fn eq(&self, other: &TaskFile) -> bool {
+        let text = |rest: &BTreeMap<String, Box<RawValue>>| -> Vec<(String, String)> {
+            rest.iter().map(|(k, v)| (k.clone(), v.get().to_string())).collect()
+        };
+        (&self.path, &self.tasks, self.key) == (&other.path, &other.tasks, other.key)
+            && text(&self.rest) == text(&other.rest)
+    }
 }
 
 // ANCHOR: load
@@ -147,24 +164,41 @@ impl TaskFile {
                 path.display()
             ))
         };
-        let mut rest: Map<String, Value> =
+        // The document as slices of its text: checked whole, held as nothing but positions.
+        let top: BTreeMap<String, &RawValue> =
             serde_json::from_str(text).map_err(|e| damaged(e.line(), strip_position(&e)))?;
         let key =
-            if rest.contains_key("tasks") || !rest.contains_key("features") { "tasks" } else { "features" };
-        let list = rest.remove(key).unwrap_or(Value::Array(Vec::new()));
-        let Value::Array(items) = list else {
-            return Err(damaged(line_of(text, &format!("\"{key}\"")), format!("\"{key}\" is not a list")));
+            if top.contains_key("tasks") || !top.contains_key("features") { "tasks" } else { "features" };
+        let not_a_list = || damaged(line_of(text, &format!("\"{key}\"")), format!("\"{key}\" is not a list"));
+        let items: Vec<&RawValue> = match top.get(key) {
+            Some(list) => serde_json::from_str(list.get()).map_err(|_| not_a_list())?,
+            None => Vec::new(),
         };
-        let mut tasks = Vec::with_capacity(items.len());
+        if items.len() > MAX_TASKS {
+            return Err(damaged(
+                line_of(text, &format!("\"{key}\"")),
+                format!("{} tasks; a list holds at most {MAX_TASKS}", items.len()),
+            ));
+        }
+        let rest = top
+            .into_iter()
+            .filter(|(name, _)| name != key)
+            .map(|(name, raw)| (name, raw.to_owned()))
+            .collect();
+        let mut tasks: Vec<Task> = Vec::with_capacity(items.len());
+        // Each id once: a map from id to position keeps a long list linear (a search of the
+        // tasks so far made 370,000 tasks take minutes).
+        let mut seen: HashMap<String, usize> = HashMap::with_capacity(items.len());
         for (index, item) in items.into_iter().enumerate() {
-            let task: Task = serde_json::from_value(item)
+            let task: Task = serde_json::from_str(item.get())
                 .map_err(|e| damaged(task_line(text, key, index), format!("task {}: {e}", index + 1)))?;
             let task = settle(task, index);
-            if let Some(twin) = tasks.iter().find(|t: &&Task| t.id == task.id) {
-                let problem =
-                    format!("two tasks have the id {:?} ({:?} and {:?})", task.id, twin.name, task.name);
+            if let Some(&twin) = seen.get(&task.id) {
+                let twin = &tasks[twin].name;
+                let problem = format!("two tasks have the id {:?} ({twin:?} and {:?})", task.id, task.name);
                 return Err(damaged(task_line(text, key, index), problem));
             }
+            seen.insert(task.id.clone(), tasks.len());
             tasks.push(task);
         }
         Ok(TaskFile { path: path.to_path_buf(), tasks, key, rest })
@@ -172,7 +206,7 @@ impl TaskFile {
     // ANCHOR_END: parse
 
     fn empty(path: &Path) -> TaskFile {
-        TaskFile { path: path.to_path_buf(), tasks: Vec::new(), key: "tasks", rest: Map::new() }
+        TaskFile { path: path.to_path_buf(), tasks: Vec::new(), key: "tasks", rest: BTreeMap::new() }
     }
 
     pub fn find_mut(&mut self, id: &str) -> Result<&mut Task, Error> {
@@ -186,15 +220,17 @@ impl TaskFile {
     /// Writes the list atomically: a temporary file in the same directory, fsynced, renamed
     /// over the old one, then the directory fsynced so that the rename itself is on disk.
     pub fn save(&self) -> Result<(), Error> {
-        let mut text = serde_json::to_string_pretty(self).map_err(|e| Error::Config(e.to_string()))?;
-        text.push('\n');
         let dir = self.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let temp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
         let failed = |e| Error::io(format!("writing the task list {}", self.path.display()), e);
         let written = (|| {
-            let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
-            file.write_all(text.as_bytes())?;
+            let file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
+            // Written as it is made: a long list is never held twice.
+            let mut out = std::io::BufWriter::new(file);
+            serde_json::to_writer_pretty(&mut out, self)?;
+            out.write_all(b"\n")?;
+            let file = out.into_inner().map_err(|e| e.into_error())?;
             file.sync_all()?;
             fs::rename(&temp, &self.path)?;
             File::open(dir)?.sync_all()
