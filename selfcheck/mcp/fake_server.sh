@@ -3,6 +3,7 @@
 # It knows the handshake and five tools; FAKE_MODE makes it misbehave on purpose:
 #   silent   never answers anything              garbage  prints junk lines before each answer
 #   badinit  answers initialize with junk JSON   exit     exits at once with status 3
+#   hugeschemas  lists 256 tools, each with a 15 KB schema (just under the per-tool cap)
 # Every line received is appended to $FAKE_LOG when it is set.
 # Tools: echo (returns its arguments), fail (isError), slow (sleeps $FAKE_SLOW or 30 s),
 #        die (killed mid-call by SIGKILL), big (a result of $FAKE_BIG bytes, default 50 MB),
@@ -23,6 +24,16 @@ while IFS= read -r line; do
       if [ "$FAKE_MODE" = badinit ]; then printf '{"jsonrpc":"2.0","id":%s,"result":\n' "$id"; continue; fi
       reply "$id" '{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}' ;;
     *'"method":"tools/list"'*)
+      if [ "$FAKE_MODE" = hugeschemas ]; then
+        bulk=$(head -c 15000 /dev/zero | tr '\0' s)
+        printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[' "$id"
+        n=0; while [ $n -lt 256 ]; do
+          [ $n -gt 0 ] && printf ','
+          printf '{"name":"t%s","inputSchema":{"type":"object","properties":{"p":{"type":"string","description":"%s"}}}}' $n "$bulk"
+          n=$((n + 1))
+        done
+        printf ']}}\n'; continue
+      fi
       case "$line" in
         *'"cursor"'*) reply "$id" '{"tools":[{"name":"slow","description":"Sleeps","inputSchema":{"type":"object"}},{"name":"die","inputSchema":{"type":"object"}},{"name":"big","inputSchema":{"type":"object"}},{"name":"endless","inputSchema":{"type":"object"}}]}' ;;
         *) reply "$id" '{"tools":[{"name":"echo","description":"Echoes its arguments","inputSchema":{"$schema":"x","type":"object","properties":{"message":{"type":"string"}}}},{"name":"fail","inputSchema":{"type":"object"}}],"nextCursor":"page2"}' ;;

@@ -83,3 +83,16 @@ fn a_server_that_never_answers_costs_its_timeouts_only() {
     assert!(run.tool_results()[0].contains("gave no answer in time"), "{:?}", run.tool_results());
     assert!(seconds < 10.0, "{seconds} s");
 }
+
+#[test]
+fn a_server_of_huge_schemas_cannot_fill_every_request() {
+    // Found by rt-b: each schema is capped (16 KiB) but not their sum: 256 tools of 15 KB made
+    // every request carry 3.8 MB of schemas, about a million tokens, and the session ended
+    // "the conversation does not fit" before the model was asked anything.
+    let (run, _) = hostile("MCP 256 huge schemas", json!({"FAKE_MODE": "hugeschemas"}), vec![text("fine")]);
+    let tools = run.requests.first().map(|r| r["tools"].to_string().len()).unwrap_or(0);
+    eprintln!("[resources] tool schemas sent with 256 huge MCP schemas: {tools} bytes");
+    run.expect_code(0);
+    assert!(tools < 300_000, "{tools} bytes of schemas");
+    assert!(run.stderr.contains("schemas"), "{}", run.stderr);
+}

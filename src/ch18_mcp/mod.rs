@@ -90,18 +90,39 @@ impl McpServers {
     }
     // ANCHOR_END: ensure_started
 
-    /// `mcp__<server>__<tool>` for every listed tool; a name already taken keeps its first owner.
+    /// `mcp__<server>__<tool>` for every listed tool; a name already taken keeps its first owner,
+    /// and once the schemas of all servers reach [`tools::SCHEMAS_MAX_BYTES`] the rest are left out.
     fn assign_names(&self) {
         let mut names: Vec<(String, usize, String)> = Vec::new();
+        let mut taken = std::collections::HashSet::new();
+        let mut bytes = 0;
         for (index, server) in self.servers.iter().enumerate() {
             let server = lock(server);
+            let mut over_budget = 0;
             for tool in &server.tools {
                 let exposed = tools::exposed_name(&server.config.name, &tool.name);
-                if names.iter().any(|(taken, _, _)| *taken == exposed) {
+                if taken.contains(&exposed) {
                     warn(&format!("MCP tool `{}` skipped: its name is taken by another tool", tool.name));
                     continue;
                 }
+                // Every request carries every schema: their sum is bounded, not only each one.
+                let size = tools::schema(&exposed, tool).to_string().len();
+                if bytes + size > tools::SCHEMAS_MAX_BYTES {
+                    over_budget += 1;
+                    continue;
+                }
+                bytes += size;
+                taken.insert(exposed.clone());
                 names.push((exposed, index, tool.name.clone()));
+            }
+            if over_budget > 0 {
+                warn(&format!(
+                    "MCP server `{}`: {} left out: the tool schemas of all servers may take at most {} KiB \
+                     of every request",
+                    server.config.name,
+                    crate::text::plural(over_budget, "tool"),
+                    tools::SCHEMAS_MAX_BYTES / 1024
+                ));
             }
         }
         *lock(&self.names) = names;

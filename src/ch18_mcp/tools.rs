@@ -20,6 +20,9 @@ const NAME_MAX: usize = 64;
 const DESCRIPTION_MAX_CHARS: usize = 1_000;
 /// A schema larger than this (serialized) is replaced by "any object".
 const SCHEMA_MAX_BYTES: usize = 16 * 1024;
+/// The schemas of all servers' tools together, serialized: every request carries them all, so
+/// tools past this sum are left out (a quarter of a 128k-token window, at the estimate's rate).
+pub const SCHEMAS_MAX_BYTES: usize = 256 * 1024;
 
 // ANCHOR: naming
 /// `mcp__<server>__<tool>`, with every other character made `_` and cut to 64 bytes.
