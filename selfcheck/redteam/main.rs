@@ -15,6 +15,7 @@
 //! | `planted.rs` | a cloned repository | workspace reads go through the resolver; `.mini_agent/` and `.git/` are never written by the file tools; a journal cannot move the root |
 //! | `terminal.rs` | model and tool text | the terminal shows what runs; no control sequence from the model reaches it |
 //! | `secrets.rs` | model, tools, server | the key is in no child's environment and in nothing printed, recorded, spilled or sent |
+//! | `hooks.rs` | a cloned repository's hooks | what a hook leaves running does not outlive it |
 //! | `liveness.rs` | server, model, signals | nothing hangs: idle timeout, linear globs, interruptible walks, SIGTERM/SIGHUP |
 //! | `resources.rs` | model | disk and memory stay bounded (peak RSS measured) |
 //! | `mcp.rs` | an MCP server | malformed JSON-RPC, garbage, 50 MB and endless answers, silence: a one-line error, no hang, bounded memory |
@@ -31,6 +32,7 @@ mod harness;
 #[path = "../pty.rs"]
 mod pty;
 
+mod hooks;
 mod liveness;
 mod mcp;
 mod planted;

@@ -3,8 +3,12 @@
 //! the API keys removed from its environment, and its output read by threads into bounded
 //! buffers. Unlike the bash tool it gets one JSON object on stdin, and its stdout and stderr
 //! stay apart: stderr is the reason a blocking hook gives, stdout what a PostToolUse hook adds.
+//! What a hook leaves running outside its group (`setsid daemon &`) is found by the bash tool's
+//! mark and killed when the hook ends (chapter 3's reaper): a hook cannot plant a process that
+//! outlives it.
 
 use crate::ch02_loop::interrupted;
+use crate::ch03_tools::reaper::{MARK_VARIABLE, kill_escaped, new_mark};
 use crate::ch03_tools::shell::{spawn_in_session, terminate_group};
 use std::io::{self, Read, Write};
 use std::process::{Child, Stdio};
@@ -31,7 +35,8 @@ pub struct Ran {
 // ANCHOR: run_hook
 /// Runs `command` in `root` with `input` on its stdin, for at most `timeout`.
 pub(crate) fn run_hook(root: &std::path::Path, command: &str, input: &[u8], timeout: Duration) -> Ran {
-    let mut child = match spawn(root, command) {
+    let mark = new_mark();
+    let mut child = match spawn(root, command, &mark) {
         Ok(child) => child,
         Err(error) => return failed(format!("could not start: {error}")),
     };
@@ -58,15 +63,17 @@ pub(crate) fn run_hook(root: &std::path::Path, command: &str, input: &[u8], time
         None => child.wait().ok().and_then(|status| status.code()),
         Some(_) => None,
     };
-    // Whatever it left running (or the whole group, when it timed out) goes now.
+    // Whatever it left running (or the whole group, when it timed out) goes now, and so does
+    // what left the group.
     terminate_group(group, &mut child);
+    kill_escaped(&mark, group);
     Ran { code, stdout: collect(stdout), stderr: collect(stderr), failure }
 }
 // ANCHOR_END: run_hook
 
-fn spawn(root: &std::path::Path, command: &str) -> io::Result<Child> {
+fn spawn(root: &std::path::Path, command: &str, mark: &str) -> io::Result<Child> {
     spawn_in_session(root, command, |hook| {
-        hook.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        hook.env(MARK_VARIABLE, mark).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         Ok(())
     })
 }
