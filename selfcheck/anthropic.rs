@@ -53,6 +53,21 @@ fn a_task_runs_its_tools_over_the_messages_api() {
 }
 
 #[test]
+fn a_failed_tool_result_is_marked_is_error() {
+    let run = Test::new()
+        .args(["--api", "anthropic", "-p", "read it"])
+        .server(vec![
+            tool_use("toolu_missing", "read_file", json!({"path": "missing.txt"})),
+            answer("It is missing."),
+        ])
+        .run();
+    run.expect_code(0);
+    let result = &run.requests[1]["messages"][2]["content"][0];
+    assert_eq!(result["tool_use_id"], "toolu_missing");
+    assert_eq!(result["is_error"], json!(true), "{result}");
+}
+
+#[test]
 fn continue_goes_back_to_the_api_the_session_recorded() {
     let first =
         Test::new().args(["--api", "anthropic", "-p", "hello"]).server(vec![answer("Hi there.")]).run();

@@ -15,9 +15,11 @@
 //!   one role merged, and two prompt-cache breakpoints;
 //! - [`reply`]: a whole reply read back — content blocks, `stop_reason`, `usage` with its
 //!   cache reads and writes;
-//! - [`events`]: the streamed reply, event by event, for chapter 11's receive loop.
+//! - [`events`]: the streamed reply, event by event, for chapter 11's receive loop;
+//! - [`failures`]: which results were errors, remembered from the loop's events.
 
 pub mod events;
+pub mod failures;
 pub mod reply;
 pub mod request;
 #[cfg(test)]

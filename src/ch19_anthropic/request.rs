@@ -55,7 +55,8 @@ fn split_system(messages: &[Message]) -> (Vec<&str>, &[Message]) {
 /// The conversation as alternating turns of content blocks, with the cache breakpoint last.
 fn turns(messages: &[Message]) -> Vec<Value> {
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
-    // Calls whose arguments did not parse: the tool refused them, so their results are errors.
+    // Calls whose arguments did not parse: the tool refused them, so their results are errors
+    // (as are those `failures` saw fail).
     let mut unparsed: HashSet<&str> = HashSet::new();
     for message in messages {
         let (role, blocks) = match message {
@@ -76,7 +77,7 @@ fn turns(messages: &[Message]) -> Vec<Value> {
             Message::Tool { tool_call_id, content } => {
                 let mut block = json!({"type": "tool_result", "tool_use_id": block_id(tool_call_id),
                     "content": non_empty(content)});
-                if unparsed.contains(tool_call_id.as_str()) {
+                if unparsed.contains(tool_call_id.as_str()) || super::failures::failed(tool_call_id) {
                     block["is_error"] = json!(true);
                 }
                 ("user", vec![block])

@@ -377,3 +377,39 @@ fn urls_keys_and_their_absence() {
     assert!(matches!(keys.auth(), Some(Auth::ApiKey(ref k)) if k == "k"));
     assert_eq!(keys.secrets().count(), 2);
 }
+
+#[test]
+fn a_result_the_loop_saw_fail_goes_back_with_is_error() {
+    use crate::ch02_loop::{ToolOutput, ToolStatus};
+    let call = ToolCall {
+        id: "toolu_fails_19".into(),
+        name: "read_file".into(),
+        arguments: r#"{"path":"x"}"#.into(),
+    };
+    let output = ToolOutput { content: "no such file: x".into(), status: ToolStatus::Error };
+    failures::ToolFailures.event(Event::ToolFinished(&call, &output)).expect("observed");
+    let fine = ToolCall { id: "toolu_fine_19".into(), ..call.clone() };
+    let messages = [
+        Message::User { content: "go".into() },
+        Message::Assistant { content: None, tool_calls: vec![call, fine] },
+        Message::Tool { tool_call_id: "toolu_fails_19".into(), content: "no such file: x".into() },
+        Message::Tool { tool_call_id: "toolu_fine_19".into(), content: "ok".into() },
+    ];
+    let body: Value =
+        serde_json::from_slice(&request::body("m", 1, &Request { messages: &messages, tools: &[] }, false))
+            .unwrap();
+    let results = &body["messages"][2]["content"];
+    assert_eq!(results[0]["is_error"], json!(true), "{results}");
+    assert_eq!(results[1].get("is_error"), None, "{results}");
+}
+
+#[test]
+fn max_tokens_comes_from_the_environment_value_or_the_default() {
+    assert_eq!(parse_max_tokens(None).unwrap(), DEFAULT_MAX_TOKENS);
+    assert_eq!(parse_max_tokens(Some(" ")).unwrap(), DEFAULT_MAX_TOKENS);
+    assert_eq!(parse_max_tokens(Some("64000")).unwrap(), 64000);
+    for bad in ["0", "-1", "many", "1.5"] {
+        let error = parse_max_tokens(Some(bad)).expect_err(bad).to_string();
+        assert!(error.contains("MINI_AGENT_MAX_TOKENS"), "{error}");
+    }
+}

@@ -260,6 +260,11 @@ impl Agent {
             observers.push(json);
         }
         observers.push(display);
+        // Chapter 19: the Messages API marks failed results, and only events know which failed.
+        #[cfg(feature = "ch19")]
+        let mut failures = mini_agent::ch19_anthropic::failures::ToolFailures;
+        #[cfg(feature = "ch19")]
+        observers.push(&mut failures);
         let limits = Limits { max_turns: self.config.max_turns };
         let outcome =
             run_turn(&mut self.model, &mut self.tools, &mut self.history, &mut Fanout(observers), &limits);

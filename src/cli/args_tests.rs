@@ -232,3 +232,12 @@ fn trust_hooks_is_a_switch_and_its_misspelling_is_caught() {
     assert_eq!(error(&["--trust-hook"]), "unknown flag --trust-hook — did you mean --trust-hooks?");
     assert!(help().contains("--trust-hooks"));
 }
+
+#[cfg(feature = "ch19")]
+#[test]
+fn api_names_one_of_the_two_wire_formats() {
+    assert_eq!(agent(&["--api", "anthropic"]).api.as_deref(), Some("anthropic"));
+    assert_eq!(agent(&["--api=openai"]).api.as_deref(), Some("openai"));
+    assert_eq!(error(&["--api", "gemini"]), r#"--api must be openai or anthropic, got "gemini""#);
+    assert!(error(&["--api", "openai", "--api", "anthropic"]).contains("given twice"));
+}
