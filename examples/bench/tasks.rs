@@ -22,36 +22,46 @@ const TASKS: usize = 20;
 
 pub(super) fn task_rows(table: &mut Table, binary: &Path) {
     let load = load_average();
-    match repeat(|| task_loop_run(binary, TASKS, false, Wrap::None)) {
-        Ok(runs) => {
-            let gaps: Vec<Vec<Duration>> = runs.iter().map(|run| run.turns.clone()).collect();
-            let name = format!("tasks run: loop cost per iteration, {TASKS} tasks (no verify, --no-commit)");
-            table.pooled(&name, &gaps, Some(20.0));
-        }
-        Err(reason) => table.missing("tasks run: loop cost per iteration", &reason),
-    }
-    table.text("  load average (1, 5, 15 min) as it started", &load, "");
     let fsyncs = fsyncs_per_iteration(binary);
-    match &fsyncs {
-        Ok((fsync, fdatasync)) => table.text(
-            "  fsyncs per iteration (strace)",
-            &format!("{}", fsync + fdatasync),
-            &format!(
-                "{fsync} fsync (task list file and directory, sessions/) + {fdatasync} fdatasync (journal)"
-            ),
-        ),
-        Err(reason) => table.missing("  fsyncs per iteration", reason),
-    }
-    let rate =
-        TempDir::new("appends").and_then(|dir| measure_appends(dir.root(), 100).map_err(|e| e.to_string()));
-    match (&fsyncs, rate) {
-        (Ok((fsync, fdatasync)), Ok(rate)) => {
-            let count = f64::from(fsync + fdatasync);
-            let name = format!("  those fsyncs at this disk's rate now ({rate:.0} appends/s)");
-            table.row(&name, vec![count * 1e3 / rate], |ms| format!("{ms:.2} ms"), None);
+    // Each run is preceded by a measure of the disk (50 fsynced appends), so that a slow run
+    // can be set beside the price of its fsyncs at that moment.
+    let timed = repeat(|| {
+        let dir = TempDir::new("appends")?;
+        let rate = measure_appends(dir.root(), 50).map_err(|e| e.to_string())?;
+        Ok((rate, task_loop_run(binary, TASKS, false, Wrap::None)?))
+    });
+    let name = format!("tasks run: loop cost per iteration, {TASKS} tasks (no verify, --no-commit)");
+    let rates = match timed {
+        Ok(timed) => {
+            let gaps: Vec<Vec<Duration>> = timed.iter().map(|(_, run)| run.turns.clone()).collect();
+            table.pooled(&name, &gaps, Some(20.0));
+            timed.iter().map(|(rate, _)| *rate).collect()
         }
-        (_, Err(reason)) => table.missing("  fsync time per iteration", &reason),
-        _ => {}
+        Err(reason) => {
+            table.missing(&name, &reason);
+            Vec::new()
+        }
+    };
+    table.text("  load average (1, 5, 15 min) as it started", &load, "");
+    match &fsyncs {
+        Ok((fsync, fdatasync)) => {
+            let note = format!(
+                "{fsync} fsync (task list file and directory, sessions/) + {fdatasync} fdatasync (journal)"
+            );
+            table.text("  fsyncs per iteration (strace)", &format!("{}", fsync + fdatasync), &note);
+            if !rates.is_empty() {
+                let count = f64::from(fsync + fdatasync);
+                let name = "  those fsyncs at the disk's rate measured before each run";
+                table.row(
+                    name,
+                    rates.iter().map(|rate| count * 1e3 / rate).collect(),
+                    |ms| format!("{ms:.2} ms"),
+                    None,
+                );
+                table.row("  the disk then, fsynced appends/s", rates, |rate| format!("{rate:.0} /s"), None);
+            }
+        }
+        Err(reason) => table.missing("  fsyncs per iteration", reason),
     }
     // Each attempt writes a file (one tool call), so every other gap is between attempts.
     match repeat(|| task_loop_run(binary, TASKS, true, Wrap::None)) {
