@@ -304,7 +304,9 @@ pub trait Assemble {
     /// The reply of a server that ignored `stream: true` and sent one JSON document.
     fn whole(body: &str) -> Result<Reply, Error>;
 }
+// ANCHOR_END: assemble
 
+/// The chunks of this chapter are one kind of stream; the methods are the ones shown above.
 impl Assemble for StreamAssembler {
     fn apply(&mut self, data: &str, observer: &mut dyn Observer) -> Result<(), Error> {
         StreamAssembler::apply(self, data, observer)
@@ -328,7 +330,6 @@ impl Assemble for StreamAssembler {
         parse_reply(body)
     }
 }
-// ANCHOR_END: assemble
 
 // ANCHOR: client
 /// A Model that streams: the same request as chapter 2 plus `stream: true`.

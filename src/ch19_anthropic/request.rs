@@ -74,6 +74,8 @@ fn turns(messages: &[Message]) -> Vec<Value> {
                 }
                 ("assistant", blocks)
             }
+            // ANCHOR_END: turns
+            // ANCHOR: turns_merge
             Message::Tool { tool_call_id, content } => {
                 let mut block = json!({"type": "tool_result", "tool_use_id": block_id(tool_call_id),
                     "content": non_empty(content)});
@@ -90,7 +92,7 @@ fn turns(messages: &[Message]) -> Vec<Value> {
             _ => turns.push((role, blocks)),
         }
     }
-    // ANCHOR_END: turns
+    // ANCHOR_END: turns_merge
     // ANCHOR: turns_end
     // The API wants a user turn first, and no turn without blocks.
     turns.retain(|(_, blocks)| !blocks.is_empty());
