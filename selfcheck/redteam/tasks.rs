@@ -146,3 +146,18 @@ fn a_huge_or_deep_task_list_costs_bounded_memory() {
     );
     assert_eq!(run.code, Some(0), "{}", run.stderr);
 }
+
+#[test]
+fn a_fifo_planted_as_the_task_list_does_not_hang() {
+    // Found by rt-b: the list was opened without O_NONBLOCK, so a FIFO in its place (an
+    // archive can hold one) made `tasks list`, `add` and `run` wait forever for a writer.
+    let workspace = TempDir::new("selfcheck");
+    let list = workspace.path().join(".mini_agent/tasks.json");
+    std::fs::create_dir_all(list.parent().unwrap()).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(&list).status().expect("mkfifo runs");
+    assert!(made.success());
+    let started = std::time::Instant::now();
+    let run = Test::new().args(["tasks", "list"]).run_in(workspace);
+    assert!(started.elapsed().as_secs() < 10, "it waited {:?}", started.elapsed());
+    run.expect_code(1).stderr_has("not a regular file");
+}

@@ -135,7 +135,10 @@ impl TaskFile {
     /// Reads `path`; a missing file is an empty list. A damaged one is an error that names
     /// the line, and nothing is written.
     pub fn load(path: &Path) -> Result<TaskFile, Error> {
-        let mut file = match OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) {
+        // Not through a symlink, and without waiting: a FIFO planted under the list's name
+        // would block a plain open until someone writes to it.
+        let flags = libc::O_NOFOLLOW | libc::O_NONBLOCK;
+        let mut file = match OpenOptions::new().read(true).custom_flags(flags).open(path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(TaskFile::empty(path)),
             Err(e) => return Err(Error::io(format!("reading the task list {}", path.display()), e)),
