@@ -557,7 +557,7 @@ mini-agent tasks — work through a list of tasks unattended
   mini-agent tasks list                 id, priority, status, attempts, name
   mini-agent tasks status               counts, the task in progress and its session, git
   mini-agent tasks run [--iterations N] [--max-attempts N] [--intervention-after N]
-                       [--no-commit] [--allow-dirty] [--acknowledge-unknown]
+                       [--no-commit] [--allow-dirty] [--acknowledge-unknown]{notify_flags}
                        [--allow-write] [--allow-shell] [--json] [--model ID] [--base-url URL] ...
   mini-agent tasks reset ID             back to pending, attempts 0 (after a human looked)
   Every subcommand takes --root DIR and --tasks PATH (default {DEFAULT_TASKS_FILE};
@@ -579,7 +579,8 @@ EXIT CODES
   130  interrupted (Ctrl+C); 143 SIGTERM — the task is pending again
 {verify}",
         notify = notify_help(),
-        verify = verify_help()
+        verify = verify_help(),
+        notify_flags = if cfg!(feature = "ch17") { " [--webhook URL] [--metrics FILE]" } else { "" },
     )
 }
 
