@@ -38,6 +38,9 @@ mod reopen;
 mod repl;
 #[cfg(feature = "ch05")]
 mod sessions_table;
+#[cfg(all(test, feature = "ch05"))]
+#[path = "sessions_tests.rs"]
+mod sessions_tests;
 #[cfg(feature = "ch15")]
 mod tasks;
 
