@@ -17,7 +17,7 @@
 //! | `secrets.rs` | model, tools, server | the key is in no child's environment and in nothing printed, recorded, spilled or sent |
 //! | `hooks.rs` | a cloned repository's hooks | what a hook leaves running does not outlive it |
 //! | `liveness.rs` | server, model, signals | nothing hangs: idle timeout, linear globs, interruptible walks, SIGTERM/SIGHUP |
-//! | `resources.rs` | model | disk and memory stay bounded (peak RSS measured) |
+//! | `resources.rs` | model | disk and memory stay bounded (peak RSS measured by `measure.rs`'s small wrapper) |
 //! | `mcp.rs` | an MCP server | malformed JSON-RPC, garbage, 50 MB and endless answers, silence: a one-line error, no hang, bounded memory |
 //! | `tasks.rs` | a cloned repository, a hostile model | a task list's verify commands run only once approved or under `--trust-tasks` |
 //! | `wire.rs` | server | redirects, odd reply shapes, giant replies: a clear error or a correct answer, never a silent one |
@@ -35,6 +35,7 @@ mod pty;
 mod hooks;
 mod liveness;
 mod mcp;
+mod measure;
 mod planted;
 mod resources;
 mod secrets;

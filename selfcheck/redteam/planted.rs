@@ -755,7 +755,7 @@ fn a_write_killed_for_real_leaves_no_temporary_file_after_resume() {
 
 /// Runs `mini-agent ARGS` in `root` and returns (exit code, stdout and stderr, peak RSS in kB).
 fn peak_rss_of(root: &Path, args: &[&str]) -> (Option<i32>, String, i64) {
-    let run = crate::resources::run_measured(&format!("mini-agent {args:?}"), root, args);
+    let run = crate::measure::run_measured(&format!("mini-agent {args:?}"), root, args);
     (run.code, run.stdout + &run.stderr, run.peak_rss_kb)
 }
 

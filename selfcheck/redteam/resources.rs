@@ -3,15 +3,15 @@
 //! A hostile model asks for unbounded disk or memory: endless output, a file doubled a
 //! thousand times, a one-gigabyte line, a reply of a thousand calls, a streamed argument with
 //! no end. Each case runs the real binary, reads its peak resident memory from the kernel
-//! (`wait4`'s `ru_maxrss`, which also covers the commands it ran), prints it, and asserts the
+//! (`wait4`'s `ru_maxrss`, which also covers the commands it ran, taken by the small wrapper
+//! of `measure.rs`), prints it, and asserts the
 //! rule: peak RSS under 64 MB, no file the agent wrote over 64 MiB, the spill directory small.
 
-use crate::harness::{TempDir, agent_command, call, messages, records, session_files, text};
+use crate::harness::{TempDir, call, messages, records, session_files, text};
 use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The bar of the issue: peak RSS in every resource case.
 const RSS_LIMIT_KB: i64 = 64 * 1000;
@@ -27,10 +27,8 @@ pub(crate) struct Measured {
 
 /// Runs the agent with `args` against `steps` in `workspace`, and measures it.
 ///
-/// The agent is started by `sh` in the background and adopted by this process (a child
-/// subreaper) when `sh` exits. The detour is needed for an honest figure: a process started
-/// straight from this (large, multi-threaded) test process inherits its peak RSS at `exec`,
-/// while one forked from a small `sh` inherits only that of `sh`, a megabyte or two.
+/// The agent is started by a small measuring wrapper, not by this large test process
+/// (`measure.rs` says why).
 pub(crate) fn measure(name: &str, workspace: TempDir, args: &[&str], steps: Vec<Step>) -> Measured {
     let server = ScriptedServer::scripted(steps).expect("start the scripted server");
     let mut args: Vec<&str> = args.to_vec();
@@ -42,7 +40,7 @@ pub(crate) fn measure(name: &str, workspace: TempDir, args: &[&str], steps: Vec<
 
 /// Like [`measure`], without a server: the command line alone.
 pub(crate) fn measure_command(name: &str, workspace: TempDir, args: &[&str]) -> Measured {
-    let run = run_measured(name, workspace.path(), args);
+    let run = crate::measure::run_measured(name, workspace.path(), args);
     let measured = Measured {
         code: run.code,
         stderr: run.stderr,
@@ -57,98 +55,6 @@ pub(crate) fn measure_command(name: &str, workspace: TempDir, args: &[&str]) -> 
         measured.stderr
     );
     measured
-}
-
-/// What [`run_measured`] saw: exit code, both streams, peak RSS in kB.
-pub(crate) struct MeasuredRun {
-    pub(crate) code: Option<i32>,
-    pub(crate) stdout: String,
-    pub(crate) stderr: String,
-    pub(crate) peak_rss_kb: i64,
-}
-
-/// Runs `mini-agent ARGS` in `root` through `sh` (see [`measure`] for why) and reads its
-/// peak RSS from `wait4`; asserts nothing, so callers choose their own bound.
-pub(crate) fn run_measured(name: &str, root: &Path, args: &[&str]) -> MeasuredRun {
-    // Twice in CI (never here) `wait4` answered ECHILD at once: the agent was gone from
-    // /proc and not ours to reap, so no figure could be read. That says nothing about the
-    // agent, only that the measurement was lost: it is taken once more, and a second loss fails.
-    match run_measured_once(name, root, args) {
-        Ok(run) => run,
-        Err(lost) => {
-            eprintln!("{name}: {lost}; measuring once more");
-            run_measured_once(name, root, args).unwrap_or_else(|lost| panic!("{name}: {lost}, twice"))
-        }
-    }
-}
-
-fn run_measured_once(name: &str, root: &Path, args: &[&str]) -> Result<MeasuredRun, String> {
-    // SAFETY: prctl with an integer argument; it only changes who adopts orphans.
-    assert_eq!(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }, 0);
-    let template = agent_command(root);
-    let (out, errors) = (root.join(".mini_agent-test-stdout"), root.join(".mini_agent-test-stderr"));
-    let mut command = std::process::Command::new("sh");
-    command
-        .arg("-c")
-        .arg(r#"agent="$1"; out="$2"; errors="$3"; shift 3; "$agent" "$@" </dev/null >"$out" 2>"$errors" & echo $!"#)
-        .arg("sh")
-        .arg(template.get_program())
-        .arg(&out)
-        .arg(&errors)
-        .args(args)
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit());
-    for (key, value) in template.get_envs() {
-        match value {
-            Some(value) => command.env(key, value),
-            None => command.env_remove(key),
-        };
-    }
-    let started = Instant::now();
-    let output = command.output().expect("start sh");
-    let pid: libc::pid_t =
-        String::from_utf8_lossy(&output.stdout).trim().parse().expect("sh printed the pid");
-    let (status, usage) = loop {
-        let mut status = 0;
-        // SAFETY: rusage is plain data; wait4 fills it for a child of ours (adopted).
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if reaped == pid {
-            break (status, usage);
-        }
-        if reaped == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) {
-            return Err(format!("the measurement was lost: wait4 found no child {pid} (ECHILD)"));
-        }
-        if reaped == -1 || started.elapsed() > Duration::from_secs(90) {
-            // Say where it was (state, kernel wait channel) before killing it: a hang here
-            // has been seen once in CI and not reproduced.
-            let proc =
-                |file: &str| std::fs::read_to_string(format!("/proc/{pid}/{file}")).unwrap_or_default();
-            let (stat, wchan) = (proc("stat"), proc("wchan"));
-            let error = std::io::Error::last_os_error();
-            // SAFETY: kill sends a signal to the agent we started.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!(
-                "{name}: the agent hung and was killed (wait4: {reaped}, {error}; stat: {stat}; wchan: {wchan})"
-            );
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-    let read = |path: &Path| {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        let _ = std::fs::remove_file(path);
-        text
-    };
-    let (stdout, stderr) = (read(&out), read(&errors));
-    let peak_rss_kb = usage.ru_maxrss; // kilobytes on Linux
-    eprintln!(
-        "[resources] {name}: peak RSS {:.1} MB, {:.2} s, exit {code:?}",
-        peak_rss_kb as f64 / 1000.0,
-        started.elapsed().as_secs_f64()
-    );
-    Ok(MeasuredRun { code, stdout, stderr, peak_rss_kb })
 }
 
 impl Measured {
