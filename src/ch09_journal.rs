@@ -45,7 +45,9 @@ pub struct Journal {
     /// The `session` record is written but not yet synced: the next append's sync covers it.
     unsynced: bool,
 }
+// ANCHOR_END: journal
 
+// ANCHOR: journal_create
 impl Journal {
     /// Starts a new session of `store`'s root: creates the file, locks it, writes the
     /// `session` record (with where the model lives, `origin`) and makes the new file's
@@ -75,7 +77,7 @@ impl Journal {
         Ok(journal)
     }
 
-    // ANCHOR_END: journal
+    // ANCHOR_END: journal_create
     // ANCHOR: journal_open
     /// Opens an existing session to continue it: locks it, reads every record, and cuts a
     /// torn last line off the file (the returned `Loaded::warning` says so).
@@ -99,6 +101,7 @@ impl Journal {
         let journal = Journal { file, path, id, next_seq, redactor, broken, unsynced };
         Ok((journal, loaded))
     }
+    // ANCHOR_END: journal_open
 
     pub fn id(&self) -> &str {
         &self.id
@@ -116,7 +119,6 @@ impl Journal {
     }
 }
 
-// ANCHOR_END: journal_open
 // ANCHOR: journal_append
 impl Append for Journal {
     /// Writes the record as one line with one `write`, then `sync_data`: when this returns
@@ -128,7 +130,9 @@ impl Append for Journal {
         Ok(seq)
     }
 }
+// ANCHOR_END: journal_append
 
+// ANCHOR: journal_write
 impl Journal {
     /// One record, one line, one `write` (no sync).
     fn write(&mut self, body: Body) -> Result<u64, Error> {
@@ -154,7 +158,7 @@ impl Journal {
         Ok(seq)
     }
 }
-// ANCHOR_END: journal_append
+// ANCHOR_END: journal_write
 
 // ANCHOR: journal_sync
 impl Journal {
@@ -206,6 +210,9 @@ fn lock(file: &File, path: &Path, id: &str) -> Result<(), Error> {
         Err(TryLockError::Error(e)) => Err(Error::io(format!("cannot lock {}", path.display()), e)),
     }
 }
+// ANCHOR_END: lock
+
+// ANCHOR: lock_holder
 
 /// The pid of the process that holds the session at `path` open, if any (Linux only).
 /// Looking takes no lock, so it never gets in the way of the process that holds it.
@@ -231,7 +238,7 @@ fn lock_holder(file: &File) -> Option<u32> {
         }
     })
 }
-// ANCHOR_END: lock
+// ANCHOR_END: lock_holder
 
 /// What `--status` does with a torn last line.
 pub(crate) const TORN_IGNORED: &str = "it is ignored, and will be cut off when the session is resumed";
@@ -273,6 +280,8 @@ fn parse_journal(path: &Path, bytes: &[u8], torn_action: &str) -> Result<Loaded,
             None => (rest, false),
         };
         rest = if complete { &rest[line.len() + 1..] } else { &[] };
+        // ANCHOR_END: parse_journal
+        // ANCHOR: parse_line
         match serde_json::from_slice::<Record>(line) {
             Ok(record) if complete => {
                 check_record(path, number, &record)?;
@@ -290,6 +299,7 @@ fn parse_journal(path: &Path, bytes: &[u8], torn_action: &str) -> Result<Loaded,
     }
     Ok(Loaded { records, warning, good_len: good_len as u64 })
 }
+// ANCHOR_END: parse_line
 
 /// The error for a line that is not a record and is not the last one.
 pub(crate) fn corrupt_line(path: &Path, number: usize, error: &serde_json::Error) -> Error {
@@ -305,7 +315,6 @@ pub(crate) fn torn_line(path: &Path, number: usize, bytes: u64, action: &str) ->
     format!("{}: line {number} was cut off mid-write ({bytes} bytes); {action}", path.display())
 }
 
-// ANCHOR_END: parse_journal
 /// A line can parse and still be wrong for its place: the first must be the header of a
 /// format version we know.
 pub(crate) fn check_record(path: &Path, number: usize, record: &Record) -> Result<(), Error> {

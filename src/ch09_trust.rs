@@ -103,6 +103,9 @@ pub fn journal_root(path: &Path) -> Result<PathBuf, Error> {
     SessionStore::new(root).check_dirs()?;
     fs::canonicalize(root).map_err(|e| Error::io(format!("cannot use workspace root {}", root.display()), e))
 }
+// ANCHOR_END: journal_root
+
+// ANCHOR: check_recorded_root
 
 /// Checks that the header's `recorded` root is `root`, the one [`journal_root`] found for the
 /// journal at `path`: a journal copied or planted from elsewhere is refused, never followed.
@@ -118,7 +121,7 @@ pub fn check_recorded_root(path: &Path, root: &Path, recorded: &str) -> Result<(
         root.display()
     )))
 }
-// ANCHOR_END: journal_root
+// ANCHOR_END: check_recorded_root
 
 /// A `write_file` or `edit_file` that never finished (the agent was killed mid-write) may
 /// have left its temporary file next to the target: removed when the session is resumed.

@@ -98,6 +98,8 @@ impl CallTracker {
                 )),
             },
             Body::ToolFinished { id, .. } => open.retain(|(call, _)| &call.id != id),
+            // ANCHOR_END: open_calls
+            // ANCHOR: open_calls_split
             Body::Session { .. }
             | Body::System { .. }
             | Body::User { .. }
@@ -129,7 +131,7 @@ fn open_calls(records: &[Record]) -> OpenCalls {
     calls.open_calls()
 }
 
-// ANCHOR_END: open_calls
+// ANCHOR_END: open_calls_split
 // ANCHOR: state_of
 /// Where the story stands after `body`, if it moved the conversation; retries, usage and
 /// the like are side notes and say nothing.
@@ -151,6 +153,9 @@ fn moved_to(body: &Body) -> Option<SessionState> {
         Body::Hook { .. } => None,
     }
 }
+// ANCHOR_END: state_of
+
+// ANCHOR: state_decide
 
 /// Open calls decide first; otherwise the last record that moved the conversation does.
 fn decide(open: OpenCalls, last_move: Option<SessionState>) -> SessionState {
@@ -165,7 +170,7 @@ fn decide(open: OpenCalls, last_move: Option<SessionState>) -> SessionState {
     }
     last_move.unwrap_or(SessionState::New)
 }
-// ANCHOR_END: state_of
+// ANCHOR_END: state_decide
 
 #[cfg(test)]
 fn state_of(records: &[Record]) -> SessionState {

@@ -168,6 +168,8 @@ impl StreamAssembler {
         let Some(choice) = chunk.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else {
             return Ok(());
         };
+        // ANCHOR_END: assembler_apply
+        // ANCHOR: apply_delta
         let delta = choice.get("delta").unwrap_or(&Value::Null);
         let text = content_text(delta.get("content"))
             .map_err(|what| Error::Model(format!("malformed stream chunk ({what}): {}", quote(data))))?;
@@ -189,8 +191,8 @@ impl StreamAssembler {
         }
         Ok(())
     }
+    // ANCHOR_END: apply_delta
 
-    // ANCHOR_END: assembler_apply
     // ANCHOR: add_fragment
     fn add_fragment(&mut self, fragment: &Value) -> Result<(), Error> {
         let id = fragment.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
@@ -207,6 +209,8 @@ impl StreamAssembler {
                 None => 0,
             },
         };
+        // ANCHOR_END: add_fragment
+        // ANCHOR: add_fragment_hold
         // Everything held is counted against the cap, not only text and arguments: a new call
         // (its entry), a longer id or name. Eighty calls with 1 MB names took 335 MB before.
         let mut held = 0;
@@ -234,14 +238,15 @@ impl StreamAssembler {
         call.arguments.push_str(&piece);
         self.count(held + piece.len())
     }
+    // ANCHOR_END: add_fragment_hold
 
-    // ANCHOR_END: add_fragment
-    // ANCHOR: into_reply
+    // ANCHOR: count
     /// Counts gathered bytes against [`MAX_REPLY_BYTES`], the cap of a non-streamed reply.
     fn count(&mut self, bytes: usize) -> Result<(), Error> {
         self.received += bytes;
         if self.received > MAX_REPLY_BYTES { Err(reply_too_large()) } else { Ok(()) }
     }
+    // ANCHOR_END: count
 
     /// The stream reached its end (`[DONE]`, or a finish reason and then the end of the body).
     pub fn is_complete(&self) -> bool {
@@ -253,6 +258,7 @@ impl StreamAssembler {
         &self.text
     }
 
+    // ANCHOR: into_reply
     /// The reply, once the stream is complete; each call must have a name to be run.
     pub fn into_reply(self) -> Result<Reply, Error> {
         let mut tool_calls = Vec::with_capacity(self.calls.len());
@@ -274,6 +280,7 @@ impl StreamAssembler {
             cache: Default::default(),
         })
     }
+    // ANCHOR_END: into_reply
 
     /// Describes how far a cut-off stream got, for the error message.
     fn progress(&self) -> String {
@@ -284,7 +291,6 @@ impl StreamAssembler {
         parts.join(", ")
     }
 }
-// ANCHOR_END: into_reply
 
 // ANCHOR: assemble
 /// What turns the events of a stream into a reply: the [`StreamAssembler`] of Chat Completions
@@ -364,7 +370,7 @@ pub(crate) enum Piece {
 }
 
 // ANCHOR_END: client
-// ANCHOR: client_wait
+// ANCHOR: client_start
 impl Model for StreamingClient {
     fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
         let body = self.client.request_body(request, true);
@@ -377,6 +383,9 @@ impl Model for StreamingClient {
         receive(pieces, StreamAssembler::default(), self.client.idle_timeout, observer)
     }
 }
+// ANCHOR_END: client_start
+
+// ANCHOR: client_wait
 
 /// Feeds the worker's pieces to `reply` until the stream ends, watching Ctrl+C and the idle
 /// timeout. `reply` is any [`Assemble`]: chapter 19 reads Anthropic's events with this loop.
@@ -458,6 +467,9 @@ pub(crate) fn receive<A: Assemble>(
         }
     }
 }
+// ANCHOR_END: client_end
+
+// ANCHOR: cut_off
 
 /// Records the text that did arrive as partial, then hands back the error: nothing runs.
 fn cut_off(reply: &impl Assemble, error: Error, observer: &mut dyn Observer) -> Error {
@@ -468,7 +480,7 @@ fn cut_off(reply: &impl Assemble, error: Error, observer: &mut dyn Observer) -> 
     }
     error
 }
-// ANCHOR_END: client_end
+// ANCHOR_END: cut_off
 
 /// Pieces of a stream read ahead of the parser (16 KB each).
 const STREAM_QUEUE_PIECES: usize = 16;
@@ -506,6 +518,8 @@ pub(crate) fn start_worker(
                 let _ = deliver.send(piece);
                 return;
             }
+            // ANCHOR_END: worker
+            // ANCHOR: worker_loop
             let mut reader = response.into_body().into_reader();
             let mut buffer = vec![0; 16 * 1024];
             loop {
@@ -523,7 +537,7 @@ pub(crate) fn start_worker(
         .map_err(|error| Error::io("starting the model stream thread", error))?;
     Ok(pieces)
 }
-// ANCHOR_END: worker
+// ANCHOR_END: worker_loop
 
 #[cfg(test)]
 #[path = "ch11_streaming_tests.rs"]

@@ -119,6 +119,7 @@ impl<T: Tools> Gate<T> {
     pub fn granted(&self) -> Permissions {
         self.granted
     }
+    // ANCHOR_END: gate
 
     pub fn inner(&self) -> &T {
         &self.inner
@@ -146,7 +147,6 @@ impl<T: Tools> Gate<T> {
         }
     }
 }
-// ANCHOR_END: gate
 
 // ANCHOR: gate_run
 impl<T: Tools> Tools for Gate<T> {
@@ -172,6 +172,8 @@ impl<T: Tools> Tools for Gate<T> {
                 return ToolOutput { content, status: ToolStatus::Denied };
             }
         };
+        // ANCHOR_END: gate_run
+        // ANCHOR: gate_answer
         match answer {
             Answer::Once => self.inner.run(call),
             Answer::Always => {
@@ -190,7 +192,7 @@ impl<T: Tools> Tools for Gate<T> {
         }
     }
 }
-// ANCHOR_END: gate_run
+// ANCHOR_END: gate_answer
 
 // ANCHOR: terminal_prompter
 /// Asks on a terminal: one line describing the call, then `y` / `a` / `n`, and after `n` an
@@ -221,7 +223,6 @@ impl TerminalPrompter {
     }
 
     // ANCHOR_END: terminal_prompter
-    // ANCHOR: read_terminal_line
     /// One line read, trimmed; `None` at end of input or on error, or when the user (Ctrl+C)
     /// or a signal (SIGTERM, SIGHUP) stopped the turn while it waited: a denial, after which
     /// the loop records the interruption.
@@ -241,6 +242,8 @@ impl TerminalPrompter {
         let _ = self.output.flush();
     }
 }
+
+// ANCHOR: read_terminal_line
 
 /// Reads one line from the terminal `fd` (canonical mode: `poll` says readable once a whole
 /// line is there), checking the interrupt flag every 50 ms while nothing is typed.
@@ -296,6 +299,8 @@ pub fn ask_with(call: &ToolCall, needed: Permission, mut ask: impl FnMut(&str) -
         };
         let answer = answer.trim();
         let (word, reason) = answer.split_once(char::is_whitespace).unwrap_or((answer, ""));
+        // ANCHOR_END: ask_with
+        // ANCHOR: ask_with_answers
         match (word.to_lowercase().as_str(), reason.trim()) {
             ("y" | "yes" | "a" | "always", "") if !viewed => {
                 question = format!(
@@ -323,7 +328,7 @@ pub fn ask_with(call: &ToolCall, needed: Permission, mut ask: impl FnMut(&str) -
         }
     }
 }
-// ANCHOR_END: ask_with
+// ANCHOR_END: ask_with_answers
 
 // ANCHOR: describe
 /// Longer than this, a call is shown as head and tail, with the count of what is hidden.
@@ -338,7 +343,9 @@ struct Described {
     whole: String,
     hidden: usize,
 }
+// ANCHOR_END: describe
 
+// ANCHOR: describe_call
 /// What the user is asked about: the command, or the file and the size of the change. Every
 /// piece the model wrote goes through chapter 4's sanitiser, so a `\r` or an escape sequence
 /// cannot redraw the question, and a run of blanks cannot push the end of a command away.
@@ -362,7 +369,7 @@ fn describe(call: &ToolCall) -> Described {
     let text = format!("{head}\n[… {hidden} characters hidden; answer v to see them …]\n{tail}");
     Described { text, whole, hidden }
 }
-// ANCHOR_END: describe
+// ANCHOR_END: describe_call
 
 #[cfg(test)]
 mod tests {

@@ -121,6 +121,8 @@ pub fn decide(request: &Request, trusted: bool, store: Option<&ApprovalStore>, a
     if store.is_some_and(|store| store.contains(&key)) {
         return Decision::Run;
     }
+    // ANCHOR_END: decide
+    // ANCHOR: decide_ask
     let shown = request.path.display();
     let skipped = |why: &str| {
         Decision::Skip(format!(
@@ -144,7 +146,7 @@ pub fn decide(request: &Request, trusted: bool, store: Option<&ApprovalStore>, a
         _ => skipped("not approved"),
     }
 }
-// ANCHOR_END: decide
+// ANCHOR_END: decide_ask
 
 /// Asks on the controlling terminal (`/dev/tty`), which works when stdin is a pipe; `None`
 /// when there is no terminal.

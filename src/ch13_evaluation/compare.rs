@@ -73,6 +73,8 @@ pub fn compare(expect: &Expect, observed: &Observed) -> Vec<String> {
             expect.exit
         )),
     }
+    // ANCHOR_END: compare
+    // ANCHOR: compare_files
     for (path, wanted) in &expect.files {
         let found = observed.files.get(path).cloned().flatten();
         if &found != wanted {
@@ -97,7 +99,7 @@ pub fn compare(expect: &Expect, observed: &Observed) -> Vec<String> {
     {
         differences.push(format!("model requests: expected {count}, got {}", observed.requests.len()));
     }
-    // ANCHOR_END: compare
+    // ANCHOR_END: compare_files
     // ANCHOR: compare_texts
     let missing = |label: &str, haystack: &str, needles: &[String], differences: &mut Vec<String>| {
         for needle in needles.iter().filter(|needle| !haystack.contains(needle.as_str())) {
@@ -157,6 +159,8 @@ pub fn check_tool_answers(request: &Value) -> Result<(), String> {
                     index += 1;
                 }
             }
+            // ANCHOR_END: tool_answers
+            // ANCHOR: tool_answers_stray
             Some("tool") => {
                 return Err(format!(
                     "tool result {} answers no call just before it",
@@ -168,7 +172,7 @@ pub fn check_tool_answers(request: &Value) -> Result<(), String> {
     }
     Ok(())
 }
-// ANCHOR_END: tool_answers
+// ANCHOR_END: tool_answers_stray
 
 /// The text of every message of a request, one after the other, as the model reads it.
 pub(super) fn message_texts(request: &Value) -> String {

@@ -22,7 +22,9 @@ pub(super) fn journal_records(root: &Path) -> Vec<(PathBuf, Vec<Value>)> {
         })
         .collect()
 }
+// ANCHOR_END: journal
 
+// ANCHOR: journal_problems
 /// What must hold for every journal after every run, whatever the scenario: each line is
 /// a record (only a process killed mid-write may leave a torn last line, which the next
 /// open cuts off), and no tool call was started twice — nothing is ever re-run.
@@ -54,7 +56,7 @@ pub(super) fn journal_problems(root: &Path, killed: bool) -> Vec<String> {
     }
     problems
 }
-// ANCHOR_END: journal
+// ANCHOR_END: journal_problems
 
 /// The session files of the workspace, in name order.
 pub(super) fn journal_paths(root: &Path) -> Vec<PathBuf> {

@@ -87,6 +87,8 @@ pub(super) fn run_eval_to(
                 format!("{passed}/{repeats}")
             ),
         );
+        // ANCHOR_END: run_eval_table
+        // ANCHOR: run_eval_failures
         // The first failure is shown; the passed/N column says how often it happened.
         if let Some(failure) = attempts.iter().find_map(|a| a.failure.clone()) {
             failures.push((scenario.name.clone(), failure));
@@ -99,7 +101,7 @@ pub(super) fn run_eval_to(
     print(out, format!("\n{passed} of {} scenarios passed", scenarios.len()));
     Ok(failures.is_empty())
 }
-// ANCHOR_END: run_eval_table
+// ANCHOR_END: run_eval_failures
 
 /// Runs a scenario once in a fresh workspace, which is removed afterwards.
 pub(super) fn attempt(binary: &Path, scenario: &Scenario, verbose: bool) -> Result<Attempt, Error> {
@@ -170,6 +172,8 @@ pub(super) fn run_once(
     if !demo && place == FlagPlace::Last {
         command.args(["--base-url", &server.url]);
     }
+    // ANCHOR_END: run_once
+    // ANCHOR: run_once_env
     // Scenarios speak Chat Completions to their scripted server (chapter 19 adds another API).
     #[cfg(feature = "ch19")]
     command.env_remove("MINI_AGENT_API");
@@ -187,7 +191,7 @@ pub(super) fn run_once(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     without_terminal(&mut command);
-    // ANCHOR_END: run_once
+    // ANCHOR_END: run_once_env
     // ANCHOR: run_once_wait
     let mut child = command.spawn().map_err(|e| Error::io(format!("starting {}", binary.display()), e))?;
     if let (Some(text), Some(mut stdin)) = (run.stdin.clone(), child.stdin.take()) {

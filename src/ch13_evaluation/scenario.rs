@@ -45,7 +45,9 @@ pub struct Run {
     pub timeout_ms: Option<u64>,
     pub expect: Expect,
 }
+// ANCHOR_END: format
 
+// ANCHOR: format_steps
 /// How the scripted model answers one request.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
@@ -59,7 +61,7 @@ pub enum ScriptStep {
     /// Close the connection without a response.
     Close,
 }
-// ANCHOR_END: format
+// ANCHOR_END: format_steps
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -31,6 +31,8 @@ pub(super) fn server_steps(
                     })
                     .collect()
             };
+            // ANCHOR_END: script
+            // ANCHOR: script_steps
             match step {
                 ScriptStep::Text(text) => Step::text(text),
                 ScriptStep::ToolCalls(calls) => {
@@ -42,7 +44,7 @@ pub(super) fn server_steps(
                         .collect();
                     Step::message(json!({"role": "assistant", "content": null, "tool_calls": calls}))
                 }
-                // ANCHOR_END: script
+                // ANCHOR_END: script_steps
                 // ANCHOR: script_errors
                 ScriptStep::Error(spec) => {
                     let mut error = json!({"message": spec.message, "type": "error"});

@@ -39,6 +39,8 @@ pub fn load_hooks(
     if file.asks_nothing() {
         return (None, Vec::new());
     }
+    // ANCHOR_END: load_hooks
+    // ANCHOR: load_hooks_trust
     let summary = summary(&file);
     let request = Request {
         kind: "hooks",
@@ -52,7 +54,7 @@ pub fn load_hooks(
         Decision::Skip(line) => (None, vec![line]),
     }
 }
-// ANCHOR_END: load_hooks
+// ANCHOR_END: load_hooks_trust
 
 impl HooksFile {
     /// No command to run (and, from chapter 17, no webhook to send data out with).

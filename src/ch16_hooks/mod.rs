@@ -167,6 +167,8 @@ impl Hooks {
         });
         input.as_object_mut().expect("an object").extend(fields);
         let input = input.to_string().into_bytes();
+        // ANCHOR_END: fire
+        // ANCHOR: fire_run
         let mut ran = Vec::new();
         let commands = groups.iter().filter(|group| group.matches(tool.map(|call| call.name.as_str())));
         for hook in commands.flat_map(|group| &group.hooks).filter(|hook| hook.kind == "command") {
@@ -187,7 +189,7 @@ impl Hooks {
         ran
     }
 }
-// ANCHOR_END: fire
+// ANCHOR_END: fire_run
 
 fn describe(ran: &Ran, blocked: bool) -> String {
     match (&ran.failure, ran.code) {
@@ -233,6 +235,8 @@ impl<T: Tools> Tools for Hooked<T> {
             let content = format!("denied by a PreToolUse hook (`{}`): {reason}", shorten(command, 80));
             return ToolOutput { content, status: ToolStatus::Denied };
         }
+        // ANCHOR_END: hooked_run
+        // ANCHOR: hooked_post
         let mut output = self.inner.run(call);
         if matches!(output.status, ToolStatus::Ok | ToolStatus::Error) {
             fields
@@ -250,4 +254,4 @@ impl<T: Tools> Tools for Hooked<T> {
         output
     }
 }
-// ANCHOR_END: hooked_run
+// ANCHOR_END: hooked_post

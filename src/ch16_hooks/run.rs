@@ -47,6 +47,8 @@ pub(crate) fn run_hook(root: &std::path::Path, command: &str, input: &[u8], time
     thread::spawn(move || stdin.as_mut().map(|pipe| pipe.write_all(&input)));
     let stdout = read_bounded(child.stdout.take());
     let stderr = read_bounded(child.stderr.take());
+    // ANCHOR_END: run_hook
+    // ANCHOR: run_hook_wait
     let deadline = Instant::now() + timeout;
     let failure = loop {
         match child.try_wait() {
@@ -69,7 +71,7 @@ pub(crate) fn run_hook(root: &std::path::Path, command: &str, input: &[u8], time
     kill_escaped(&mark, group);
     Ran { code, stdout: collect(stdout), stderr: collect(stderr), failure }
 }
-// ANCHOR_END: run_hook
+// ANCHOR_END: run_hook_wait
 
 fn spawn(root: &std::path::Path, command: &str, mark: &str) -> io::Result<Child> {
     spawn_in_session(root, command, |hook| {

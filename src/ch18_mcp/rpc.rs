@@ -172,6 +172,8 @@ impl Connection {
             lock(&self.shared.pending).remove(&id);
             return Err(error);
         }
+        // ANCHOR_END: request
+        // ANCHOR: request_wait
         loop {
             match answers.recv_timeout(POLL) {
                 Ok(Reply::Result(value)) => return Ok(value),
@@ -192,7 +194,7 @@ impl Connection {
             }
         }
     }
-    // ANCHOR_END: request
+    // ANCHOR_END: request_wait
 
     /// A notification: no answer expected.
     pub(crate) fn notify(&mut self, method: &str, params: Value) -> Result<(), RpcError> {

@@ -143,7 +143,9 @@ pub struct Agent {
     pub(super) recorder: Recorder<SessionLog>,
     pub(super) history: Vec<Message>,
 }
+// ANCHOR_END: start_agent
 
+// ANCHOR: agent_start
 impl Agent {
     /// Starts with `opened` (a resumed session, chapter 10) or a new session in `root`.
     pub fn start(
@@ -168,6 +170,7 @@ impl Agent {
         };
         #[cfg(not(feature = "ch05"))]
         let history = vec![Message::System { content: toolbox.system_prompt.clone() }];
+        // ANCHOR_END: agent_start
         let agent = Agent {
             config,
             #[cfg(feature = "ch04")]
@@ -192,7 +195,6 @@ impl Agent {
         agent.reset_stats();
         Ok(agent)
     }
-    // ANCHOR_END: start_agent
 
     #[cfg(feature = "ch05")]
     pub fn session_id(&self) -> &str {
@@ -242,6 +244,8 @@ impl Agent {
         self.history.push(message);
         #[cfg(feature = "ch16")]
         self.config.hooks.log().set_session(self.recorder.log().id());
+        // ANCHOR_END: turn
+        // ANCHOR: turn_run
         // A new message from the person: earlier repetition is not a loop any more. The
         // stopper comes first, so that a refused request is not announced to anyone else.
         #[cfg(feature = "ch07")]
@@ -274,7 +278,7 @@ impl Agent {
         self.record_ending(&outcome);
         outcome
     }
-    // ANCHOR_END: turn
+    // ANCHOR_END: turn_run
 
     #[cfg(feature = "ch05")]
     fn record_ending(&mut self, outcome: &Outcome) {

@@ -115,6 +115,8 @@ pub fn choose_endpoint(options: &Options, keys: &Keys, recorded: Option<&Origin>
     let kept = recorded.filter(|_| !moved);
     let kept_endpoint = kept.and_then(|origin| origin.endpoint.as_deref());
     let demo = options.demo || kept_endpoint == Some(DEMO_ENDPOINT);
+    // ANCHOR_END: endpoint
+    // ANCHOR: endpoint_url
     // Where the user sends the key: the environment's URL, else the default.
     let configured = configured_endpoint(api, keys);
     let (base_url, send_key) = match (&options.base_url, kept_endpoint) {
@@ -136,7 +138,7 @@ pub fn choose_endpoint(options: &Options, keys: &Keys, recorded: Option<&Origin>
         }
         (None, None) => (configured, true),
     };
-    // ANCHOR_END: endpoint
+    // ANCHOR_END: endpoint_url
     // ANCHOR: endpoint_model
     let model = options
         .model

@@ -119,6 +119,8 @@ impl Observer for JsonEvents {
                 "type": "tool_finished", "id": call.id, "name": call.name,
                 "status": output.status, "content": output.content,
             }),
+            // ANCHOR_END: events
+            // ANCHOR: events_notes
             Event::Retry { attempt, wait_ms, reason } => {
                 json!({"type": "retry", "attempt": attempt, "wait_ms": wait_ms, "reason": reason})
             }
@@ -136,4 +138,4 @@ impl Observer for JsonEvents {
         Ok(())
     }
 }
-// ANCHOR_END: events
+// ANCHOR_END: events_notes

@@ -102,6 +102,7 @@ pub fn main() -> ExitCode {
     }
     ExitCode::from(exit_code(&result))
 }
+// ANCHOR_END: main
 
 /// Chapter 3: the key leaves the environment and the command line before anything runs, and
 /// no other process of the user may read this one's memory.
@@ -121,6 +122,7 @@ fn take_keys(_: &[String]) -> Keys {
     Keys::from_environment()
 }
 
+// ANCHOR: exit_code
 /// 0 done, 1 failed, 2 turn limit (returned as `Ok(2)`) or a model stuck repeating itself,
 /// 130 interrupted; 143 or 129 when SIGTERM or SIGHUP stopped the run (128 + the signal, as a
 /// shell reports it).
@@ -137,8 +139,7 @@ fn exit_code(result: &Result<u8, Error>) -> u8 {
         Err(_) => 1,
     }
 }
-
-// ANCHOR_END: main
+// ANCHOR_END: exit_code
 
 // ANCHOR: main_run
 fn run(words: &[String], keys: &Keys) -> Result<u8, Error> {
@@ -209,6 +210,8 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
     let connection = connect(options, keys, recorded)?;
     #[cfg(not(feature = "ch10"))]
     let (root, connection) = (here, connect(options, keys)?);
+    // ANCHOR_END: agent
+    // ANCHOR: agent_run
     let model = build_model(&connection, options)?;
     let config = Config {
         #[cfg(feature = "ch05")]
@@ -252,7 +255,7 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
         None => Err(Error::Usage("give the task with -p \"…\"".into())),
     }
 }
-// ANCHOR_END: agent
+// ANCHOR_END: agent_run
 
 /// `-c` or `-r` before chapter 10: the session reopened, its history replayed.
 #[cfg(all(feature = "ch05", not(feature = "ch10")))]
@@ -302,6 +305,7 @@ fn chosen_session(store: &SessionStore, options: &Options) -> Result<SessionChoi
     Ok(SessionChoice::Status(sanitize(&status_of(&path)?.to_string())))
 }
 
+// ANCHOR: ask_at_the_terminal
 /// `-p` asks at the terminal only when a person is there to answer (DESIGN: scripts and tests
 /// get a denial that names the flag).
 #[cfg(feature = "ch12")]
@@ -310,6 +314,7 @@ fn ask_at_the_terminal(config: Config, options: &Options) -> Config {
         if std::io::stdin().is_terminal() && !json_wanted(options) { Asker::Tty } else { Asker::Nobody };
     Config { asker, ..config }
 }
+// ANCHOR_END: ask_at_the_terminal
 
 // ANCHOR: models
 /// `Compacting(TextCallCheck(Redacted(Retrying(ChatClient))))`, or the same around the
@@ -387,6 +392,7 @@ fn one_shot(mut agent: Agent, task: String, options: &Options) -> Result<u8, Err
         stopped => stopped_early(stopped, options.max_turns),
     }
 }
+// ANCHOR_END: one_shot
 
 /// Before chapter 4's terminal: progress lines on stderr, the answer as the model wrote it.
 #[cfg(not(feature = "ch04"))]
@@ -398,6 +404,7 @@ fn one_shot(mut agent: Agent, task: String, options: &Options) -> Result<u8, Err
     }
 }
 
+// ANCHOR: stopped_early
 /// A turn that did not complete: the turn limit is exit 2, the rest are errors.
 fn stopped_early(outcome: Outcome, max_turns: usize) -> Result<u8, Error> {
     match outcome {
@@ -410,7 +417,7 @@ fn stopped_early(outcome: Outcome, max_turns: usize) -> Result<u8, Error> {
         Outcome::Failed(error) => Err(error),
     }
 }
-// ANCHOR_END: one_shot
+// ANCHOR_END: stopped_early
 
 /// `--json` (chapter 14): a program reads the events, nobody is there to answer a question.
 #[cfg(feature = "ch14")]
@@ -503,6 +510,7 @@ fn say(line: &str) {
     let line = redactor().redact_line(&line);
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
+// ANCHOR_END: output
 
 /// Control characters made visible (chapter 4's sanitiser).
 #[cfg(feature = "ch04")]
@@ -515,13 +523,14 @@ fn visible(text: &str) -> String {
     text.to_string()
 }
 
+// ANCHOR: one_line
 /// Text squeezed onto one line, with control characters (a NUL in a path, an escape sequence
 /// in a server's error body…) made visible by chapter 4's sanitiser.
 fn one_line(text: &str) -> String {
     let joined = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
     visible(&joined)
 }
-// ANCHOR_END: output
+// ANCHOR_END: one_line
 
 /// The permissions granted up front by the flags; the rest is asked for (chapter 12).
 #[cfg(feature = "ch12")]

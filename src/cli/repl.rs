@@ -35,6 +35,8 @@ pub fn repl(
         }
         _ => Some(history),
     };
+    // ANCHOR_END: repl
+    // ANCHOR: repl_start
     let mut reader = LineReader::stdin(history)?;
     // Permission questions need someone typing; a piped script is denied, naming the flag.
     #[cfg(feature = "ch12")]
@@ -52,7 +54,7 @@ pub fn repl(
     run_repl(&mut agent, &mut reader, &screen)?;
     Ok(0)
 }
-// ANCHOR_END: repl
+// ANCHOR_END: repl_start
 
 /// The terminal's screen with stdout silenced: in `-p` mode the observer draws progress on
 /// stderr, and stdout receives the final answer alone, once, when the turn has ended.

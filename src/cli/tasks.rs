@@ -253,6 +253,8 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
         options.trust_hooks,
         std::io::IsTerminal::is_terminal(&std::io::stdin()) && !options.json,
     );
+    // ANCHOR_END: run_tasks
+    // ANCHOR: run_tasks_loop
     let mut attempts = SessionAttempts {
         connection: &connection,
         options,
@@ -287,7 +289,7 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
         settings: run.settings,
     }
     .run();
-    // ANCHOR_END: run_tasks
+    // ANCHOR_END: run_tasks_loop
     // The metrics say how the run ended, however it ended (chapter 17).
     #[cfg(feature = "ch17")]
     notifier.write_metrics();

@@ -73,6 +73,9 @@ pub(crate) fn demo_step(request: &Value) -> Step {
         Step::Reply { status: 200, headers: Vec::new(), body: body.to_string() }
     }
 }
+// ANCHOR_END: start
+
+// ANCHOR: demo_reply
 
 /// The whole Chat Completions response body for a request: a pure function of it.
 pub(crate) fn demo_reply(request: &Value) -> Value {
@@ -90,7 +93,7 @@ pub(crate) fn demo_reply(request: &Value) -> Value {
                   "total_tokens": prompt_tokens + completion_tokens}
     })
 }
-// ANCHOR_END: start
+// ANCHOR_END: demo_reply
 
 /// The stream a server would send for `body`: text in a few pieces or the tool calls,
 /// then a chunk carrying `finish_reason` and usage.

@@ -31,7 +31,9 @@ pub(super) enum Action {
     Call(&'static str, Value),
     Answer(String),
 }
+// ANCHOR_END: intent
 
+// ANCHOR: demo_message
 /// The assistant message that answers this conversation; with `bash_only`, the tool calls
 /// are shell commands (the request offered no other tool).
 pub fn demo_message(messages: &[Value], bash_only: bool) -> Value {
@@ -52,7 +54,7 @@ pub fn demo_message(messages: &[Value], bash_only: bool) -> Value {
         Action::Answer(text) => json!({"role": "assistant", "content": text}),
     }
 }
-// ANCHOR_END: intent
+// ANCHOR_END: demo_message
 
 // ANCHOR: plan
 /// The plan: the first tool call for a fresh request, then what to do with each result.
@@ -79,6 +81,8 @@ pub(super) fn next_action(intent: &Intent, rounds: &[Round], bash_only: bool) ->
                 return Action::Call("edit_file", arguments);
             }
         }
+        // ANCHOR_END: plan
+        // ANCHOR: plan_answers
         (_, Some(line)) => format!("I could not {}: `{}` answered “{line}”.", describe(intent), last.name),
         (Intent::Write { path, content }, None) => {
             format!("Wrote `{path}` ({}).", plural(content.len(), "byte"))
@@ -99,7 +103,7 @@ pub(super) fn next_action(intent: &Intent, rounds: &[Round], bash_only: bool) ->
     };
     Action::Answer(answer)
 }
-// ANCHOR_END: plan
+// ANCHOR_END: plan_answers
 
 pub(super) fn first_call(intent: &Intent, bash_only: bool) -> Action {
     if bash_only {

@@ -113,6 +113,9 @@ impl ScriptedServer {
     pub fn start(handler: impl FnMut(&Value) -> Step + Send + 'static) -> std::io::Result<Self> {
         Self::start_on(0, handler)
     }
+    // ANCHOR_END: server
+
+    // ANCHOR: server_start_on
 
     /// [`start`](Self::start) on a given port of 127.0.0.1 (0: any free one).
     pub fn start_on(
@@ -137,8 +140,8 @@ impl ScriptedServer {
         });
         Ok(ScriptedServer { url, requests, stop })
     }
+    // ANCHOR_END: server_start_on
 
-    // ANCHOR_END: server
     // ANCHOR: scripted
     /// Replays `steps` in order; a request past the end gets a 500 saying so.
     pub fn scripted(steps: Vec<Step>) -> std::io::Result<Self> {
