@@ -372,6 +372,7 @@ pub enum Error {
     /// The user pressed Ctrl+C.
     Interrupted,
 }
+// ANCHOR_END: error
 
 impl Error {
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
@@ -379,7 +380,6 @@ impl Error {
     }
 }
 
-// ANCHOR_END: error
 // ANCHOR: error_display
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {

@@ -53,7 +53,9 @@ pub(super) enum WireMessage<'a> {
         content: &'a str,
     },
 }
+// ANCHOR_END: wire_message
 
+// ANCHOR: wire_tool_call
 #[derive(Serialize)]
 pub(super) struct WireToolCall<'a> {
     id: &'a str,
@@ -68,7 +70,7 @@ pub(super) struct WireFunction<'a> {
     arguments: &'a str,
 }
 
-// ANCHOR_END: wire_message
+// ANCHOR_END: wire_tool_call
 // ANCHOR: wire_from
 impl<'a> From<&'a Message> for WireMessage<'a> {
     fn from(message: &'a Message) -> Self {

@@ -159,6 +159,8 @@ impl Observer for TerminalObserver {
                     self.streamed = Some('\n');
                 }
             }
+            // ANCHOR_END: observer
+            // ANCHOR: observer_reply
             Event::Reply(reply) => {
                 self.waiting_for_model = false;
                 self.spinner = None;
@@ -172,7 +174,7 @@ impl Observer for TerminalObserver {
                     (None, Some(text)) => self.screen.print(&render_markdown(text, self.screen.look)),
                 }
             }
-            // ANCHOR_END: observer
+            // ANCHOR_END: observer_reply
             // ANCHOR: observer_tools
             Event::Message(_) => {}
             Event::ToolStarted(call) => {
@@ -228,6 +230,8 @@ impl Observer for TerminalObserver {
                     self.spin("thinking…");
                 }
             }
+            // ANCHOR_END: observer_notices
+            // ANCHOR: observer_queued
             Event::Warning(text) => self.notice("warning", text),
             #[cfg(feature = "ch11")]
             Event::Partial(text) => self.notice("partial", text),
@@ -244,7 +248,7 @@ impl Observer for TerminalObserver {
         lines
     }
 }
-// ANCHOR_END: observer_notices
+// ANCHOR_END: observer_queued
 
 pub(super) fn indented(text: &str, max_lines: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();

@@ -60,7 +60,7 @@ impl SessionStore {
     }
 
     // ANCHOR_END: create_file
-    // ANCHOR: resolve
+    // ANCHOR: list_ids
     /// Session ids of this root, oldest first (ids sort by time).
     pub fn ids(&self) -> Result<Vec<String>, Error> {
         let entries = match fs::read_dir(&self.dir) {
@@ -78,7 +78,9 @@ impl SessionStore {
         ids.sort();
         Ok(ids)
     }
+    // ANCHOR_END: list_ids
 
+    // ANCHOR: latest
     /// The session `-c` continues: the newest one that got a model reply. A start that
     /// failed (no key, a refused connection) or a REPL left at once leaves a session with no
     /// reply; skipping those keeps the last real conversation one `-c` away. When no session
@@ -102,7 +104,7 @@ impl SessionStore {
         Ok(replied.unwrap_or_else(|| self.path_of(newest)))
     }
 
-    // ANCHOR_END: resolve
+    // ANCHOR_END: latest
     // ANCHOR: resolve_prefix
     /// `--resume` argument → journal path: a path to a file, an id, or a unique id prefix.
     pub fn resolve(&self, wanted: &str) -> Result<PathBuf, Error> {
