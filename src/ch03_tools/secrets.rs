@@ -355,7 +355,9 @@ impl<M: Model> Redacted<M> {
         Redacted { inner, redactor }
     }
 }
+// ANCHOR_END: redacted_model
 
+// ANCHOR: redacted_complete
 impl<M: Model> Model for Redacted<M> {
     fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
         let mut watch = RedactingObserver {
@@ -381,7 +383,7 @@ impl<M: Model> Model for Redacted<M> {
     }
 }
 
-// ANCHOR_END: redacted_model
+// ANCHOR_END: redacted_complete
 
 /// The same error with every text in it redacted.
 pub(crate) fn redact_error(r: &Redactor, error: Error) -> Error {

@@ -73,7 +73,7 @@ pub(crate) fn spawn_in_session(
 }
 
 // ANCHOR_END: spawn_in_session
-// ANCHOR: terminate_group
+// ANCHOR: in_new_session
 /// Makes `command` start in a session of its own: its own process group, no controlling
 /// terminal. Chapter 13's evaluation starts the agent the same way.
 pub(crate) fn in_new_session(command: &mut Command) {
@@ -83,7 +83,9 @@ pub(crate) fn in_new_session(command: &mut Command) {
         command.pre_exec(|| if setsid() == -1 { Err(io::Error::last_os_error()) } else { Ok(()) });
     }
 }
+// ANCHOR_END: in_new_session
 
+// ANCHOR: terminate_group
 /// kill(2): sends `signal` to process `pid`, or to a whole group when `pid` is negative.
 pub(crate) fn send_signal(pid: i32, signal: i32) {
     // SAFETY: kill(2) takes plain integers and touches no memory of ours.
@@ -135,6 +137,8 @@ impl Workspace {
         let group = child.id() as i32;
         let capture = Arc::new(Mutex::new(Capture::new(OutputStore { root: self.root.clone() })));
         let closed = start_reader(pipe, Arc::clone(&capture));
+        // ANCHOR_END: bash
+        // ANCHOR: bash_ending
         let (ending, mut pipe_closed) = wait_for(&mut child, &closed, Duration::from_secs(seconds));
         let mut note = "";
         match &ending {
@@ -154,7 +158,7 @@ impl Workspace {
                 terminate_group(group, &mut child)
             }
         }
-        // ANCHOR_END: bash
+        // ANCHOR_END: bash_ending
         // ANCHOR: bash_escaped
         // What left the group (`setsid`, a daemon) was re-parented to us: it ends here too.
         let escaped = kill_escaped(&mark, group);
