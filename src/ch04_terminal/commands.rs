@@ -31,7 +31,9 @@ pub enum HostCommand {
     #[cfg(feature = "ch18")]
     Mcp,
 }
+// ANCHOR_END: commands
 
+// ANCHOR: help
 /// What `/help` prints, a line per command of this chapter's state.
 pub const HELP: &[&str] = &[
     "/help          this list",
@@ -52,7 +54,7 @@ pub const HELP: &[&str] = &[
     "During a turn: Ctrl+C stops it; lines you type are sent with the next model request.",
 ];
 
-// ANCHOR_END: commands
+// ANCHOR_END: help
 
 // ANCHOR: parse_command
 /// `None` when the line is a message, not a command. A path such as `/usr/bin/env is
