@@ -65,7 +65,7 @@ pub fn remove_keys(command: &mut Command) -> &mut Command {
 }
 // ANCHOR_END: key_variables
 
-// ANCHOR: take
+// ANCHOR: keys
 /// The credentials of this run, taken out of the environment.
 #[derive(Default)]
 pub struct Keys {
@@ -77,7 +77,9 @@ pub struct Keys {
     #[cfg(feature = "ch19")]
     pub anthropic: crate::ch19_anthropic::AnthropicKeys,
 }
+// ANCHOR_END: keys
 
+// ANCHOR: take
 impl Keys {
     /// Reads the key variables and removes them from the process environment, overwriting
     /// their bytes in place first (the kernel shows the original block as
@@ -97,6 +99,8 @@ impl Keys {
                 base_url: read(BASE_URL_VARIABLES[1]),
             },
         };
+        // ANCHOR_END: take
+        // ANCHOR: take_wipe
         let mut names: Vec<&str> = KEY_VARIABLES.to_vec();
         for name in BASE_URL_VARIABLES {
             if read(name).as_deref().is_some_and(has_credentials) {
@@ -114,7 +118,7 @@ impl Keys {
         keys
     }
 }
-// ANCHOR_END: take
+// ANCHOR_END: take_wipe
 
 /// Makes this process non-dumpable (Linux). Without Yama (`ptrace_scope` 0: Debian's
 /// default, most containers) any process of the same user may open `/proc/<pid>/mem` and
