@@ -158,6 +158,8 @@ pub enum Event<'a> {
     /// A tool is about to run. Observers that must persist this do so before returning.
     ToolStarted(&'a ToolCall),
     ToolFinished(&'a ToolCall, &'a ToolOutput),
+    // ANCHOR_END: events
+    // ANCHOR: events_later
     /// A failed request will be tried again after `wait_ms` (chapter 8).
     #[cfg(feature = "ch08")]
     Retry {
@@ -189,7 +191,7 @@ pub enum Event<'a> {
     Partial(&'a str),
 }
 
-// ANCHOR_END: events
+// ANCHOR_END: events_later
 // ANCHOR: observer_trait
 /// Watches the turn. Returning an error stops the turn before anything else happens —
 /// this is how the journal guarantees that a tool never runs unrecorded.

@@ -87,6 +87,8 @@ impl StreamRenderer {
         let shown: usize = full.iter().map(|row| without_styles(row).split_whitespace().count()).sum();
         let Some(rest_word) = self.partial.split_whitespace().nth(shown) else { return String::new() };
         let offset = rest_word.as_ptr() as usize - self.partial.as_ptr() as usize;
+        // ANCHOR_END: long_prose
+        // ANCHOR: long_prose_final
         // What is shown must be final: every emphasis, code span and strike closed within it
         // (delimiter runs, not characters, pair up), no link or escape whose rendering
         // differs from its words.
@@ -103,7 +105,7 @@ impl StreamRenderer {
         out
     }
 
-    // ANCHOR_END: long_prose
+    // ANCHOR_END: long_prose_final
     // ANCHOR: stream_line
     /// The reply is complete: the last line, and a table still open.
     pub fn finish(&mut self) -> String {
