@@ -1,8 +1,8 @@
 //! The agent as a user meets it: a session around the loop.
 //!
-//! Every run — one `-p` task or a whole REPL — is a session: from chapter 9 on, a journal
-//! under `<root>/.mini_agent/sessions/` that holds the system prompt, each user message and
-//! everything the loop did. The wiring is the lesson of this file:
+//! Every run — one `-p` task or a whole REPL — is a session: from chapter 5 on, a file under
+//! `<root>/.mini_agent/sessions/` (from chapter 9 on, a journal) that holds the system prompt,
+//! each user message and everything the loop did. The wiring is the lesson of this file:
 //!
 //! * **The journal observes first.** A [`Fanout`] gives each event to the recorder before the
 //!   screen, the `/stats` counter or the `--json` printer, and the recorder's error stops
@@ -147,7 +147,7 @@ pub struct Agent {
 
 // ANCHOR: agent_start
 impl Agent {
-    /// Starts with `opened` (a resumed session, chapter 10) or a new session in `root`.
+    /// Starts with `opened` (a session `-c` or `-r` reopened) or a new session in `root`.
     pub fn start(
         model: Box<dyn Model>,
         root: PathBuf,

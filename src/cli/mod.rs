@@ -11,8 +11,9 @@
 //! the final answer, goes to stdout, so `mini-agent -p … > answer.md` does what it says.
 //!
 //! Each chapter's state builds this command line with what chapters up to it bring (the
-//! `chNN` features): chapter 2 a model and `bash`, chapter 4 the REPL, chapter 9 the journal,
-//! chapter 10 `-c`/`-r`/`--status`, chapter 12 the permission flags, chapter 13 `eval`.
+//! `chNN` features): chapter 2 a model and `bash`, chapter 4 the REPL, chapter 5 a session file
+//! per run with `-c`/`-r`/`/list`, chapter 9 the journal in its place, chapter 10 `--status` and
+//! recovery, chapter 12 the permission flags, chapter 13 `eval`.
 //! Chapter 14, the finished command line, adds what only it needs: `--json` (`json_events.rs`)
 //! and the `sessions` subcommand.
 
