@@ -73,6 +73,7 @@ pub(super) struct Measured {
     last_message: Message,
     prompt_tokens: u64,
 }
+// ANCHOR_END: compacting
 
 impl<M: Model> Compacting<M> {
     /// `context_tokens` is the model's window (`MINI_AGENT_CONTEXT_TOKENS`, default 128000).
@@ -97,7 +98,6 @@ impl<M: Model> Compacting<M> {
         self.state.clone()
     }
 
-    // ANCHOR_END: compacting
     fn too_large(&self, estimate: u64) -> Error {
         match self.learned_window.filter(|&learned| learned < self.context_tokens) {
             Some(learned) => Error::Config(format!(
