@@ -209,14 +209,17 @@ pub(crate) struct StatusReader {
     status: Option<SessionStatus>,
     calls: CallTracker,
     last_move: Option<SessionState>,
+    /// Open calls past [`OPEN_CALLS_SHOWN`], counted and not kept.
+    not_kept: usize,
 }
 
 impl StatusReader {
     pub(crate) fn see(&mut self, record: Record) {
-        self.calls.see(&record.body);
         if let Some(state) = moved_to(&record.body) {
             self.last_move = Some(state);
         }
+        let record = self.bounded(record);
+        self.calls.see(&record.body);
         let Some(status) = &mut self.status else {
             // The first record must be the header; without one there is no session.
             self.status = first_status(record);
@@ -248,7 +251,40 @@ impl StatusReader {
     pub(crate) fn finish(self) -> Result<SessionStatus, Error> {
         let mut status = self.status.ok_or_else(no_header)?;
         status.state = decide(self.calls.open_calls(), self.last_move);
+        if self.not_kept > 0 {
+            status.warning = Some(format!(
+                "open tool calls past the first {OPEN_CALLS_SHOWN} are not shown (no journal mini-agent writes \
+                 has that many)"
+            ));
+        }
         Ok(status)
+    }
+
+    /// What a status keeps of a record's calls: at most [`OPEN_CALLS_SHOWN`] open ones, each
+    /// with only the arguments `describe_call` shows. A planted journal of a million unfinished
+    /// calls must not cost a million calls of memory.
+    fn bounded(&mut self, mut record: Record) -> Record {
+        let room = OPEN_CALLS_SHOWN.saturating_sub(self.calls.open.len());
+        match &mut record.body {
+            Body::Assistant { tool_calls, .. } => {
+                self.not_kept += tool_calls.len().saturating_sub(room);
+                tool_calls.truncate(room);
+                tool_calls.iter_mut().for_each(shown_only);
+            }
+            Body::ToolStarted { id, name, arguments } => {
+                if !self.calls.open.iter().any(|(call, _)| &call.id == id) && room == 0 {
+                    self.not_kept += 1;
+                    record.body = Body::Interrupted {};
+                } else {
+                    let mut call =
+                        ToolCall { id: id.clone(), name: name.clone(), arguments: std::mem::take(arguments) };
+                    shown_only(&mut call);
+                    (*name, *arguments) = (call.name, call.arguments);
+                }
+            }
+            _ => {}
+        }
+        record
     }
 }
 
@@ -268,11 +304,32 @@ pub fn status_of(path: &Path) -> Result<SessionStatus, Error> {
     let warning = crate::ch10_stream::read_records(path, &mut reader)?;
     let mut status = reader.finish().map_err(|e| in_file(path, e))?;
     check_recorded_root(path, &root, &status.root)?;
-    status.warning = warning;
+    status.warning =
+        [warning, status.warning.take()].into_iter().flatten().reduce(|a, b| format!("{a}; {b}"));
     status.in_use_by = lock_holder_of(path);
     Ok(status)
 }
 // ANCHOR_END: status_fn
+
+/// Open calls a status keeps; a real journal has at most a reply's worth (64) open.
+const OPEN_CALLS_SHOWN: usize = 256;
+
+/// `call` with only what `describe_call` shows of it, when it is large.
+fn shown_only(call: &mut ToolCall) {
+    if call.arguments.len() <= 4096 && call.name.len() <= 200 {
+        return;
+    }
+    let arguments: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&call.arguments).unwrap_or_default();
+    let kept: serde_json::Map<String, serde_json::Value> = ["command", "path", "pattern", "name"]
+        .into_iter()
+        .filter_map(|key| {
+            Some((key.to_string(), crate::text::first_line(arguments.get(key)?.as_str()?, 200).into()))
+        })
+        .collect();
+    call.arguments = serde_json::Value::Object(kept).to_string();
+    call.name = take_chars(&call.name, 200).to_string();
+}
 
 fn first_status(record: Record) -> Option<SessionStatus> {
     let Body::Session { id, root, model, api, endpoint, created, .. } = record.body else { return None };

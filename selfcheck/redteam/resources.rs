@@ -479,3 +479,30 @@ fn a_result_larger_than_a_small_window_cannot_end_the_session() {
     assert!(result.len() < 8_000, "{}", result.len());
     assert!(run.stderr.contains("head and tail"), "{}", run.stderr);
 }
+
+#[test]
+fn a_journal_of_400_000_open_calls_lists_in_bounded_memory() {
+    // Found by rt-b: once `sessions` read journals as a stream, what remained was the calls
+    // still open: a planted 60 MB journal of replies whose calls never finish kept them all.
+    let workspace = TempDir::new("selfcheck");
+    let dir = workspace.path().join(".mini_agent/sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = workspace.path().canonicalize().unwrap();
+    let header = json!({"seq": 1, "ts": "2026-01-01T00:00:00.000Z", "type": "session", "version": 1,
+        "id": "20260101-000000-bbbb", "root": root, "model": "demo", "api": "openai",
+        "endpoint": "demo", "created": "2026-01-01T00:00:00.000Z"});
+    let mut text = format!("{header}\n");
+    let arguments = json!({"command": "x".repeat(100)}).to_string();
+    for n in 0..400_000 {
+        let call = json!({"id": format!("c{n}"), "name": "bash", "arguments": arguments});
+        text.push_str(
+            &json!({"seq": n + 2, "ts": "2026-01-01T00:00:00.000Z", "type": "assistant",
+            "content": null, "tool_calls": [call]})
+            .to_string(),
+        );
+        text.push('\n');
+    }
+    std::fs::write(dir.join("20260101-000000-bbbb.jsonl"), text).unwrap();
+    let measured = measure_command("sessions with 400,000 open calls", workspace, &["sessions"]);
+    assert_eq!(measured.code, Some(0), "{}", measured.stderr);
+}
