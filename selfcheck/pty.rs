@@ -22,6 +22,9 @@ pub struct Terminal {
     /// How far the screen has been read by `wait_for`.
     seen: usize,
     child: Child,
+    /// The thread that copies the terminal's output into `shown`; it ends once the agent has
+    /// exited and the terminal is closed.
+    reader: std::thread::JoinHandle<()>,
 }
 
 impl Terminal {
@@ -71,7 +74,7 @@ impl Terminal {
         let keyboard = master.try_clone().expect("dup the master");
         let shown = Arc::new(Mutex::new(String::new()));
         let (mut screen, sink) = (master, shown.clone());
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut buffer = [0u8; 4096];
             // Ends with EIO once the agent (the last holder of the terminal) has exited.
             while let Ok(count) = screen.read(&mut buffer) {
@@ -81,7 +84,7 @@ impl Terminal {
                 sink.lock().expect("screen lock").push_str(&String::from_utf8_lossy(&buffer[..count]));
             }
         });
-        Terminal { keyboard, shown, seen: 0, child }
+        Terminal { keyboard, shown, seen: 0, child, reader }
     }
 
     /// The agent's process id.
@@ -135,9 +138,18 @@ impl Terminal {
             assert!(started.elapsed() < SCREEN_TIMEOUT, "mini-agent did not exit:\n{}", self.screen());
             std::thread::sleep(Duration::from_millis(5));
         };
-        // The reader thread may still be draining the last bytes.
-        std::thread::sleep(Duration::from_millis(50));
+        self.drain();
         (status.code(), self.screen())
+    }
+
+    /// After the agent exited: waits (up to 2 s) for the reader thread to copy the last bytes
+    /// and end, so the screen is complete. A fixed short sleep lost the whole screen on a
+    /// busy machine.
+    fn drain(&self) {
+        let started = Instant::now();
+        while !self.reader.is_finished() && started.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Waits for the agent to exit (however it ends) and returns how it did.
@@ -177,6 +189,7 @@ impl Terminal {
             }
             std::thread::sleep(Duration::from_millis(5));
         };
+        self.drain();
         assert!(status.success(), "{status:?}\n{}", self.screen());
         self.screen()
     }
