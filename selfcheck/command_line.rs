@@ -151,12 +151,17 @@ fn ctrl_c_while_waiting_for_the_model_exits_130() {
 #[test]
 fn ctrl_c_kills_a_running_shell_command_and_exits_130() {
     // Without the interrupt reaching the tool, `sleep 30` would outlast the harness's patience.
+    // Ctrl+C is pressed once the command has certainly started (it leaves a file), however
+    // loaded the machine: a fixed delay could land before the tool ran and test nothing.
     let run = Test::new()
         .args(["-p", "x", "--allow-shell"])
-        .server(vec![call("bash", json!({"command": "sleep 30"})), text("unreachable")])
-        .interrupt_after(1)
+        .server(vec![call("bash", json!({"command": "touch started; sleep 30"})), text("unreachable")])
+        .signal_when(|root| root.join("started").exists(), crate::harness::SIGINT)
         .run();
     run.expect_code(130).stderr_has("interrupted");
+    let runs: Vec<_> = run.only_journal().into_iter().filter(|r| r["type"] == "tool_finished").collect();
+    assert_eq!(runs.len(), 1, "the command ran: {runs:?}");
+    assert_eq!(runs[0]["status"], "interrupted", "and was stopped: {runs:?}");
 }
 
 #[test]

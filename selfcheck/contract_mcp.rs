@@ -139,14 +139,13 @@ fn ctrl_c_cancels_a_long_running_operation() {
             call("mcp__everything__trigger-long-running-operation", json!({"duration": 60, "steps": 6})),
             text("never asked"),
         ])
-        .interrupt_after(1)
+        .signal_when(|root| crate::harness::journal_has(root, "tool_started"), SIGINT)
         .run();
     run.expect_code(130);
     assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
     assert_eq!(run.requests.len(), 1);
     let types = run.journal_types();
     assert!(types.contains(&"interrupted".to_string()), "{types:?}");
-    let _ = SIGINT;
 }
 
 #[test]

@@ -233,6 +233,16 @@ pub fn session_files(root: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// Whether the workspace's (first) journal holds `needle` yet: read as text, since the agent
+/// may be in the middle of appending a line. Tests wait on this (`"tool_started"`) before a
+/// signal that must land while a tool runs, rather than on a fixed sleep.
+#[allow(dead_code)] // used by the red-team and contract targets, not by selfcheck
+pub fn journal_has(root: &Path, needle: &str) -> bool {
+    session_files(root)
+        .first()
+        .is_some_and(|file| std::fs::read_to_string(file).unwrap_or_default().contains(needle))
+}
+
 /// The records of a journal, parsed.
 pub fn records(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).expect("read the journal");

@@ -78,7 +78,14 @@ fn ctrl_c_cancels_a_long_mcp_call_and_tells_the_server() {
         .args(["--trust-mcp", "--allow-mcp", "-p", "wait"])
         .file(".mcp.json", &mcp_json(env))
         .server(vec![call("mcp__fake__slow", json!({})), text("never asked")])
-        .interrupt_after(1)
+        // Ctrl+C once the server has the call (it logs every line): then there is a call to cancel.
+        .signal_when(
+            |root| {
+                std::fs::read_to_string(root.join("received.jsonl"))
+                    .is_ok_and(|log| log.contains(r#""name":"slow""#))
+            },
+            crate::harness::SIGINT,
+        )
         .run_in(workspace);
     run.expect_code(130);
     assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());

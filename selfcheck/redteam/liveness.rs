@@ -216,7 +216,9 @@ fn big_tree(files: usize) -> crate::harness::TempDir {
 }
 
 /// Ctrl+C during a search of a huge tree stops the walk itself, not only the turn after it:
-/// the tool is recorded as interrupted, and the agent exits 130 promptly.
+/// the tool is recorded as interrupted, and the agent exits 130 promptly. Ctrl+C is pressed
+/// once the journal says the search started (not a fixed delay after the request, which under
+/// load could land before the reply was even parsed, and test nothing).
 #[test]
 fn ctrl_c_stops_a_walk_of_a_huge_tree() {
     let started = Instant::now();
@@ -228,7 +230,7 @@ fn ctrl_c_stops_a_walk_of_a_huge_tree() {
             crate::harness::call("search", serde_json::json!({"pattern": "never there"})),
             text("unused"),
         ])
-        .interrupt_after(1)
+        .signal_when(|root| crate::harness::journal_has(root, "tool_started"), crate::harness::SIGINT)
         .args(["-p", "go"])
         .run_in(workspace);
     let took = started.elapsed();
@@ -244,12 +246,6 @@ fn ctrl_c_stops_a_walk_of_a_huge_tree() {
 
 const SIGHUP: i32 = libc::SIGHUP;
 
-/// Whether the workspace's (first) journal holds `needle` yet.
-fn journal_has(root: &std::path::Path, needle: &str) -> bool {
-    crate::harness::session_files(root)
-        .first()
-        .is_some_and(|file| std::fs::read_to_string(file).unwrap_or_default().contains(needle))
-}
 const SIGTERM: i32 = libc::SIGTERM;
 
 /// Whether process `pid` is gone (or a zombie about to be reaped by init), waiting up to 3 s.
@@ -314,7 +310,7 @@ fn sigterm_during_a_model_request_exits_143_at_once() {
     let started = Instant::now();
     let run = Test::new()
         .server(vec![Step::Hang])
-        .signal_when(|root| journal_has(root, "\"type\":\"user\""), SIGTERM)
+        .signal_when(|root| crate::harness::journal_has(root, "\"type\":\"user\""), SIGTERM)
         .args(["-p", "go"])
         .run();
     let took = started.elapsed();
@@ -334,7 +330,7 @@ fn sigterm_during_a_walk_is_an_interruption_not_an_unknown_outcome() {
             crate::harness::call("search", serde_json::json!({"pattern": "never there"})),
             text("unused"),
         ])
-        .signal_when(|root| journal_has(root, "tool_started"), SIGTERM)
+        .signal_when(|root| crate::harness::journal_has(root, "tool_started"), SIGTERM)
         .args(["-p", "go"])
         .run_in(workspace);
     let took = started.elapsed();
@@ -357,7 +353,7 @@ fn a_read_only_tool_cut_by_a_crash_resumes_without_acknowledgement() {
             crate::harness::call("search", serde_json::json!({"pattern": "never there"})),
             text("unused"),
         ])
-        .signal_when(|root| journal_has(root, "tool_started"), crate::harness::SIGKILL)
+        .signal_when(|root| crate::harness::journal_has(root, "tool_started"), crate::harness::SIGKILL)
         .args(["-p", "go"])
         .run_in(workspace);
     assert_eq!(run.code, None, "killed by the signal");
@@ -442,8 +438,12 @@ fn sigterm_at_the_repl_prompt_leaves_at_once_and_restores_the_terminal() {
     terminal.type_keys("hi\r");
     terminal.wait_for("hello");
     terminal.wait_for("> ");
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(!terminal.is_cooked(), "the line editor has the terminal in raw mode");
+    // The prompt is drawn just before the line editor takes the terminal: wait for raw mode.
+    let waited = Instant::now();
+    while terminal.is_cooked() {
+        assert!(waited.elapsed() < Duration::from_secs(30), "the line editor never took the terminal");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let sent = Instant::now();
     // SAFETY: kill takes plain integers; the pid is our own child.
     unsafe { libc::kill(terminal.pid() as i32, SIGTERM) };
