@@ -156,3 +156,34 @@ fn a_cut_stream_fails_without_running_its_half_received_call() {
     assert_eq!(run.read("build/keep.txt").as_deref(), Some("kept\n"), "no tool ran");
     assert_eq!(run.requests.len(), 1, "a stream that began is not retried");
 }
+
+/// `is_error` survives `-c`: a new process learns which calls failed from the journal, which
+/// kept every call's status, not from its own events (it has seen none).
+#[test]
+fn a_resumed_session_still_marks_its_earlier_failures() {
+    let first = Test::new()
+        .args(["--api", "anthropic", "-p", "read both"])
+        .file("here.txt", "present\n")
+        .server(vec![
+            tool_use("toolu_ok", "read_file", json!({"path": "here.txt"})),
+            tool_use("toolu_missing", "read_file", json!({"path": "missing.txt"})),
+            answer("One is missing."),
+        ])
+        .run();
+    first.expect_code(0);
+    let again = Test::new()
+        .args(["-c", "-p", "and now?"])
+        .server(vec![answer("Still missing.")])
+        .run_in(first.workspace);
+    again.expect_code(0);
+    let results: Vec<&Value> = again.requests[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap())
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    let marks: Vec<(&str, bool)> =
+        results.iter().map(|b| (b["tool_use_id"].as_str().unwrap(), b["is_error"] == json!(true))).collect();
+    assert_eq!(marks, [("toolu_ok", false), ("toolu_missing", true)], "{results:?}");
+}

@@ -422,6 +422,10 @@ pub struct ResumePlan {
     pub compaction: Option<CompactionRecord>,
     /// What the user should hear: a torn last line cut off, temporary files removed.
     pub warning: Option<String>,
+    /// The calls that did not end `ok`, as their `tool_finished` records say: the history
+    /// keeps a result's text only, and chapter 19 marks these results `is_error`.
+    #[cfg(feature = "ch19")]
+    pub failed: Vec<String>,
 }
 
 // ANCHOR_END: resume
@@ -474,6 +478,8 @@ pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<R
         id: header.id.to_string(),
         root: PathBuf::from(header.root),
         origin: header.origin(),
+        #[cfg(feature = "ch19")] // read before `append` moves into the plan
+        failed: failed_calls(records.iter().map(|r| &r.body).chain(&append)),
         append,
         history,
         compaction,
@@ -499,6 +505,16 @@ pub fn resume(path: &Path, acknowledge_unknown: bool) -> Result<(Journal, Resume
     Ok((journal, plan))
 }
 // ANCHOR_END: resume_open
+
+/// The ids of the calls whose `tool_finished` status is not `ok` (chapter 19's `is_error`).
+#[cfg(feature = "ch19")]
+fn failed_calls<'a>(bodies: impl Iterator<Item = &'a Body>) -> Vec<String> {
+    let failed = bodies.filter_map(|body| match body {
+        Body::ToolFinished { id, status, .. } if *status != ToolStatus::Ok => Some(id.clone()),
+        _ => None,
+    });
+    failed.collect()
+}
 
 struct Header<'a> {
     id: &'a str,

@@ -174,6 +174,27 @@ fn calls_that_never_started_are_answered_not_run_without_acknowledgement() {
     assert_eq!(plan.history.len(), 4);
 }
 
+/// Chapter 19 needs the statuses the history drops: the plan lists every call that did not
+/// end `ok`, those the journal recorded and those it answers now, and no other.
+#[cfg(feature = "ch19")]
+#[test]
+fn the_plan_lists_the_calls_that_did_not_end_ok() {
+    let (fine, broke, open) =
+        (call("a", "read_file", "{}"), call("b", "read_file", "{}"), call("c", "bash", "{}"));
+    let failed =
+        Body::ToolFinished { id: "b".into(), status: ToolStatus::Error, content: "no such file".into() };
+    let records = session(vec![
+        user("go"),
+        asks(vec![fine.clone(), broke.clone(), open]),
+        started(&fine),
+        finished(&fine),
+        started(&broke),
+        failed,
+    ]);
+    let plan = prepare_resume(&records, false).unwrap();
+    assert_eq!(plan.failed, ["b", "c"], "the failed call, then the one answered not run");
+}
+
 use crate::ch02_loop::fakes::{RecordingTools, ScriptedModel};
 
 #[test]

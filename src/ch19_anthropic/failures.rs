@@ -5,7 +5,8 @@
 //! `Event::ToolFinished`: [`ToolFailures`] is an observer that remembers the ids of the calls
 //! that did not end `ok`, and the request mapping asks [`failed`]. Process-wide, like chapter
 //! 3's redactor: one run, one set, a few bytes per failed call. A session resumed in a new
-//! process knows only its own failures and those of calls whose input did not parse.
+//! process gets its earlier failures from its journal, which kept every call's status:
+//! chapter 10's plan lists them and [`remember`] adds them to the set.
 
 use crate::ch02_loop::{Error, Event, Observer, ToolStatus};
 use std::collections::HashSet;
@@ -22,11 +23,17 @@ impl Observer for ToolFailures {
         if let Event::ToolFinished(call, output) = event
             && output.status != ToolStatus::Ok
         {
-            let mut failed = FAILED.lock().unwrap_or_else(PoisonError::into_inner);
-            failed.get_or_insert_with(HashSet::new).insert(call.id.clone());
+            remember(std::slice::from_ref(&call.id));
         }
         Ok(())
     }
+}
+
+/// Adds calls that failed: from the events above, or, for `-c` and `/resume`, the failures the
+/// session's journal recorded (chapter 10's `ResumePlan::failed`).
+pub fn remember(ids: &[String]) {
+    let mut failed = FAILED.lock().unwrap_or_else(PoisonError::into_inner);
+    failed.get_or_insert_with(HashSet::new).extend(ids.iter().cloned());
 }
 
 /// Did the call with this id fail in this run?

@@ -25,6 +25,8 @@ pub fn continue_session(
     (journal, plan): Opened,
 ) -> (Recorder<Journal>, Vec<Message>) {
     restore_view(compaction, plan.compaction);
+    #[cfg(feature = "ch19")]
+    mini_agent::ch19_anthropic::failures::remember(&plan.failed);
     (Recorder::new(journal), plan.history)
 }
 // ANCHOR_END: opened
@@ -37,6 +39,8 @@ impl Agent {
             return Ok(format!("already in session {}", self.session_id()));
         }
         let (journal, plan) = resume(&path, false)?;
+        #[cfg(feature = "ch19")]
+        mini_agent::ch19_anthropic::failures::remember(&plan.failed);
         if let Some(warning) = &plan.warning {
             eprintln!("mini-agent: warning: {}", sanitize(warning));
         }
