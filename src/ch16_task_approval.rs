@@ -55,6 +55,8 @@ pub fn check(
     if trusted || new.is_empty() {
         return Ok(waiting.iter().map(|c| c.to_string()).collect());
     }
+    // ANCHOR_END: check
+    // ANCHOR: check_ask
     let shown: Vec<String> = new.iter().map(|c| format!("  {}", sanitize_command(c))).collect();
     let refused = |why: &str| {
         format!(
@@ -81,7 +83,7 @@ pub fn check(
         _ => Err(refused("not approved")),
     }
 }
-// ANCHOR_END: check
+// ANCHOR_END: check_ask
 
 // ANCHOR: approved_only
 /// The harness's verifier, running only the commands approved for this run: the task list is

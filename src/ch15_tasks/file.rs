@@ -188,6 +188,8 @@ impl TaskFile {
             .filter(|(name, _)| name != key)
             .map(|(name, raw)| (name, raw.to_owned()))
             .collect();
+        // ANCHOR_END: parse
+        // ANCHOR: parse_tasks
         let mut tasks: Vec<Task> = Vec::with_capacity(items.len());
         // Each id once: a map from id to position keeps a long list linear (a search of the
         // tasks so far made 370,000 tasks take minutes).
@@ -206,7 +208,7 @@ impl TaskFile {
         }
         Ok(TaskFile { path: path.to_path_buf(), tasks, key, rest })
     }
-    // ANCHOR_END: parse
+    // ANCHOR_END: parse_tasks
 
     fn empty(path: &Path) -> TaskFile {
         TaskFile { path: path.to_path_buf(), tasks: Vec::new(), key: "tasks", rest: BTreeMap::new() }
