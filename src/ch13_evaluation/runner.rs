@@ -106,6 +106,9 @@ pub(super) fn run_eval_to(
 /// Runs a scenario once in a fresh workspace, which is removed afterwards.
 pub(super) fn attempt(binary: &Path, scenario: &Scenario, verbose: bool) -> Result<Attempt, Error> {
     let workspace = temp_workspace(&scenario.name)?;
+    // The user's config directory is the scenario's too: approvals and servers a run records
+    // there stay with the scenario, and the evaluator's own never reach it.
+    let config = temp_workspace("config")?;
     let started = Instant::now();
     let mut requests = 0;
     let mut transcript = String::new();
@@ -119,7 +122,7 @@ pub(super) fn attempt(binary: &Path, scenario: &Scenario, verbose: bool) -> Resu
         std::fs::write(&full, content).map_err(|e| Error::io(format!("writing {}", full.display()), e))?;
     }
     for (index, run) in scenario.runs.iter().enumerate() {
-        let observed = run_once(binary, workspace.path(), index, run, &mut names)?;
+        let observed = run_once(binary, (workspace.path(), config.path()), index, run, &mut names)?;
         requests += observed.requests.len();
         if verbose {
             transcript.push_str(&format!(
@@ -150,11 +153,11 @@ pub(super) fn attempt(binary: &Path, scenario: &Scenario, verbose: bool) -> Resu
 }
 
 // ANCHOR: run_once
-/// One run: a scripted server, the binary in the workspace, the signal if any, and what
-/// could be seen afterwards.
+/// One run: a scripted server, the binary in the workspace (with the scenario's own config
+/// directory), the signal if any, and what could be seen afterwards.
 pub(super) fn run_once(
     binary: &Path,
-    root: &Path,
+    (root, config): (&Path, &Path),
     index: usize,
     run: &Run,
     names: &mut HashMap<String, String>,
@@ -179,12 +182,13 @@ pub(super) fn run_once(
     command.env_remove("MINI_AGENT_API");
     command
         .current_dir(root)
-        // The scenario decides everything the binary sees: no key, no endpoint, no model
-        // from the environment of whoever runs the evaluation.
+        // The scenario decides everything the binary sees: no key, no endpoint, no model and
+        // no config directory from the environment of whoever runs the evaluation.
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("MODEL_ID")
         .env_remove("MINI_AGENT_REQUEST_MAX_RETRIES")
+        .env("XDG_CONFIG_HOME", config)
         .env("NO_COLOR", "1")
         .envs(&run.env)
         .stdin(if run.stdin.is_some() { Stdio::piped() } else { Stdio::null() })

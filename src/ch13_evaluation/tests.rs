@@ -298,9 +298,11 @@ fn script(dir: &Path, body: &str) -> PathBuf {
 fn run_with(body: &str, run: &str) -> (Observed, Vec<String>) {
     let bin = TempDir::new("eval-bin");
     let root = TempDir::new("eval-root");
+    let config = TempDir::new("eval-config");
     let run: Run = serde_json::from_str(run).expect("a valid run");
     let observed =
-        run_once(&script(bin.path(), body), root.path(), 0, &run, &mut HashMap::new()).expect("ran");
+        run_once(&script(bin.path(), body), (root.path(), config.path()), 0, &run, &mut HashMap::new())
+            .expect("ran");
     let differences = compare(&run.expect, &observed);
     (observed, differences)
 }
@@ -322,6 +324,17 @@ fn the_binary_has_no_terminal_to_ask_even_when_the_evaluation_has_one() {
     let (observed, differences) = run_with(
         "if (exec < /dev/tty) 2>/dev/null; then echo tty; else echo no-tty; fi",
         r#"{"args": [], "expect": {"exit": 0, "stdout_contains": ["no-tty"]}}"#,
+    );
+    assert_eq!(differences, Vec::<String>::new(), "{observed:?}");
+}
+
+#[test]
+fn the_binary_gets_the_scenarios_config_directory_not_the_evaluators() {
+    // Approvals (chapter 16) and user MCP servers (chapter 18) live in the config directory:
+    // a scenario must neither write the evaluator's nor read it.
+    let (observed, differences) = run_with(
+        r#"case "$XDG_CONFIG_HOME" in *eval-config*) echo own;; *) echo "other: $XDG_CONFIG_HOME";; esac"#,
+        r#"{"args": [], "expect": {"exit": 0, "stdout_contains": ["own"]}}"#,
     );
     assert_eq!(differences, Vec::<String>::new(), "{observed:?}");
 }
