@@ -44,6 +44,8 @@ mod sessions_table;
 mod sessions_tests;
 #[cfg(feature = "ch15")]
 mod tasks;
+#[cfg(feature = "ch15")]
+mod tasks_words;
 
 #[cfg(feature = "ch12")]
 use app::Asker;
