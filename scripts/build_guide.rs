@@ -41,6 +41,8 @@
 //!   order (a top-level listing is then printed once and shared by both languages).
 //! * A listing is at most 50 lines; chapter-state attributes (`#[cfg(feature = "ch08")]`) are
 //!   hidden (see `guide/anchors.rs`, `guide/listings.rs`).
+//! * No file of `src/` or `scripts/` is over 600 lines before its tests: the book shows this
+//!   code, and a reader must be able to hold a file (`guide/sizes.rs`).
 //! * "Run it" shows ```` ```console ```` blocks, `$ command` then its output, that
 //!   `--run-examples` runs against each chapter's state (rules and masks: `guide/examples.rs`).
 //! * Other fenced blocks name their language: `toml`, `sh` (or `console`), `json` (or
@@ -162,6 +164,8 @@ mod listings;
 mod page;
 #[path = "guide/shape.rs"]
 mod shape;
+#[path = "guide/sizes.rs"]
+mod sizes;
 #[path = "guide/stats.rs"]
 mod stats;
 #[cfg(test)]
@@ -430,6 +434,7 @@ pub fn build(root: &Path) -> Build {
 /// Everything `build` checks, plus: the committed page equals this build.
 pub fn check(root: &Path) -> Vec<Diagnostic> {
     let Build { html, mut diagnostics } = build(root);
+    sizes::check_sizes(root, &mut diagnostics);
     match std::fs::read(root.join(OUTPUT_PATH)) {
         Ok(committed) if committed == html.as_bytes() => {}
         Ok(_) => diagnostics.push(Diagnostic::new(

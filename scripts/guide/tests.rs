@@ -613,3 +613,10 @@ fn a_chinese_run_it_block_that_differs_from_the_english_is_reported() {
     fixture.edit("guide/zh/01-intro.md", "你好\n", "hello\n");
     assert!(!fixture.diagnostics().iter().any(|line| line.contains("Run it")), "{:?}", fixture.diagnostics());
 }
+
+#[test]
+fn a_file_is_counted_up_to_its_inline_test_module() {
+    let text = "//! doc\n#[cfg(test)]\n#[path = \"t.rs\"]\nmod tests;\nfn a() {}\n#[cfg(test)]\nmod tests {\n    fn t() {}\n}\n";
+    assert_eq!(crate::sizes::code_lines(text), 5);
+    assert_eq!(crate::sizes::code_lines("fn a() {}\nfn b() {}\n"), 2);
+}
