@@ -39,8 +39,11 @@
 //!   marker lines dropped, dedented) under a caption naming the file and anchor. Every anchor in
 //!   `src/` is included by some chapter, and both languages include the same anchors in the same
 //!   order (a top-level listing is then printed once and shared by both languages).
-//! * A listing is at most 50 lines; chapter-state attributes (`#[cfg(feature = "ch08")]`) are
-//!   hidden (see `guide/anchors.rs`, `guide/listings.rs`).
+//! * A listing shows its region in the chapter's state: chapter N (from the file name `NN-…`;
+//!   preface and appendix: the finished program) drops each item whose `#[cfg(feature = "chM")]`
+//!   says it comes later, or whose `#[cfg(not(feature = "chM"))]` says it was already replaced;
+//!   the attributes of the items it keeps are hidden (`guide/states.rs`, `guide/anchors.rs`). A
+//!   listing is at most 50 lines as shown, and one that is empty in its state is an error.
 //! * No file of `src/` or `scripts/` is over 600 lines before its tests: the book shows this
 //!   code, and a reader must be able to hold a file (`guide/sizes.rs`).
 //! * "Run it" shows ```` ```console ```` blocks, `$ command` then its output, that
@@ -166,6 +169,8 @@ mod page;
 mod shape;
 #[path = "guide/sizes.rs"]
 mod sizes;
+#[path = "guide/states.rs"]
+mod states;
 #[path = "guide/stats.rs"]
 mod stats;
 #[cfg(test)]

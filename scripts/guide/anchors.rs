@@ -5,11 +5,14 @@
 //! shown, and the region is dedented so a method reads as if it stood at the margin. So are the
 //! chapter-state attributes (`#[cfg(feature = "ch08")]`, `#[cfg(not(feature = …))]`,
 //! `#[cfg(all(…feature…))]` alone on a line, and any `#![cfg…]`): they say which chapter a
-//! piece belongs to, which the book already says around the listing; other attributes stay. The scan
+//! piece belongs to, which the book already says around the listing; other attributes stay.
+//! An item whose attribute says it is not in the chapter's state is dropped with it
+//! (`guide/states.rs`): chapter 2's listing of `Event` does not show chapter 8's `Retry`. The scan
 //! reports every marker problem with its file and line, and remembers where each anchor starts
 //! so an anchor no chapter includes can be named too.
 
 use crate::Diagnostic;
+use crate::states::{self, State};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -18,8 +21,25 @@ use std::path::Path;
 pub struct Anchor {
     /// 1-based line of the `// ANCHOR:` marker.
     pub line: usize,
-    /// The region's lines, markers removed and dedented.
-    pub code: String,
+    /// The region's lines, markers removed, attributes kept.
+    pub lines: Vec<String>,
+}
+
+impl Anchor {
+    /// The region as chapter state `state` shows it (see `guide/states.rs`): items not in the
+    /// state dropped, chapter-state attributes hidden, blank edges trimmed, dedented.
+    pub fn shown(&self, state: State) -> String {
+        let lines: Vec<&str> = self.lines.iter().map(String::as_str).collect();
+        let view = states::view(&lines, state);
+        region(&view.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// Lines the state's view drops from the region (0: every item is in the state).
+    pub fn dropped_lines(&self, state: State) -> usize {
+        let lines: Vec<&str> = self.lines.iter().map(String::as_str).collect();
+        let all = region(&lines).lines().count();
+        all.saturating_sub(self.shown(state).lines().count())
+    }
 }
 
 /// All anchors of the source tree: file path (relative, `/`-separated) → anchor name → region.
@@ -109,8 +129,12 @@ pub fn scan_file(file: &str, text: &str, diagnostics: &mut Vec<Diagnostic>) -> B
             Some(Marker::End(name)) => match open.iter().position(|(open_name, _)| *open_name == name) {
                 Some(position) => {
                     let (_, start) = open.remove(position);
-                    let code = region(&lines[start + 1..index]);
-                    anchors.insert(name.to_string(), Anchor { line: start + 1, code });
+                    let lines = lines[start + 1..index]
+                        .iter()
+                        .filter(|line| marker(line).is_none())
+                        .map(|line| line.to_string())
+                        .collect();
+                    anchors.insert(name.to_string(), Anchor { line: start + 1, lines });
                 }
                 None => diagnostics.push(Diagnostic::new(
                     file,
@@ -144,11 +168,10 @@ pub fn is_state_attribute(line: &str) -> bool {
         && (trimmed.starts_with("#![cfg") || (trimmed.starts_with("#[cfg(") && trimmed.contains("feature")))
 }
 
-/// The shown text of a region: marker lines and chapter-state attributes dropped, blank edges
-/// trimmed, common indent removed.
+/// The shown text of region lines: chapter-state attributes dropped, blank edges trimmed,
+/// common indent removed.
 fn region(lines: &[&str]) -> String {
-    let kept: Vec<&str> =
-        lines.iter().copied().filter(|line| marker(line).is_none() && !is_state_attribute(line)).collect();
+    let kept: Vec<&str> = lines.iter().copied().filter(|line| !is_state_attribute(line)).collect();
     let first = kept.iter().position(|line| !line.trim().is_empty());
     let last = kept.iter().rposition(|line| !line.trim().is_empty());
     let (Some(first), Some(last)) = (first, last) else {
@@ -179,21 +202,25 @@ mod tests {
         let mut diagnostics = Vec::new();
         let anchors = scan_file("src/x.rs", text, &mut diagnostics);
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
-        assert_eq!(anchors["outer"].code, "fn b() {\n    c();\n}\n");
+        assert_eq!(anchors["outer"].shown(State::FULL), "fn b() {\n    c();\n}\n");
         assert_eq!(anchors["outer"].line, 2);
-        assert_eq!(anchors["inner"].code, "c();\n");
+        assert_eq!(anchors["inner"].shown(State::FULL), "c();\n");
     }
 
     #[test]
     fn chapter_state_attributes_are_hidden_and_other_attributes_stay() {
-        let text = "// ANCHOR: a\n#![cfg(feature = \"ch03\")]\n#[cfg(feature = \"ch08\")]\nfn retry() {}\n    #[cfg(not(feature = \"ch11\"))]\n    #[cfg(all(unix, feature = \"ch04\"))]\n#[cfg(test)]\n#[cfg(unix)]\n#[derive(Debug)]\n#[cfg(feature = \"ch08\")] fn inline() {}\n// ANCHOR_END: a\n";
+        let text = "// ANCHOR: a\n#![cfg(feature = \"ch03\")]\n#[cfg(feature = \"ch08\")]\nfn retry() {}\n#[cfg(all(unix, feature = \"ch04\"))]\n#[cfg(test)]\n#[cfg(unix)]\n#[derive(Debug)]\n#[cfg(feature = \"ch08\")] fn inline() {}\n// ANCHOR_END: a\n";
         let mut diagnostics = Vec::new();
         let anchors = scan_file("src/x.rs", text, &mut diagnostics);
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
         assert_eq!(
-            anchors["a"].code,
-            "fn retry() {}\n#[cfg(test)]\n#[cfg(unix)]\n#[derive(Debug)]\n#[cfg(feature = \"ch08\")] fn inline() {}\n"
+            anchors["a"].shown(State::FULL),
+            "fn retry() {}\n#[cfg(test)]\n#[cfg(unix)]\n#[derive(Debug)]\nfn inline() {}\n"
         );
+        assert_eq!(anchors["a"].shown(State(8)), anchors["a"].shown(State::FULL));
+        // Before chapter 8 both items are dropped, with the attributes above the second.
+        assert_eq!(anchors["a"].shown(State(5)), "");
+        assert_eq!(anchors["a"].dropped_lines(State(5)), 5);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::anchors::AnchorMap;
 use crate::diagrams::{self, Diagrams};
 use crate::glossary::{self, Glossary};
 use crate::listings::{Offsets, code_block_html, fence_language, include_target};
+use crate::states::State;
 use pulldown_cmark::{CodeBlockKind, CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -301,6 +302,7 @@ pub fn render(chapter: &Chapter, context: &RenderContext, diagnostics: &mut Vec<
         diagnostics.push(Diagnostic::new(&chapter.path, lines.of(offset), message))
     };
     let own_ids = context.targets.get(&chapter.name).cloned().unwrap_or_default();
+    let state = State::of_chapter(&chapter.name);
     let mut events: Vec<Event> = Vec::new();
     let mut sections: Vec<SearchSection> = Vec::new();
     let mut included = BTreeSet::new();
@@ -323,7 +325,7 @@ pub fn render(chapter: &Chapter, context: &RenderContext, diagnostics: &mut Vec<
                     // Include problems point at the include line, the one after the fence.
                     let body_start = start + chapter.text[start..].find('\n').map_or(0, |at| at + 1);
                     let at = Offsets { fence: start, body: body_start };
-                    let html = code_block_html(&info, &body, at, context, &mut included, &mut report);
+                    let html = code_block_html(&info, &body, at, context, state, &mut included, &mut report);
                     match include_target(&body).filter(|_| depth == 0 && fence_language(&info) == "rust") {
                         Some(target) => {
                             pieces.push(Piece::Prose(to_html(std::mem::take(&mut events))));

@@ -6,13 +6,15 @@
 //! drifts from the source the book explains. Blocks in other languages are shown as written,
 //! highlighted at build time.
 //!
-//! A listing is at most [`MAX_LISTING_LINES`] lines (chapter-state attributes, hidden, do not
+//! A listing shows its region as the chapter's state has it (`guide/states.rs`) and is at most
+//! [`MAX_LISTING_LINES`] lines as shown (hidden attributes and later chapters' items do not
 //! count): a reader follows a listing against the paragraph beside it, and a longer region is
 //! split into named regions, each with its own paragraph.
 
 use crate::anchors::AnchorMap;
 use crate::chapters::RenderContext;
 use crate::highlight::{Language, escape_html, highlight};
+use crate::states::State;
 use std::collections::BTreeSet;
 
 /// The longest listing the book shows; `--check` names a longer one with its length.
@@ -41,6 +43,7 @@ pub fn code_block_html(
     body: &str,
     at: Offsets,
     context: &RenderContext,
+    state: State,
     included: &mut BTreeSet<String>,
     report: &mut impl FnMut(usize, String),
 ) -> String {
@@ -69,7 +72,7 @@ pub fn code_block_html(
         return format!("<pre><code class=\"lang-rust\">{}</code></pre>\n", highlight(body, Language::Rust));
     };
     included.insert(target.to_string());
-    let code = match resolve_include(target, context.anchors) {
+    let code = match resolve_include(target, context.anchors, state) {
         Ok(code) => {
             let length = code.lines().count();
             if length > MAX_LISTING_LINES {
@@ -96,7 +99,7 @@ pub fn code_block_html(
     )
 }
 
-fn resolve_include(target: &str, anchors: &AnchorMap) -> Result<String, String> {
+fn resolve_include(target: &str, anchors: &AnchorMap, state: State) -> Result<String, String> {
     let Some((file, anchor)) = target.rsplit_once(':') else {
         return Err(format!("include `{target}` names no anchor; write `{{{{#include {target}:ANCHOR}}}}`"));
     };
@@ -110,8 +113,15 @@ fn resolve_include(target: &str, anchors: &AnchorMap) -> Result<String, String> 
             known.join(", ")
         ));
     };
-    if region.code.trim().is_empty() {
-        return Err(format!("include `{target}` resolves to an empty region ({file}:{})", region.line));
+    let code = region.shown(state);
+    if code.trim().is_empty() {
+        if region.dropped_lines(state) == 0 {
+            return Err(format!("include `{target}` resolves to an empty region ({file}:{})", region.line));
+        }
+        return Err(format!(
+            "include `{target}` resolves to an empty region in chapter {}'s state ({file}:{}): nothing in it is in that state yet; name the later chapters' items in prose instead",
+            state.0, region.line
+        ));
     }
-    Ok(region.code.clone())
+    Ok(code)
 }

@@ -8,10 +8,11 @@
 //! listings it shows, the longest, and how many are over [`LONG_LISTING`] lines (the book aims
 //! for most at or under that), so a claim about listing length is measured, not guessed.
 
-use crate::anchors::AnchorMap;
+use crate::anchors::{Anchor, AnchorMap};
 use crate::boxes;
 use crate::chapters::options;
 use crate::listings::{fence_language, include_target};
+use crate::states::State;
 use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
 use std::fmt::Write;
 use std::path::Path;
@@ -33,6 +34,10 @@ pub struct Cost {
     pub longest: usize,
     /// Listings longer than [`LONG_LISTING`] lines.
     pub long_listings: usize,
+    /// Listings that drop later chapters' items (or items the chapter already replaced).
+    pub trimmed: usize,
+    /// Lines those listings drop.
+    pub trimmed_lines: usize,
 }
 
 /// A listing longer than this is counted as long: the book aims for most listings at or under it.
@@ -57,7 +62,7 @@ pub fn prose_units(text: &str) -> usize {
     han + words
 }
 
-pub fn cost(markdown: &str, anchors: &AnchorMap) -> Cost {
+pub fn cost(markdown: &str, anchors: &AnchorMap, state: State) -> Cost {
     let mut cost = Cost::default();
     let (mut main, mut optional) = (String::new(), String::new());
     let mut block: Option<(String, String)> = None;
@@ -92,7 +97,11 @@ pub fn cost(markdown: &str, anchors: &AnchorMap) -> Cost {
                 let Some((info, body)) = block.take() else { continue };
                 match include_target(&body).filter(|_| fence_language(&info) == "rust") {
                     Some(target) => {
-                        let length = region(target, anchors).map_or(0, |code| code.lines().count());
+                        let anchor = region(target, anchors);
+                        let length = anchor.map_or(0, |anchor| anchor.shown(state).lines().count());
+                        let dropped = anchor.map_or(0, |anchor| anchor.dropped_lines(state));
+                        cost.trimmed += usize::from(dropped > 0);
+                        cost.trimmed_lines += dropped;
                         cost.included_lines += length;
                         cost.listings += 1;
                         cost.longest = cost.longest.max(length);
@@ -117,9 +126,9 @@ pub fn cost(markdown: &str, anchors: &AnchorMap) -> Cost {
     cost
 }
 
-fn region<'a>(target: &str, anchors: &'a AnchorMap) -> Option<&'a str> {
+fn region<'a>(target: &str, anchors: &'a AnchorMap) -> Option<&'a Anchor> {
     let (file, anchor) = target.rsplit_once(':')?;
-    anchors.get(file)?.get(anchor).map(|region| region.code.as_str())
+    anchors.get(file)?.get(anchor)
 }
 
 /// The `--stats` table: chapter, English words (of which in boxes), Chinese characters (of
@@ -149,21 +158,34 @@ pub fn table(rows: &[(String, Cost, Cost)]) -> String {
 }
 
 /// The listings table (English side; both languages include the same anchors): per chapter the
-/// number of Rust listings, the longest, and how many are over [`LONG_LISTING`] lines; then totals.
+/// number of Rust listings, the longest, how many are over [`LONG_LISTING`] lines, and how many
+/// are trimmed to the chapter's state (lines dropped); then totals.
 fn listing_table(rows: &[(String, Cost, Cost)]) -> String {
-    let mut out = format!("\nchapter                listings  longest  over {LONG_LISTING}\n");
-    let (mut listings, mut longest, mut long) = (0, 0, 0);
+    let mut out =
+        format!("\nchapter                listings  longest  over {LONG_LISTING}  trimmed (lines)\n");
+    let (mut listings, mut longest, mut long, mut trimmed, mut lines) = (0, 0, 0, 0, 0);
     for (name, english, _) in rows {
         let _ = writeln!(
             out,
-            "{name:<22} {:>9} {:>8} {:>8}",
-            english.listings, english.longest, english.long_listings
+            "{name:<22} {:>9} {:>8} {:>8} {:>8} {:>7}",
+            english.listings,
+            english.longest,
+            english.long_listings,
+            english.trimmed,
+            format!("({})", english.trimmed_lines)
         );
         listings += english.listings;
         longest = longest.max(english.longest);
         long += english.long_listings;
+        trimmed += english.trimmed;
+        lines += english.trimmed_lines;
     }
-    let _ = writeln!(out, "{:<22} {listings:>9} {longest:>8} {long:>8}", "total");
+    let _ = writeln!(
+        out,
+        "{:<22} {listings:>9} {longest:>8} {long:>8} {trimmed:>8} {:>7}",
+        "total",
+        format!("({lines})")
+    );
     out
 }
 
@@ -191,8 +213,10 @@ pub fn reading_stats(root: &Path) -> String {
             let other = chinese.chapters.iter().find(|other| other.name == chapter.name);
             (
                 chapter.name.clone(),
-                cost(&chapter.text, &sources.anchors),
-                other.map(|other| cost(&other.text, &sources.anchors)).unwrap_or_default(),
+                cost(&chapter.text, &sources.anchors, State::of_chapter(&chapter.name)),
+                other
+                    .map(|other| cost(&other.text, &sources.anchors, State::of_chapter(&other.name)))
+                    .unwrap_or_default(),
             )
         })
         .collect();

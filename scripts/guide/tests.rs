@@ -559,7 +559,7 @@ fn reading_cost_counts_english_words_chinese_characters_and_code_lines() {
     assert!(totals.ends_with("3            0"), "{table}");
     // One listing of 3 lines, none over 30.
     assert!(table.contains("listings  longest  over 30"), "{table}");
-    assert!(table.lines().last().unwrap().ends_with("1        3        0"), "{table}");
+    assert!(table.lines().last().unwrap().ends_with("1        3        0        0     (0)"), "{table}");
 }
 
 #[test]
@@ -572,14 +572,14 @@ fn the_listing_table_counts_listings_the_longest_and_those_over_thirty_lines() {
     );
     let table = crate::stats::reading_stats(fixture.root());
     // The greeting listing is now 40 lines: one listing, longest 40, one over 30.
-    assert!(table.lines().last().unwrap().ends_with("1       40        1"), "{table}");
+    assert!(table.lines().last().unwrap().ends_with("1       40        1        0     (0)"), "{table}");
 }
 
 #[test]
 fn a_listing_over_fifty_lines_is_reported_with_its_length_and_state_attributes_do_not_count() {
     let fixture = Fixture::new("long-listing");
     let body = |lines: usize| (0..lines).map(|n| format!("    let x{n} = {n};\n")).collect::<String>();
-    let attributes = "#[cfg(feature = \"ch08\")]\n".repeat(10);
+    let attributes = "#[cfg(feature = \"ch01\")]\n".repeat(10);
     fixture.write(
         "src/a.rs",
         &format!("// ANCHOR: greet\n{attributes}pub fn greet() {{\n{}}}\n// ANCHOR_END: greet\n", body(48)),
@@ -619,4 +619,85 @@ fn a_file_is_counted_up_to_its_inline_test_module() {
     let text = "//! doc\n#[cfg(test)]\n#[path = \"t.rs\"]\nmod tests;\nfn a() {}\n#[cfg(test)]\nmod tests {\n    fn t() {}\n}\n";
     assert_eq!(crate::sizes::code_lines(text), 5);
     assert_eq!(crate::sizes::code_lines("fn a() {}\nfn b() {}\n"), 2);
+}
+
+/// The region `a` of `source`, as chapter `chapter`'s state shows it.
+fn shown_in(source: &str, chapter: u32) -> String {
+    let mut diagnostics = Vec::new();
+    let anchors = crate::anchors::scan_file("src/x.rs", source, &mut diagnostics);
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    anchors["a"].shown(crate::states::State(chapter))
+}
+
+#[test]
+fn an_enum_shows_a_later_chapters_variant_only_from_that_chapter_on() {
+    let source = "// ANCHOR: a\npub enum Event {\n    Reply(String),\n    /// Waiting before trying again (chapter 8).\n    #[cfg(feature = \"ch08\")]\n    Retry {\n        attempt: u32,\n        wait_ms: u64,\n    },\n    #[cfg(feature = \"ch11\")]\n    Partial(String),\n    Warning(String),\n}\n// ANCHOR_END: a\n";
+    assert_eq!(shown_in(source, 2), "pub enum Event {\n    Reply(String),\n    Warning(String),\n}\n");
+    assert_eq!(
+        shown_in(source, 8),
+        "pub enum Event {\n    Reply(String),\n    /// Waiting before trying again (chapter 8).\n    Retry {\n        attempt: u32,\n        wait_ms: u64,\n    },\n    Warning(String),\n}\n"
+    );
+    assert_eq!(shown_in(source, 99).lines().count(), 10, "the appendix shows everything");
+}
+
+#[test]
+fn a_gated_field_inside_a_gated_struct_follows_both_gates() {
+    let source = "// ANCHOR: a\npub struct Keys {\n    pub api_key: Option<String>,\n    #[cfg(feature = \"ch05\")]\n    #[derive(Clone)]\n    pub extra: Extra {\n        pub one: u8,\n        #[cfg(feature = \"ch07\")]\n        pub two: Vec<(u8, [u8; 2])>,\n    },\n}\n// ANCHOR_END: a\n";
+    assert_eq!(shown_in(source, 4), "pub struct Keys {\n    pub api_key: Option<String>,\n}\n");
+    assert_eq!(
+        shown_in(source, 6),
+        "pub struct Keys {\n    pub api_key: Option<String>,\n    #[derive(Clone)]\n    pub extra: Extra {\n        pub one: u8,\n    },\n}\n"
+    );
+    assert_eq!(shown_in(source, 7).lines().count(), 8);
+}
+
+#[test]
+fn a_gated_block_is_dropped_whole_with_brackets_in_strings_and_comments_ignored() {
+    let source = "// ANCHOR: a\nfn count(&mut self) {\n    self.a += 1;\n    #[cfg(feature = \"ch19\")]\n    {\n        let open = \"{ ( [\"; // }\n        let c = '}';\n        self.b.push(open, c, r#\"}\"#);\n    }\n    self.c += 1;\n}\n// ANCHOR_END: a\n";
+    assert_eq!(shown_in(source, 14), "fn count(&mut self) {\n    self.a += 1;\n    self.c += 1;\n}\n");
+    assert!(shown_in(source, 19).contains("let c = '}';"));
+}
+
+#[test]
+fn a_not_item_is_shown_until_the_chapter_that_replaces_it() {
+    let source = "// ANCHOR: a\nfn models() -> Model {\n    #[cfg(feature = \"ch11\")]\n    if stream {\n        return streaming();\n    }\n    #[cfg(not(feature = \"ch11\"))]\n    let _ = stream; // streaming comes with chapter 11\n    plain()\n}\n// ANCHOR_END: a\n";
+    assert_eq!(
+        shown_in(source, 8),
+        "fn models() -> Model {\n    let _ = stream; // streaming comes with chapter 11\n    plain()\n}\n"
+    );
+    assert_eq!(
+        shown_in(source, 11),
+        "fn models() -> Model {\n    if stream {\n        return streaming();\n    }\n    plain()\n}\n"
+    );
+}
+
+#[test]
+fn an_all_unix_item_is_judged_by_its_feature_and_an_inline_attribute_is_cut_off() {
+    let source = "// ANCHOR: a\nfn start(\n    root: PathBuf,\n    #[cfg(feature = \"ch05\")] opened: Option<Opened>,\n) {\n    #[cfg(all(unix, feature = \"ch04\"))]\n    install_handler(\n        signal::SIGINT,\n    );\n    #[cfg(all(feature = \"ch12\", not(feature = \"ch16\")))]\n    let gate = Gate::new();\n    go();\n}\n// ANCHOR_END: a\n";
+    assert_eq!(shown_in(source, 3), "fn start(\n    root: PathBuf,\n) {\n    go();\n}\n");
+    let in_twelve = shown_in(source, 12);
+    assert!(in_twelve.contains("    opened: Option<Opened>,\n) {\n"), "{in_twelve}");
+    assert!(
+        in_twelve.contains("install_handler(\n        signal::SIGINT,\n    );\n    let gate"),
+        "{in_twelve}"
+    );
+    assert!(!shown_in(source, 16).contains("Gate"));
+}
+
+#[test]
+fn a_listing_empty_in_its_chapters_state_is_reported_and_trimmed_listings_are_counted() {
+    let fixture = Fixture::new("state-listing");
+    let later = "// ANCHOR: greet\npub fn greet() -> &'static str {\n    #[cfg(feature = \"ch02\")]\n    log();\n    \"hello\"\n}\n// ANCHOR_END: greet\n";
+    fixture.write("src/a.rs", later);
+    let table = crate::stats::reading_stats(fixture.root());
+    // Chapter 1 shows the 3 lines of `greet` without chapter 2's `log();`: one listing trimmed by 1.
+    assert!(table.lines().last().unwrap().ends_with("1        3        0        1     (1)"), "{table}");
+    fixture.write(
+        "src/a.rs",
+        "// ANCHOR: greet\n#[cfg(feature = \"ch02\")]\nfn greet() {}\n// ANCHOR_END: greet\n",
+    );
+    fixture.assert_reports(
+        "guide/en/01-intro.md:10",
+        "resolves to an empty region in chapter 1's state (src/a.rs:1)",
+    );
 }
