@@ -120,6 +120,19 @@ fn a_dirty_tree_is_refused_without_allow_dirty() {
 }
 
 #[test]
+fn a_first_run_with_no_tasks_says_how_to_add_one_and_a_finished_list_says_where_to_look() {
+    let run = Test::new().args(["tasks", "run"]).server(vec![]).run_in(repository());
+    run.expect_code(0).stderr_has("no tasks in").stderr_has("tasks add");
+    assert!(run.requests.is_empty());
+    let workspace = add(run.workspace, &["done already", "--verify", "true"]);
+    let list = workspace.path().join(".mini_agent/tasks.json");
+    let text = std::fs::read_to_string(&list).unwrap().replace("\"pending\"", "\"done\"");
+    std::fs::write(&list, text).unwrap();
+    let again = Test::new().args(["tasks", "run"]).server(vec![]).run_in(workspace);
+    again.expect_code(0).stderr_has("nothing is pending").stderr_has("tasks list");
+}
+
+#[test]
 fn a_damaged_task_file_is_an_error_naming_the_line_and_is_left_alone() {
     let damaged =
         "{\"tasks\": [\n  {\"id\": \"1\", \"name\": \"a\"},\n  {\"id\": \"2\", \"name\": \"b\",}\n]}\n";

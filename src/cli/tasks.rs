@@ -269,6 +269,10 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
     notifier.write_metrics();
     let end = end?;
     match end {
+        RunEnd::Finished { failed: 0, done: 0 } => {
+            say(&nothing_pending(path));
+            Ok(0)
+        }
         RunEnd::Finished { failed: 0, done } | RunEnd::IterationsUsed { failed: 0, done } => {
             say(&format!("mini-agent: {} done in this run", plural(done, "task")));
             Ok(0)
@@ -291,6 +295,19 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
             ));
             Ok(NEEDS_HUMAN_EXIT)
         }
+    }
+}
+
+/// What a run that found nothing to do says: for a newcomer's first `tasks run`, how to add a
+/// task; otherwise where to see why nothing is pending.
+fn nothing_pending(path: &Path) -> String {
+    match TaskFile::load(path) {
+        Ok(file) if file.tasks.is_empty() => format!(
+            "mini-agent: no tasks in {} yet; add one: mini-agent tasks add \"fix the login form\" \
+             --verify \"cargo test\"",
+            path.display()
+        ),
+        _ => format!("mini-agent: nothing is pending in {}; mini-agent tasks list shows why", path.display()),
     }
 }
 
