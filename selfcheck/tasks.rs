@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
 
-const SIGTERM: i32 = 15;
+const SIGTERM: i32 = libc::SIGTERM;
 
 pub(crate) fn git(root: &Path, args: &[&str]) -> String {
     let output = Command::new("git")

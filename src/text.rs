@@ -1,9 +1,14 @@
 //! Words for people: the small text helpers every chapter shares, compiled in every state.
 //!
 //! One copy of each: a count with its noun ([`plural`]), text cut to a number of characters
-//! ([`take_chars`], [`shorten`]) or to its first line ([`first_line`]), and a byte limit that does not split a
-//! character ([`cut_bytes`]). Later chapters add what they need here rather than writing
-//! their own.
+//! ([`take_chars`], [`shorten`]), to its first line ([`first_line`]) or put onto one
+//! ([`one_line`]), and a byte limit that does not split a character ([`cut_bytes`]). Later
+//! chapters add what they need here rather than writing their own.
+
+/// `text` on one line: every run of blank space, line breaks included, becomes one space.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
 
 /// `1 turn`, `2 turns`, `0 bytes`: a count with its noun, for people. Nouns ending in
 /// `s`, `x`, `ch` or `sh` take `es` (`1 match`, `2 matches`).

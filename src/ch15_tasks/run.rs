@@ -15,6 +15,7 @@ use super::pick::next_pending;
 use super::template::render;
 use super::verify::{Verdict, Verifier};
 use crate::ch02_loop::{Error, Outcome, interrupted};
+use crate::text::one_line;
 use std::path::Path;
 
 /// One attempt's session: opened first (so its id is in the task file before anything
@@ -257,9 +258,4 @@ enum Step {
 /// failure (verify decides); the network, the server, the disk or Ctrl+C are not.
 fn is_the_tasks_failure(error: &Error) -> bool {
     matches!(error, Error::Stuck { .. } | Error::ReplyCut { .. }) && !interrupted()
-}
-
-/// A name fit for a commit message's first line.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -530,8 +530,7 @@ fn visible(text: &str) -> String {
 /// Text squeezed onto one line, with control characters (a NUL in a path, an escape sequence
 /// in a server's error body…) made visible by chapter 4's sanitiser.
 fn one_line(text: &str) -> String {
-    let joined = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
-    visible(&joined)
+    visible(&mini_agent::text::one_line(text))
 }
 // ANCHOR_END: one_line
 
