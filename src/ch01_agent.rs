@@ -13,11 +13,11 @@
 //! reaches the terminal; chapter 12 asks before a command runs. Until then, run it in a
 //! scratch directory: it runs whatever the model asks.
 
+// ANCHOR: limits
 use serde_json::{Value, json};
 use std::io::Read;
 use std::process::{Command, ExitCode, Stdio};
 
-// ANCHOR: limits
 /// How many model calls one task may take before the agent gives up.
 pub const MAX_TURNS: usize = 10;
 /// How much of a command's output (stdout and stderr together) goes back to the model.
