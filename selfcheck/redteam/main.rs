@@ -32,6 +32,7 @@ mod harness;
 #[path = "../pty.rs"]
 mod pty;
 
+mod children;
 mod hooks;
 mod liveness;
 mod mcp;

@@ -29,7 +29,7 @@ fn everything(run: &Run) -> String {
     all
 }
 
-fn files_under(dir: &Path) -> String {
+pub(crate) fn files_under(dir: &Path) -> String {
     let mut all = String::new();
     let Ok(entries) = std::fs::read_dir(dir) else { return all };
     for entry in entries.flatten() {

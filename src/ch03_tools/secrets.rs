@@ -50,10 +50,16 @@ const BASE_URL_VARIABLES: &[&str] = &["OPENAI_BASE_URL"];
 pub(crate) const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"];
 #[cfg(feature = "ch19")]
 const BASE_URL_VARIABLES: &[&str] = &["OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"];
+/// Secrets of the agent's own that are no key to the model: chapter 17's webhook secret
+/// (a command that read it could sign forged task events).
+#[cfg(not(feature = "ch17"))]
+const OTHER_SECRET_VARIABLES: &[&str] = &[];
+#[cfg(feature = "ch17")]
+const OTHER_SECRET_VARIABLES: &[&str] = &[crate::ch17_notify::webhook::SECRET_VARIABLE];
 
 /// Removes the key variables from a child's environment (the rule for every spawned process).
 pub fn remove_keys(command: &mut Command) -> &mut Command {
-    for name in KEY_VARIABLES {
+    for name in KEY_VARIABLES.iter().chain(OTHER_SECRET_VARIABLES) {
         command.env_remove(name);
     }
     for name in BASE_URL_VARIABLES {
@@ -76,6 +82,9 @@ pub struct Keys {
     /// `ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN` and `ANTHROPIC_BASE_URL` (chapter 19).
     #[cfg(feature = "ch19")]
     pub anthropic: crate::ch19_anthropic::AnthropicKeys,
+    /// `MINI_AGENT_WEBHOOK_SECRET` (chapter 17), which signs `--webhook`'s events.
+    #[cfg(feature = "ch17")]
+    pub webhook_secret: Option<String>,
 }
 // ANCHOR_END: keys
 
@@ -98,10 +107,12 @@ impl Keys {
                 auth_token: read(KEY_VARIABLES[2]),
                 base_url: read(BASE_URL_VARIABLES[1]),
             },
+            #[cfg(feature = "ch17")]
+            webhook_secret: read(OTHER_SECRET_VARIABLES[0]),
         };
         // ANCHOR_END: take
         // ANCHOR: take_wipe
-        let mut names: Vec<&str> = KEY_VARIABLES.to_vec();
+        let mut names: Vec<&str> = KEY_VARIABLES.iter().chain(OTHER_SECRET_VARIABLES).copied().collect();
         for name in BASE_URL_VARIABLES {
             if read(name).as_deref().is_some_and(has_credentials) {
                 names.push(name);
@@ -238,6 +249,8 @@ impl Redactor {
         let in_url = credentials_of(base_url).into_iter().map(str::to_owned);
         #[cfg(feature = "ch19")]
         let in_url = in_url.chain(keys.anthropic.secrets());
+        #[cfg(feature = "ch17")]
+        let in_url = in_url.chain(keys.webhook_secret.iter().cloned());
         Redactor::new(keys.api_key.iter().cloned().chain(in_url))
     }
 

@@ -2,13 +2,14 @@
 //! an approved `.mini_agent/hooks.json`, and the observer that sends and writes them.
 //!
 //! `--webhook URL` is the person's own choice and needs no approval; its secret comes from
-//! `MINI_AGENT_WEBHOOK_SECRET`, not from a flag that `ps` would show. The file's webhook
+//! `MINI_AGENT_WEBHOOK_SECRET`, not from a flag that `ps` would show, and like the model's key
+//! it is taken out of the environment at start-up: no command the agent runs can read it. The file's webhook
 //! comes through chapter 16's rule: untrusted, the whole file is skipped, webhook included.
 
 use mini_agent::ch02_loop::Error;
+use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch15_tasks::{TaskEvent, TaskEvents};
 use mini_agent::ch16_hooks::Hooks;
-use mini_agent::ch17_notify::webhook::SECRET_VARIABLE;
 use mini_agent::ch17_notify::{MetricsOut, Notifier, SharedMetrics, Webhook, WebhookConfig};
 use std::path::{Path, PathBuf};
 
@@ -48,11 +49,17 @@ fn resolve(file: &Path) -> Result<PathBuf, String> {
 
 // ANCHOR: build
 /// The observer for this run: `--webhook` (else the approved file's webhook) and `--metrics`.
-pub fn notifier(options: &NotifyOptions, hooks: &Hooks, tasks: &Path) -> Result<Notifier, Error> {
+pub fn notifier(
+    options: &NotifyOptions,
+    hooks: &Hooks,
+    tasks: &Path,
+    keys: &Keys,
+) -> Result<Notifier, Error> {
     let config = match &options.webhook {
         Some(url) => Some(WebhookConfig {
             url: url.clone(),
-            secret: std::env::var(SECRET_VARIABLE).ok(),
+            // Taken out of the environment at start-up, like the model's key (chapter 3).
+            secret: keys.webhook_secret.clone(),
             events: None,
         }),
         None => hooks.webhook().cloned(),

@@ -246,7 +246,7 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
     #[cfg(feature = "ch16")]
     let mut events = super::hooks::WithHooks { inner: &mut events, hooks: hooks.clone() };
     #[cfg(feature = "ch17")]
-    let mut notifier = super::notify::notifier(&run.notify, &hooks, path)?;
+    let mut notifier = super::notify::notifier(&run.notify, &hooks, path, keys)?;
     #[cfg(feature = "ch17")]
     {
         attempts.usage = Some(notifier.counters.clone());
