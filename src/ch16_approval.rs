@@ -47,6 +47,19 @@ pub enum Decision {
 }
 // ANCHOR_END: request
 
+/// A word of a command file (a matcher, an argument, a variable, a path) as the question shows
+/// it: bare when it holds only characters that mean nothing to a shell or a terminal, else
+/// quoted with every control character, newline and invisible character escaped. So no word
+/// can hide what follows it (`ESC [8m`), forge a line of the question, or run into the next.
+pub fn shown_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-|*~^".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        crate::ch04_terminal::sanitize::sanitize(&format!("{word:?}"))
+    }
+}
+
 /// Shows a question to the person at the terminal and returns the line they typed.
 pub type Ask<'a> = &'a mut dyn FnMut(&str) -> Option<String>;
 
@@ -123,7 +136,7 @@ pub fn decide(request: &Request, trusted: bool, store: Option<&ApprovalStore>, a
     }
     // ANCHOR_END: decide
     // ANCHOR: decide_ask
-    let shown = request.path.display();
+    let shown = shown_word(&request.path.to_string_lossy());
     let skipped = |why: &str| {
         Decision::Skip(format!(
             "{} from {shown} not started: {why}; approve the file at a terminal, or pass {} to trust it for this run",

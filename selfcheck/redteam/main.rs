@@ -16,6 +16,8 @@
 //! | `terminal.rs` | model and tool text | the terminal shows what runs; no control sequence from the model reaches it |
 //! | `secrets.rs` | model, tools, server | the key is in no child's environment and in nothing printed, recorded, spilled or sent |
 //! | `hooks.rs` | a cloned repository's hooks | what a hook leaves running does not outlive it |
+//! | `approval.rs` | a cloned repository's hooks and MCP files | the approval question shows all that will run (environment, directory) and nothing in the file controls the terminal |
+//! | `children.rs` | model, verify commands | the agent's own secrets beyond the key (the webhook secret) are in no child and redacted like the key |
 //! | `liveness.rs` | server, model, signals | nothing hangs: idle timeout, linear globs, interruptible walks, SIGTERM/SIGHUP |
 //! | `resources.rs` | model | disk and memory stay bounded (peak RSS measured by `measure.rs`'s small wrapper) |
 //! | `mcp.rs` | an MCP server | malformed JSON-RPC, garbage, 50 MB and endless answers, silence: a one-line error, no hang, bounded memory |
@@ -32,6 +34,7 @@ mod harness;
 #[path = "../pty.rs"]
 mod pty;
 
+mod approval;
 mod children;
 mod hooks;
 mod liveness;

@@ -6,7 +6,7 @@
 use super::{HookEvent, HookLog, Hooks, HooksFile};
 use crate::ch03_tools::Workspace;
 use crate::ch04_terminal::sanitize::sanitize_command;
-use crate::ch16_approval::{ApprovalStore, Ask, Decision, Request, decide};
+use crate::ch16_approval::{ApprovalStore, Ask, Decision, Request, decide, shown_word};
 
 /// Where the workspace keeps its hooks.
 pub const HOOKS_FILE: &str = ".mini_agent/hooks.json";
@@ -66,7 +66,8 @@ impl HooksFile {
     }
 }
 
-/// One line per command, as the approval question shows them.
+/// One line per command, as the approval question shows them: every word from the file
+/// made safe to show (a matcher could otherwise hide the command after it).
 fn summary(file: &HooksFile) -> String {
     let mut lines = Vec::new();
     for (event, groups) in &file.hooks {
@@ -75,7 +76,7 @@ fn summary(file: &HooksFile) -> String {
                 let on = if group.matcher.trim().is_empty() {
                     String::new()
                 } else {
-                    format!(" {}", group.matcher)
+                    format!(" {}", shown_word(&group.matcher))
                 };
                 lines.push(format!("  {}{on}: {}", name(*event), sanitize_command(&hook.command)));
             }
@@ -83,7 +84,9 @@ fn summary(file: &HooksFile) -> String {
     }
     #[cfg(feature = "ch17")]
     if let Some(webhook) = &file.webhook {
-        let events = webhook.events.as_ref().map_or("every task event".into(), |events| events.join(", "));
+        let events = webhook.events.as_ref().map_or("every task event".into(), |events| {
+            events.iter().map(|event| shown_word(event)).collect::<Vec<_>>().join(", ")
+        });
         lines.push(format!("  webhook: POST {events} to {}", sanitize_command(&webhook.url)));
     }
     lines.join("\n")

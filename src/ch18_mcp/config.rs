@@ -13,7 +13,7 @@
 
 use crate::ch03_tools::Workspace;
 use crate::ch04_terminal::sanitize::sanitize_command;
-use crate::ch16_approval::{ApprovalStore, Ask, Decision, Request, decide, user_config_dir};
+use crate::ch16_approval::{ApprovalStore, Ask, Decision, Request, decide, shown_word, user_config_dir};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -145,14 +145,26 @@ fn server(name: &str, entry: &Value, source: &Path, root: &Path) -> Result<Optio
     }))
 }
 
-/// What a file would run, one line per server, safe to show at a terminal.
+/// What a file would run, one line per server, safe to show at a terminal. Everything that
+/// decides what runs is shown: the variables it adds (`NODE_OPTIONS` or
+/// `LD_PRELOAD` run other code inside a program that looks harmless), the command and its
+/// words (quoted when they hold blanks or controls), and the directory when it is not the root.
 pub fn summary(servers: &[ServerConfig]) -> String {
     let lines: Vec<String> = servers
         .iter()
         .map(|s| {
-            let mut words = vec![s.command.clone()];
-            words.extend(s.args.iter().cloned());
-            format!("  {}: {}", s.name, sanitize_command(&words.join(" ")))
+            let mut words: Vec<String> = s
+                .env
+                .iter()
+                .map(|(name, value)| format!("{}={}", shown_word(name), shown_word(value)))
+                .collect();
+            words.push(shown_word(&s.command));
+            words.extend(s.args.iter().map(|arg| shown_word(arg)));
+            let place = match s.source.parent() {
+                Some(root) if root == s.cwd => String::new(),
+                _ => format!(" (in {})", shown_word(&s.cwd.to_string_lossy())),
+            };
+            format!("  {}: {}{place}", s.name, sanitize_command(&words.join(" ")))
         })
         .collect();
     lines.join("\n")
@@ -275,6 +287,6 @@ mod tests {
         let text = r#"{"mcpServers": {"a": {"command": "evil\u001b[2J", "args": ["x"]}}}"#;
         let (servers, _) = parse(text, Path::new("/r/.mcp.json"), Path::new("/r")).unwrap();
         let shown = summary(&servers);
-        assert!(!shown.contains('\u{1b}') && shown.contains("a: evil"), "{shown}");
+        assert!(!shown.contains('\u{1b}') && shown.contains(r#"a: "evil\u{1b}[2J" x"#), "{shown}");
     }
 }
