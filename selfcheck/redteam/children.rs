@@ -41,3 +41,21 @@ fn the_webhook_secret_is_in_no_child_and_in_nothing_recorded() {
     all.push_str(&crate::secrets::files_under(run.root()));
     assert!(!all.contains(SECRET), "the secret leaked");
 }
+
+#[test]
+fn ps_does_not_show_the_path_of_a_webhook_url() {
+    // Found by red3: a webhook URL is a credential of its own (whoever knows a Slack or
+    // Discord webhook may post to it; the agent's warnings show only its host for that
+    // reason), yet `--webhook URL` stood whole in the agent's command line, which `ps` and
+    // the model's own `bash` (through /proc/$PPID/cmdline) could read.
+    let add = Test::new().args(["tasks", "add", "one", "--verify", "true"]).run_in(TempDir::new("selfcheck"));
+    add.expect_code(0);
+    let steps = vec![call("bash", json!({"command": "tr '\\0' ' ' < /proc/$PPID/cmdline"})), text("done")];
+    let hook = "http://127.0.0.1:9/services/T0/B0/WEBHOOKPATHSECRET?token=x";
+    let args = ["tasks", "run", "--no-commit", "--allow-shell", "--trust-tasks", "--webhook", hook];
+    let run = Test::new().args(args).server(steps).run_in(add.workspace);
+    run.expect_code(0);
+    let result = run.only_tool_result();
+    assert!(result.contains("--webhook http://127.0.0.1:9/*"), "the command line was read: {result}");
+    assert!(!result.contains("WEBHOOKPATHSECRET"), "the command line still shows the webhook path: {result}");
+}

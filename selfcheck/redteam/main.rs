@@ -17,7 +17,7 @@
 //! | `secrets.rs` | model, tools, server | the key is in no child's environment and in nothing printed, recorded, spilled or sent |
 //! | `hooks.rs` | a cloned repository's hooks | what a hook leaves running does not outlive it |
 //! | `approval.rs` | a cloned repository's hooks and MCP files | the approval question shows all that will run (environment, directory) and nothing in the file controls the terminal |
-//! | `children.rs` | model, verify commands | the agent's own secrets beyond the key (the webhook secret) are in no child and redacted like the key |
+//! | `children.rs` | model, verify commands, `ps` | the agent's own secrets beyond the key (the webhook secret, a webhook URL's path) are in no child, not in the command line, and redacted like the key |
 //! | `liveness.rs` | server, model, signals | nothing hangs: idle timeout, linear globs, interruptible walks, SIGTERM/SIGHUP |
 //! | `resources.rs` | model | disk and memory stay bounded (peak RSS measured by `measure.rs`'s small wrapper) |
 //! | `mcp.rs` | an MCP server | malformed JSON-RPC, garbage, 50 MB and endless answers, silence: a one-line error, no hang, bounded memory |

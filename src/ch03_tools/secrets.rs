@@ -193,7 +193,13 @@ unsafe fn wipe(entries: Vec<(*mut u8, usize)>) {
 /// # Safety
 /// Writes the process's original argument block: call it from `main`, before threads start.
 pub unsafe fn wipe_credentials_in_command_line(words: &[String]) {
-    let holders: Vec<&String> = words.iter().filter(|word| !credentials_of(word).is_empty()).collect();
+    let holders: Vec<(&str, Vec<&str>)> = words
+        .iter()
+        .map(|word| (word.as_str(), credentials_of(word)))
+        .filter(|(_, found)| !found.is_empty())
+        .collect();
+    #[cfg(feature = "ch17")]
+    let holders = with_webhook_capability(holders, words);
     if holders.is_empty() {
         return;
     }
@@ -213,11 +219,11 @@ pub unsafe fn wipe_credentials_in_command_line(words: &[String]) {
     // SAFETY: [start, end) is this process's own argument block, mapped and writable (it is
     // on the initial stack); we replace bytes of a secret with `*`, never a NUL or the length.
     let block = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, end - start) };
-    for word in holders {
+    for (word, secrets) in holders {
         // Only inside the word that holds the URL: a short password elsewhere is left alone.
         let Some(at) = find(block, word.as_bytes()) else { continue };
         let held = &mut block[at..at + word.len()];
-        for secret in credentials_of(word) {
+        for secret in secrets {
             let mut from = 0;
             while let Some(found) = find(&held[from..], secret.as_bytes()) {
                 held[from + found..from + found + secret.len()].fill(b'*');
@@ -225,6 +231,29 @@ pub unsafe fn wipe_credentials_in_command_line(words: &[String]) {
             }
         }
     }
+}
+
+/// The path and query of `--webhook URL` (chapter 17): a Slack or Discord webhook URL is its
+/// own credential, since whoever knows it may post, so `ps` shows only its scheme and host.
+#[cfg(feature = "ch17")]
+fn with_webhook_capability<'a>(
+    mut holders: Vec<(&'a str, Vec<&'a str>)>,
+    words: &'a [String],
+) -> Vec<(&'a str, Vec<&'a str>)> {
+    let capability = || {
+        let url = words.get(words.iter().position(|word| word == "--webhook")? + 1)?;
+        let (_, rest) = url.split_once("://")?;
+        let path = &rest[rest.find(['/', '?', '#'])? + 1..];
+        (!path.is_empty()).then_some((url.as_str(), path))
+    };
+    if let Some((url, path)) = capability() {
+        // First: the path holds any credential of the query, which would otherwise change it.
+        match holders.iter_mut().find(|(word, _)| *word == url) {
+            Some((_, secrets)) => secrets.insert(0, path),
+            None => holders.push((url, vec![path])),
+        }
+    }
+    holders
 }
 
 // ANCHOR: redactor
