@@ -90,7 +90,7 @@ impl Journal {
             .take(JOURNAL_MAX_BYTES)
             .read_to_end(&mut bytes)
             .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-        let loaded = parse_journal(path, &bytes, "it was cut off")?;
+        let loaded = parse_journal(path, &bytes, "it was removed")?;
         if loaded.good_len < bytes.len() as u64 {
             file.set_len(loaded.good_len)
                 .and_then(|()| file.sync_data())
@@ -241,7 +241,7 @@ fn lock_holder(file: &File) -> Option<u32> {
 // ANCHOR_END: lock_holder
 
 /// What `--status` does with a torn last line.
-pub(crate) const TORN_IGNORED: &str = "it is ignored, and will be cut off when the session is resumed";
+pub(crate) const TORN_IGNORED: &str = "it is ignored, and will be removed when the session is resumed";
 
 // ANCHOR: reader
 /// The records of a session file, and what the reader had to say about its end.
@@ -481,7 +481,7 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), torn, "reading for --status changes nothing");
 
         let (mut journal, loaded) = Journal::open(&path).unwrap();
-        assert!(loaded.warning.unwrap().ends_with("it was cut off"));
+        assert!(loaded.warning.unwrap().ends_with("it was removed"));
         assert_eq!(std::fs::read(&path).unwrap(), intact);
         assert_eq!(journal.append(user("after")).unwrap(), 3);
         assert_eq!(bodies(&read_journal(&path).unwrap().records)[1..], [user("kept"), user("after")]);
