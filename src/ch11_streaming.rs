@@ -18,8 +18,8 @@
 use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request, ToolCall, interrupted};
 use crate::ch02_model::reply::content_text;
 use crate::ch02_model::{
-    ChatClient, ClientConfig, INTERRUPT_POLL, MAX_REPLY_BYTES, idle_message, parse_reply, parse_usage, quote,
-    read_capped, reply_too_large, server_message,
+    ChatClient, ClientConfig, INTERRUPT_POLL, MAX_REPLY_BYTES, idle_message, limit_message, parse_reply,
+    parse_usage, quote, read_capped, reply_too_large, server_message,
 };
 use serde_json::Value;
 use std::borrow::Cow;
@@ -355,6 +355,12 @@ impl StreamingClient {
         self.client = self.client.with_idle_timeout(idle_timeout);
         self
     }
+
+    /// Bounds each request's total time (chapter 2's `MINI_AGENT_REQUEST_TIMEOUT_SECS`).
+    pub fn with_request_limit(mut self, limit: Option<Duration>) -> Self {
+        self.client = self.client.with_request_limit(limit);
+        self
+    }
 }
 
 /// What the worker thread hands over.
@@ -460,7 +466,8 @@ pub(crate) fn receive<A: Assemble>(
                 return Err(cut_off(&reply, Error::Network(error), observer));
             }
             Piece::Broken(io) => {
-                let error = format!("stream cut off before it finished ({}): {io}", reply.progress());
+                let why = if past_the_limit(&io) { limit_message() } else { io.to_string() };
+                let error = format!("stream cut off before it finished ({}): {why}", reply.progress());
                 return Err(cut_off(&reply, Error::Network(error), observer));
             }
             Piece::Failed(error) => return Err(cut_off(&reply, error, observer)),
@@ -468,6 +475,12 @@ pub(crate) fn receive<A: Assemble>(
     }
 }
 // ANCHOR_END: client_end
+
+/// Did the read fail because the request's total time (ureq's global timeout) ran out?
+fn past_the_limit(io: &std::io::Error) -> bool {
+    let error = io.get_ref().and_then(|inner| inner.downcast_ref::<ureq::Error>());
+    matches!(error, Some(ureq::Error::Timeout(ureq::Timeout::Global)))
+}
 
 // ANCHOR: cut_off
 

@@ -204,6 +204,29 @@ fn a_silence_after_the_headers_hits_the_idle_timeout() {
 }
 
 #[test]
+fn a_stream_that_never_ends_is_cut_at_the_request_limit_when_one_is_set() {
+    // A chunk every 150 ms for ever (here: 60 of them, 9 s), each gap far under the idle
+    // timeout; only MINI_AGENT_REQUEST_TIMEOUT_SECS's bound ends it.
+    let step = Step::Stream { chunks: vec![text(".").to_string(); 60], delay_ms: 150, finish: true };
+    let server = ScriptedServer::scripted(vec![step]).expect("server");
+    let config = ClientConfig { base_url: server.url.clone(), api_key: None, model: "m".into() };
+    let mut model = StreamingClient::new(config)
+        .expect("client")
+        .with_idle_timeout(Duration::from_secs(5))
+        .with_request_limit(Some(Duration::from_millis(800)));
+    let messages = [Message::User { content: "hi".into() }];
+    let started = Instant::now();
+    let result = model.complete(&Request { messages: &messages, tools: &[] }, &mut Seen::default());
+    let took = started.elapsed();
+    assert!(
+        matches!(result, Err(Error::Network(ref m)) if m.contains("time limit (MINI_AGENT_REQUEST_TIMEOUT_SECS)")),
+        "{result:?}"
+    );
+    assert!(took >= Duration::from_millis(800) && took < Duration::from_secs(5), "{took:?}");
+    println!("figure: a never-ending stream was cut after {took:?} (limit 800 ms)");
+}
+
+#[test]
 fn ctrl_c_abandons_a_slow_stream() {
     crate::ch02_model::in_own_process("ch11_streaming::tests::ctrl_c_abandons_a_slow_stream", || {
         let step = Step::Stream { chunks: vec![text("late").to_string()], delay_ms: 5000, finish: true };

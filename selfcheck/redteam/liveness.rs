@@ -2,7 +2,8 @@
 //!
 //! Liveness: nothing the server, the model or a signal does can hang the agent. A server that
 //! stalls or drips is cut by `MINI_AGENT_IDLE_TIMEOUT_SECS` (the wait for the next byte, never
-//! the length of the reply); globs match in O(n·m); walks stop on Ctrl+C; SIGTERM and SIGHUP
+//! the length of the reply), one that never finishes by `MINI_AGENT_REQUEST_TIMEOUT_SECS` when
+//! an unattended run sets it; globs match in O(n·m); walks stop on Ctrl+C; SIGTERM and SIGHUP
 //! end a turn the way Ctrl+C does.
 
 use crate::harness::{Test, text};
@@ -101,6 +102,37 @@ fn the_bound_is_the_variable_not_a_hidden_constant() {
         .run();
     run.expect_code(0);
     assert!(run.stdout.contains("in time"), "{}", run.stdout);
+}
+
+/// The other side of that rule, for runs nobody watches: a server that keeps a reply alive
+/// but never finishes it (a byte, a chunk now and then, under the idle timeout each time)
+/// is given up on at `MINI_AGENT_REQUEST_TIMEOUT_SECS`, streamed or not; unset, nothing changes.
+#[test]
+fn a_reply_that_never_ends_is_given_up_at_the_request_limit() {
+    let chunk =
+        serde_json::json!({"choices": [{"index": 0, "delta": {"content": "."}, "finish_reason": null}]});
+    for stream in [false, true] {
+        let never_ending = if stream {
+            Step::Stream { chunks: vec![chunk.to_string(); 300], delay_ms: 200, finish: true }
+        } else {
+            Step::drip(50, text(&"never ending ".repeat(200)))
+        };
+        let mut test = Test::new()
+            .env("MINI_AGENT_IDLE_TIMEOUT_SECS", "5")
+            .env("MINI_AGENT_REQUEST_TIMEOUT_SECS", "2")
+            .server(vec![never_ending])
+            .args(["-p", "go"]);
+        if stream {
+            test = test.args(["--stream"]);
+        }
+        let started = Instant::now();
+        let run = test.run();
+        let took = started.elapsed();
+        eprintln!("figure: a never-ending reply (stream: {stream}) given up after {took:.2?}, limit 2 s");
+        run.expect_code(1).stderr_has("time limit (MINI_AGENT_REQUEST_TIMEOUT_SECS)");
+        assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(10), "{took:?}");
+        assert_eq!(run.requests.len(), 1, "a request the server may have acted on is not sent again");
+    }
 }
 
 #[test]

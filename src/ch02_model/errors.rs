@@ -6,7 +6,7 @@
 //! becomes one line that quotes the server's own words, shortened, and says whether the
 //! server may have acted (chapter 8 retries only what it safely can).
 
-use super::{CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, IDLE_TIMEOUT_VARIABLE};
+use super::{CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, IDLE_TIMEOUT_VARIABLE, REQUEST_LIMIT_VARIABLE};
 use crate::ch02_loop::Error;
 use crate::text::shorten;
 use serde_json::Value;
@@ -179,6 +179,7 @@ pub fn network_error(url: &str, error: ureq::Error, idle: Duration) -> Error {
                 seconds(idle)
             )
         }
+        ureq::Error::Timeout(Timeout::Global) => return limit_error(),
         // The only other timeout we set is the per-read one: the server fell silent.
         ureq::Error::Timeout(_) => return idle_error(idle),
         other => format!("{url}: {other} (the server may have acted)"),
@@ -191,6 +192,16 @@ pub fn network_error(url: &str, error: ureq::Error, idle: Duration) -> Error {
 /// The server sent nothing for `idle`: one line that names the variable that sets the bound.
 pub fn idle_error(idle: Duration) -> Error {
     Error::Network(format!("{}; the server may have acted", idle_message(idle)))
+}
+
+/// The request took longer in all than `MINI_AGENT_REQUEST_TIMEOUT_SECS` allows.
+pub fn limit_error() -> Error {
+    Error::Network(format!("{}; the server may have acted", limit_message()))
+}
+
+/// "the reply did not end within the request's time limit (MINI_AGENT_REQUEST_TIMEOUT_SECS)".
+pub fn limit_message() -> String {
+    format!("the reply did not end within the request's time limit ({REQUEST_LIMIT_VARIABLE})")
 }
 
 /// "no byte from the server for 300 s (MINI_AGENT_IDLE_TIMEOUT_SECS)".
@@ -207,16 +218,8 @@ pub fn seconds(duration: Duration) -> String {
 /// The idle timeout from `MINI_AGENT_IDLE_TIMEOUT_SECS`'s value: unset or empty is the
 /// default; anything but a whole number of seconds, at least 1, is a clear error.
 pub fn parse_idle_timeout(value: Option<&str>) -> Result<Duration, Error> {
-    match value.map(str::trim) {
-        None | Some("") => Ok(DEFAULT_IDLE_TIMEOUT),
-        Some(text) => match text.parse::<u64>() {
-            Ok(secs) if secs >= 1 => Ok(Duration::from_secs(secs)),
-            _ => Err(Error::Config(format!(
-                "{IDLE_TIMEOUT_VARIABLE} must be a whole number of seconds, at least 1 (default {}), got {text:?}",
-                DEFAULT_IDLE_TIMEOUT.as_secs()
-            ))),
-        },
-    }
+    let default = format!("default {}", DEFAULT_IDLE_TIMEOUT.as_secs());
+    Ok(whole_seconds(IDLE_TIMEOUT_VARIABLE, value, &default)?.unwrap_or(DEFAULT_IDLE_TIMEOUT))
 }
 // ANCHOR_END: idle_error
 
@@ -245,4 +248,23 @@ fn strip_tags(html: &str) -> String {
         }
     }
     text
+}
+
+/// The request limit from `MINI_AGENT_REQUEST_TIMEOUT_SECS`'s value: unset or empty is no
+/// limit; anything but a whole number of seconds, at least 1, is a clear error.
+pub fn parse_request_limit(value: Option<&str>) -> Result<Option<Duration>, Error> {
+    whole_seconds(REQUEST_LIMIT_VARIABLE, value, "unset: no limit")
+}
+
+/// A variable's whole seconds (`None` when unset or empty); `unset` says what that means.
+fn whole_seconds(variable: &str, value: Option<&str>, unset: &str) -> Result<Option<Duration>, Error> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(text) => match text.parse::<u64>() {
+            Ok(secs) if secs >= 1 => Ok(Some(Duration::from_secs(secs))),
+            _ => Err(Error::Config(format!(
+                "{variable} must be a whole number of seconds, at least 1 ({unset}), got {text:?}"
+            ))),
+        },
+    }
 }

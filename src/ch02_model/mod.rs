@@ -37,8 +37,8 @@ use wire::{RequestBody, StreamOptions, WireMessage};
 #[cfg(feature = "ch08")]
 pub use errors::parse_retry_after;
 pub use errors::{
-    error_from_response, idle_error, idle_message, network_error, parse_idle_timeout, quote, seconds,
-    server_message,
+    error_from_response, idle_error, idle_message, limit_error, limit_message, network_error,
+    parse_idle_timeout, parse_request_limit, quote, seconds, server_message,
 };
 /// Reading the reply, field by field, is its own file's lesson (`reply.rs`).
 pub use reply::{parse_reply, parse_usage};
@@ -46,11 +46,15 @@ pub use reply::{parse_reply, parse_usage};
 /// How long to wait for a TCP (and TLS) connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the server may stay silent before we give up: the bound on the wait for the next
-/// byte of any response, headers or body, streamed or not. There is deliberately no bound on
+/// byte of any response, headers or body, streamed or not. By default there is no bound on
 /// the *total*: a slow model that keeps sending may take as long as it needs.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// The environment variable that changes [`DEFAULT_IDLE_TIMEOUT`] (whole seconds).
 pub const IDLE_TIMEOUT_VARIABLE: &str = "MINI_AGENT_IDLE_TIMEOUT_SECS";
+/// The environment variable that bounds one request's *total* time, reply included (whole
+/// seconds; unset: no bound). For runs nobody watches: a server that keeps a reply alive with
+/// a byte or a keep-alive now and then, but never finishes it, is given up on.
+pub const REQUEST_LIMIT_VARIABLE: &str = "MINI_AGENT_REQUEST_TIMEOUT_SECS";
 /// How often a waiting caller looks at the Ctrl+C flag.
 /// The largest reply read, streamed or not (chapter 11 applies the same cap): a server that
 /// sends more gets a clear error instead of the machine's memory.
@@ -77,6 +81,8 @@ pub struct ChatClient {
     pub model: String,
     /// The longest wait for the next byte of a response (see [`DEFAULT_IDLE_TIMEOUT`]).
     pub idle_timeout: Duration,
+    /// The longest one request may take in all, if set ([`REQUEST_LIMIT_VARIABLE`]).
+    pub request_limit: Option<Duration>,
 }
 // ANCHOR_END: config
 
@@ -133,6 +139,7 @@ impl ChatClient {
             api_key,
             model: config.model,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            request_limit: None,
         })
     }
 
@@ -140,6 +147,12 @@ impl ChatClient {
     /// a short one).
     pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> Self {
         self.idle_timeout = idle_timeout;
+        self
+    }
+
+    /// Bounds each request's total time (`MINI_AGENT_REQUEST_TIMEOUT_SECS`; `None`: no bound).
+    pub fn with_request_limit(mut self, limit: Option<Duration>) -> Self {
+        self.request_limit = limit;
         self
     }
 
@@ -163,7 +176,8 @@ impl ChatClient {
     /// `Error::Http` with the server's own message; a transport failure becomes
     /// `Error::Network`. Every read from the socket, headers and body, waits at most
     /// `per_read_timeout` (default: the idle timeout): ureq restarts that clock on each read,
-    /// so it bounds silence, not the length of a reply.
+    /// so it bounds silence, not the length of a reply. The request limit, when set, is
+    /// ureq's global timeout: one clock from connecting to the last byte of the body.
     pub fn send(
         &self,
         body: &[u8],
@@ -178,7 +192,8 @@ impl ChatClient {
         let per_read = per_read_timeout.unwrap_or(self.idle_timeout);
         // The same bound for sending: a server that stops taking the request body is as stuck
         // as one that stops answering.
-        post = post.config().timeout_per_read(Some(per_read)).timeout_per_write(Some(per_read)).build();
+        let config = post.config().timeout_per_read(Some(per_read)).timeout_per_write(Some(per_read));
+        post = config.timeout_global(self.request_limit).build();
         let response = post.send(body).map_err(|error| network_error(&self.url, error, per_read))?;
         if response.status().is_success() { Ok(response) } else { Err(error_from_response(response)) }
     }
@@ -254,6 +269,7 @@ pub fn read_capped(
     response.into_body().with_config().limit(MAX_REPLY_BYTES as u64).read_to_vec().map_err(
         |error| match error {
             ureq::Error::BodyExceedsLimit(_) => reply_too_large(),
+            ureq::Error::Timeout(ureq::Timeout::Global) => limit_error(),
             ureq::Error::Timeout(_) => idle_error(idle),
             error => {
                 Error::Network(format!("reading the reply from {url}: {error} (the server may have acted)"))

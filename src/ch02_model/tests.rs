@@ -232,6 +232,36 @@ fn a_slow_reply_that_keeps_coming_is_never_cut() {
 }
 
 #[test]
+fn a_reply_that_never_ends_is_given_up_at_the_request_limit_when_one_is_set() {
+    // A byte every 20 ms, each wait far under the idle timeout: without a limit this reply
+    // would take seconds; with MINI_AGENT_REQUEST_TIMEOUT_SECS's bound it ends at the bound.
+    let server =
+        ScriptedServer::scripted(vec![Step::drip(20, Step::text(&"slow ".repeat(100)))]).expect("server");
+    let messages = [Message::User { content: "hi".into() }];
+    let started = std::time::Instant::now();
+    let result = client(&server)
+        .with_idle_timeout(Duration::from_secs(5))
+        .with_request_limit(Some(Duration::from_millis(700)))
+        .complete(&Request { messages: &messages, tools: &[] }, &mut Quiet::default());
+    let took = started.elapsed();
+    let error = result.expect_err("past the limit").to_string();
+    assert!(error.contains("time limit (MINI_AGENT_REQUEST_TIMEOUT_SECS)"), "{error}");
+    assert!(took >= Duration::from_millis(700) && took < Duration::from_secs(5), "{took:?}");
+    println!("figure: a never-ending reply was given up after {took:?} (limit 700 ms)");
+}
+
+#[test]
+fn the_request_limit_is_whole_seconds_or_unset() {
+    assert_eq!(parse_request_limit(None).unwrap(), None);
+    assert_eq!(parse_request_limit(Some(" ")).unwrap(), None);
+    assert_eq!(parse_request_limit(Some("7200")).unwrap(), Some(Duration::from_secs(7200)));
+    for bad in ["0", "-1", "1.5", "2h"] {
+        let error = parse_request_limit(Some(bad)).unwrap_err().to_string();
+        assert!(error.contains("MINI_AGENT_REQUEST_TIMEOUT_SECS must be a whole number"), "{error}");
+    }
+}
+
+#[test]
 fn a_server_that_stops_taking_the_request_hits_the_idle_timeout() {
     // Accepts the connection and never reads: once the socket buffers are full, the
     // request cannot be sent any further.

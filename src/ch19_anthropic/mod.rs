@@ -99,6 +99,8 @@ pub struct AnthropicClient {
     /// Ask for the reply as a stream of events (chapter 11's `--stream`).
     pub stream: bool,
     pub idle_timeout: Duration,
+    /// Chapter 2's bound on a request's total time (`MINI_AGENT_REQUEST_TIMEOUT_SECS`).
+    pub request_limit: Option<Duration>,
 }
 // ANCHOR_END: client
 
@@ -141,6 +143,7 @@ impl AnthropicClient {
             max_tokens: DEFAULT_MAX_TOKENS,
             stream: false,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            request_limit: None,
         })
     }
 
@@ -160,7 +163,8 @@ impl AnthropicClient {
             Some(Auth::Bearer(token)) => post.header("authorization", format!("Bearer {token}")),
             None => post,
         };
-        post = post.config().timeout_per_read(Some(per_read)).timeout_per_write(Some(per_read)).build();
+        let config = post.config().timeout_per_read(Some(per_read)).timeout_per_write(Some(per_read));
+        post = config.timeout_global(self.request_limit).build();
         let response = post.send(body).map_err(|error| network_error(&self.url, error, per_read))?;
         if response.status().is_success() {
             Ok(response)
