@@ -67,21 +67,24 @@ fn streamed(answer: &str) -> Step {
 fn a_long_reply_that_keeps_coming_is_never_cut() {
     for stream in [false, true] {
         let reply = if stream { streamed("all of it") } else { text("all of it") };
-        let mut test = Test::new()
-            .env("MINI_AGENT_IDLE_TIMEOUT_SECS", "2")
-            .server(vec![Step::delayed(1_500, Step::drip(20, reply))])
-            .args(["-p", "go"]);
-        if stream {
-            test = test.args(["--stream"]);
-        }
-        let started = Instant::now();
-        let run = test.run();
-        let took = started.elapsed();
+        let test = Test::new().env("MINI_AGENT_IDLE_TIMEOUT_SECS", "2");
+        let (run, took) = timed_prompt(test, Step::delayed(1_500, Step::drip(20, reply)), stream);
         eprintln!("figure: a reply of {took:.2?} (stream: {stream}) under a 2 s idle timeout");
         run.expect_code(0);
         assert!(run.stdout.contains("all of it"), "{}", run.stdout);
         assert!(took > Duration::from_secs(4), "the reply outlasted the bound twice over: {took:?}");
     }
+}
+
+/// `-p go` (with `--stream` when asked) against a server that answers with `reply`, timed.
+fn timed_prompt(test: Test, reply: Step, stream: bool) -> (crate::harness::Run, Duration) {
+    let mut test = test.server(vec![reply]).args(["-p", "go"]);
+    if stream {
+        test = test.args(["--stream"]);
+    }
+    let started = Instant::now();
+    let run = test.run();
+    (run, started.elapsed())
 }
 
 /// The same rule, past the old fixed limit of the non-streaming client: the bound is the
@@ -117,17 +120,9 @@ fn a_reply_that_never_ends_is_given_up_at_the_request_limit() {
         } else {
             Step::drip(50, text(&"never ending ".repeat(200)))
         };
-        let mut test = Test::new()
-            .env("MINI_AGENT_IDLE_TIMEOUT_SECS", "5")
-            .env("MINI_AGENT_REQUEST_TIMEOUT_SECS", "2")
-            .server(vec![never_ending])
-            .args(["-p", "go"]);
-        if stream {
-            test = test.args(["--stream"]);
-        }
-        let started = Instant::now();
-        let run = test.run();
-        let took = started.elapsed();
+        let test =
+            Test::new().env("MINI_AGENT_IDLE_TIMEOUT_SECS", "5").env("MINI_AGENT_REQUEST_TIMEOUT_SECS", "2");
+        let (run, took) = timed_prompt(test, never_ending, stream);
         eprintln!("figure: a never-ending reply (stream: {stream}) given up after {took:.2?}, limit 2 s");
         run.expect_code(1).stderr_has("time limit (MINI_AGENT_REQUEST_TIMEOUT_SECS)");
         assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(10), "{took:?}");
