@@ -8,7 +8,9 @@ use crate::ch11_streaming::StreamAssembler;
 use crate::testkit::tempdir::TempDir;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 fn scenario_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_SCENARIO_DIR)
@@ -287,11 +289,22 @@ fn without_a_journal_the_answers_of_this_run_name_the_tools() {
 
 /// A stand-in binary: a shell script, so the runner's plumbing (arguments, stdin, exit
 /// codes, files, signals, timeouts) is tested without the agent.
+///
+/// A child process writes it. Had this process written it, another test's thread could fork
+/// while the file was open for writing, its child would hold that descriptor until its
+/// `exec`, and starting the script in that moment fails with "Text file busy" (ETXTBSY).
 fn script(dir: &Path, body: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     let path = dir.join("fake-agent");
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write the script");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut writer = Command::new("sh")
+        .args(["-c", r#"cat > "$1" && chmod 755 "$1""#, "sh"])
+        .arg(&path)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("start sh");
+    let mut stdin = writer.stdin.take().expect("piped");
+    stdin.write_all(format!("#!/bin/sh\n{body}\n").as_bytes()).expect("write the script");
+    drop(stdin);
+    assert!(writer.wait().expect("wait for sh").success(), "sh could not write the script");
     path
 }
 
