@@ -174,11 +174,14 @@ impl Journal {
 }
 
 /// A journal dropped before its first append still makes its `session` record durable.
+/// It releases the lock by name: a child that another thread forked this moment holds a copy
+/// of the descriptor until its `exec`, and closing ours alone would leave the session locked.
 impl Drop for Journal {
     fn drop(&mut self) {
         if self.unsynced {
             let _ = self.file.sync_data();
         }
+        let _ = self.file.unlock();
     }
 }
 // ANCHOR_END: journal_sync
@@ -229,7 +232,7 @@ fn lock_holder(file: &File) -> Option<u32> {
     let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
     let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
     let wanted = format!("{major:02x}:{minor:02x}:{}", metadata.ino());
-    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let locks = settled_proc_locks()?;
     locks.lines().find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
         match fields.as_slice() {
@@ -237,6 +240,21 @@ fn lock_holder(file: &File) -> Option<u32> {
             _ => None,
         }
     })
+}
+
+/// `/proc/locks`, read until two reads agree. The kernel hands the file out a page at a
+/// time, and a lock released between two pages shifts the list under the reader, so a line
+/// can be skipped; when nothing changed between two whole reads, nothing was skipped.
+fn settled_proc_locks() -> Option<String> {
+    let mut last = std::fs::read_to_string("/proc/locks").ok()?;
+    for _ in 0..4 {
+        let again = std::fs::read_to_string("/proc/locks").ok()?;
+        if again == last {
+            break;
+        }
+        last = again;
+    }
+    Some(last)
 }
 // ANCHOR_END: lock_holder
 
