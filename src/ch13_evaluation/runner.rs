@@ -311,23 +311,33 @@ pub(super) fn send_signal(pid: u32, signal: i32) {
     }
 }
 
-/// Reads a pipe to its end on a thread. The result is taken with a grace period, because a
-/// process the agent started and that outlived it (a killed agent's `sleep`) may hold the
-/// pipe open long after the agent is gone.
+/// Reads a pipe on a thread, handing each piece over as it comes. The end is waited for with
+/// a grace period, because a process the agent started and that outlived it (a killed agent's
+/// `sleep`) may hold the pipe open long after the agent is gone; what came before is kept.
 pub(super) fn collect(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
     let (sender, receiver) = mpsc::channel();
     if let Some(mut pipe) = pipe {
         thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = pipe.read_to_end(&mut bytes);
-            let _ = sender.send(bytes);
+            let mut buffer = [0u8; 8192];
+            loop {
+                match pipe.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(read) if sender.send(buffer[..read].to_vec()).is_ok() => {}
+                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                    _ => break,
+                }
+            }
         });
     }
     receiver
 }
 
 pub(super) fn finish_collecting(receiver: mpsc::Receiver<Vec<u8>>) -> String {
-    let bytes = receiver.recv_timeout(OUTPUT_GRACE).unwrap_or_default();
+    let deadline = Instant::now() + OUTPUT_GRACE;
+    let mut bytes = Vec::new();
+    while let Ok(piece) = receiver.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        bytes.extend(piece);
+    }
     String::from_utf8_lossy(&bytes).into_owned()
 }
 

@@ -84,27 +84,42 @@ fn failed(failure: String) -> Ran {
     Ran { code: None, stdout: String::new(), stderr: String::new(), failure: Some(failure) }
 }
 
-/// Reads a pipe to its end on a thread, keeping the first [`CAPTURE_BYTES`].
+/// Reads a pipe on a thread and hands each piece over as it comes, up to [`CAPTURE_BYTES`];
+/// the rest is read and dropped. Pieces, not the whole at the end: the pipe's end can come
+/// late (a child that another thread forked holds a copy of it until its `exec`), and what the
+/// hook said before that must not be lost with the wait — least of all a "deny".
 fn read_bounded(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
     let (sender, receiver) = mpsc::channel();
-    thread::spawn(move || {
-        let mut kept = Vec::new();
-        if let Some(mut pipe) = pipe {
+    if let Some(mut pipe) = pipe {
+        thread::spawn(move || {
             let mut buffer = [0u8; 8192];
-            while let Ok(read) = pipe.read(&mut buffer) {
-                if read == 0 {
-                    break;
+            let mut room = CAPTURE_BYTES;
+            loop {
+                match pipe.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(read) if room > 0 => {
+                        let kept = read.min(room);
+                        room -= kept;
+                        if sender.send(buffer[..kept].to_vec()).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
                 }
-                let room = CAPTURE_BYTES.saturating_sub(kept.len());
-                kept.extend_from_slice(&buffer[..read.min(room)]);
             }
-        }
-        let _ = sender.send(kept);
-    });
+        });
+    }
     receiver
 }
 
+/// What arrived by the pipe's end, or by the end of the grace if the pipe stays open.
 fn collect(receiver: mpsc::Receiver<Vec<u8>>) -> String {
-    let bytes = receiver.recv_timeout(PIPE_GRACE).unwrap_or_default();
+    let deadline = Instant::now() + PIPE_GRACE;
+    let mut bytes = Vec::new();
+    while let Ok(piece) = receiver.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        bytes.extend(piece);
+    }
     String::from_utf8_lossy(&bytes).into_owned()
 }

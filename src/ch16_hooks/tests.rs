@@ -92,6 +92,20 @@ fn hook_output_is_bounded() {
 }
 
 #[test]
+fn what_a_hook_said_is_kept_when_something_it_left_holds_its_output_open() {
+    // Unmarked (the hook waits until `env` has dropped the mark) and in a session of its own,
+    // this `sleep` escapes the reaper and holds both pipes open past the grace: what the hook
+    // wrote before that still counts.
+    let dir = TempDir::new("hooks-held");
+    let json = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command",
+        "command": "echo said; echo why >&2; env -u MINI_AGENT_TOOL_RUN setsid sleep 3 & sleep 0.3"}]}]}}"#;
+    let (hooks, _log) = hooks_in(&dir, json);
+    let ran = hooks.fire(HookEvent::Stop, None, Map::new());
+    assert_eq!(ran[0].1.code, Some(0));
+    assert_eq!((ran[0].1.stdout.trim(), ran[0].1.stderr.trim()), ("said", "why"));
+}
+
+#[test]
 fn workspace_hooks_need_approval_of_their_exact_contents() {
     let dir = TempDir::new("hooks-trust");
     let store = ApprovalStore::at(&dir.join("config/approved"));
