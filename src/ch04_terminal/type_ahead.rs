@@ -125,26 +125,33 @@ impl TypeAhead {
         // The tool line (`→ bash cargo test`) may still be open: end it, once. A follow-up question
         // (the reason after `n`) comes after the typed answer's newline: no blank line.
         let fresh_line = if TOOL_LINE_OPEN.swap(false, Ordering::SeqCst) { "\n" } else { "" };
+        // Waiting for the answer starts before the question shows: a line typed the moment it
+        // appears is the answer, and must not slip into the queue as a message.
+        let reading = self.begin_asking();
         {
             let mut open = QUESTION_OPEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             *open = true;
             eprint!("{fresh_line}{question}");
             let _ = std::io::stderr().flush();
         }
-        let answer = self.wait_for_answer();
+        let answer = if reading { self.wait_for_answer() } else { read_line_from_terminal() };
         question_open(false);
         answer
     }
 
+    /// Whether the reader thread runs; if so, the next line it reads is the answer.
+    fn begin_asking(&self) -> bool {
+        let mut queue = self.lock();
+        if queue.reading {
+            queue.asking = true;
+            queue.answer = None;
+            queue.declined = false;
+        }
+        queue.reading
+    }
+
     fn wait_for_answer(&self) -> Option<String> {
         let mut queue = self.lock();
-        if !queue.reading {
-            drop(queue);
-            return read_line_from_terminal();
-        }
-        queue.asking = true;
-        queue.answer = None;
-        queue.declined = false;
         while queue.answer.is_none() && !queue.declined && !crate::ch02_loop::interrupted() {
             queue = match self.shared.1.wait_timeout(queue, Duration::from_millis(50)) {
                 Ok((guard, _)) => guard,
