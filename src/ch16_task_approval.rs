@@ -17,7 +17,7 @@
 use crate::ch04_terminal::sanitize::sanitize_command;
 use crate::ch15_tasks::verify::{Verdict, Verifier};
 use crate::ch15_tasks::{Task, TaskStatus};
-use crate::ch16_approval::{ApprovalStore, Ask, approval_key};
+use crate::ch16_approval::{ApprovalStore, Ask, approval_key, shown_word};
 use std::path::{Path, PathBuf};
 
 /// The flag that trusts a task list's verify commands for one run.
@@ -68,7 +68,7 @@ pub fn check(
     let Some(ask) = ask else { return Err(refused("nobody at a terminal approved them")) };
     let question = format!(
         "{} wants the harness to run these verify commands:\n{}\nrun them? [y] yes, and remember  [n] no: ",
-        tasks.display(),
+        shown_word(&tasks.to_string_lossy()),
         shown.join("\n")
     );
     match ask(&question).map(|line| line.trim().to_lowercase()).as_deref() {
@@ -110,3 +110,26 @@ impl Verifier for ApprovedOnly<'_> {
     }
 }
 // ANCHOR_END: approved_only
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_question_shows_the_task_lists_path_escaped() {
+        // The workspace is wherever the person ran the agent; a directory a clone named with an
+        // escape sequence must not hide or recolour the question.
+        let tasks = Path::new("/work/\u{1b}[8mhidden/.mini_agent/tasks.json");
+        let task: Task = serde_json::from_value(serde_json::json!(
+            {"id": "1", "name": "x", "status": "pending", "verify_command": "cargo test"}
+        ))
+        .expect("a task");
+        let mut asked = String::new();
+        let mut no = |question: &str| {
+            asked = question.to_string();
+            Some("n".to_string())
+        };
+        assert!(check(tasks, &[task], false, None, Some(&mut no)).is_err());
+        assert!(asked.contains("cargo test") && !asked.contains('\u{1b}'), "{asked:?}");
+    }
+}
