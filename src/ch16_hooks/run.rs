@@ -86,8 +86,9 @@ fn failed(failure: String) -> Ran {
 
 /// Reads a pipe on a thread and hands each piece over as it comes, up to [`CAPTURE_BYTES`];
 /// the rest is read and dropped. Pieces, not the whole at the end: the pipe's end can come
-/// late (a child that another thread forked holds a copy of it until its `exec`), and what the
-/// hook said before that must not be lost with the wait — least of all a "deny".
+/// late (a process the hook left outside its group, or a child that another thread forked and
+/// that holds a copy until its `exec`), and what the hook said before that must not be lost
+/// with the wait: a blocking hook's reason, or what a `PostToolUse` hook adds.
 fn read_bounded(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
     let (sender, receiver) = mpsc::channel();
     if let Some(mut pipe) = pipe {
