@@ -21,9 +21,19 @@ fn hostile(
     env: Value,
     steps: Vec<mini_agent::testkit::scripted_server::Step>,
 ) -> (Measured, f64) {
+    hostile_within(name, env, steps, 2)
+}
+
+/// [`hostile`], with a call timeout of `timeout` seconds.
+fn hostile_within(
+    name: &str,
+    env: Value,
+    steps: Vec<mini_agent::testkit::scripted_server::Step>,
+    timeout: u64,
+) -> (Measured, f64) {
     let workspace = TempDir::new("redteam-mcp");
     let config = json!({"mcpServers": {"bad": {"command": "sh", "args": [FAKE], "env": env,
-        "timeout": 2, "startup_timeout": 2}}});
+        "timeout": timeout, "startup_timeout": 2}}});
     workspace.write(".mcp.json", &config.to_string());
     let started = Instant::now();
     let run = measure(name, workspace, &ARGS, steps);
@@ -50,8 +60,9 @@ fn garbage_on_stdout_is_skipped() {
 
 #[test]
 fn a_50_mb_result_fails_its_call_within_the_memory_bound() {
+    // 8 MiB must arrive before the call's timeout: 10 s, so a loaded machine is not a failure.
     let steps = vec![call("mcp__bad__big", json!({})), call("mcp__bad__echo", json!({})), text("ok")];
-    let (run, _) = hostile("MCP 50 MB result", json!({}), steps);
+    let (run, _) = hostile_within("MCP 50 MB result", json!({}), steps, 10);
     run.expect_code(0);
     let results = run.tool_results();
     assert!(results[0].contains("more than the 8 MiB a line may hold"), "{}", results[0]);
