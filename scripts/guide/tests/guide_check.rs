@@ -33,6 +33,23 @@ impl Checkout {
         std::fs::write(path, text).expect("write file");
     }
 
+    /// A script to be started later. A child `sh` writes it: had this process written it, a
+    /// child that another test's thread forked in that moment would hold it open for writing
+    /// until its `exec`, and starting the script then fails with "Text file busy".
+    fn write_executable(&self, path: &str, text: &str) {
+        use std::io::Write;
+        let path = self.root.join(path);
+        std::fs::create_dir_all(path.parent().expect("has a parent")).expect("create dir");
+        let mut writer = Command::new("sh")
+            .args(["-c", r#"cat > "$1" && chmod 755 "$1""#, "sh"])
+            .arg(&path)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("start sh");
+        writer.stdin.take().expect("piped").write_all(text.as_bytes()).expect("write the script");
+        assert!(writer.wait().expect("wait for sh").success(), "sh could not write {}", path.display());
+    }
+
     fn run(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_build-guide"))
             .args(args)
@@ -114,14 +131,10 @@ fn checkout_with_run_it(name: &str, expected: &str) -> Checkout {
         "guide/zh/01-intro.md",
         &format!("# 简介 {{#intro}}\n\n你好。\n{}", run_it.replace("Run it", "运行")),
     );
-    checkout.write(
+    checkout.write_executable(
         "snapshots/ch01/mini-agent",
         "#!/bin/sh\nif [ \"$1\" = --fail ]; then echo 'no such flag' >&2; exit 3; fi\nprintf '\\033[1mhello\\033[0m from %s  \\n' \"$(date +%s)\"\necho 'session saved' >&2\n",
     );
-    let script = checkout.path("snapshots/ch01/mini-agent");
-    let mut permissions = std::fs::metadata(&script).expect("script").permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&script, permissions).expect("chmod");
     checkout
 }
 
