@@ -144,6 +144,9 @@
 //! chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir=$(mktemp -d) \
 //!   --window-size=1200,900 --screenshot=/tmp/zh.png "file://$PWD/guide/index.html#theme=dark&lang=zh&chapter=3"
 //! ```
+//!
+//! The page fits a 1280 px and a phone screen in both languages (`guide/page.rs`); `.ci/browser`
+//! checks it in headless Chromium.
 
 #[path = "guide/anchors.rs"]
 mod anchors;
@@ -178,6 +181,8 @@ mod stats;
 mod tests;
 #[path = "guide/translations.rs"]
 mod translations;
+#[path = "guide/wrapping.rs"]
+mod wrapping;
 
 use chapters::{Chapter, Outline, Rendered};
 use std::collections::{BTreeMap, BTreeSet};

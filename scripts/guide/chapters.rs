@@ -15,6 +15,7 @@ use crate::diagrams::{self, Diagrams};
 use crate::glossary::{self, Glossary};
 use crate::listings::{Offsets, code_block_html, fence_language, include_target};
 use crate::states::State;
+use crate::wrapping::{SCROLL_CLOSE, SCROLL_OPEN, inline_code_html};
 use pulldown_cmark::{CodeBlockKind, CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -452,7 +453,7 @@ pub fn render(chapter: &Chapter, context: &RenderContext, diagnostics: &mut Vec<
             }
             Event::Code(text) => {
                 add_search_text(&mut sections, in_heading, &text);
-                events.push(Event::Code(text));
+                events.push(Event::InlineHtml(inline_code_html(&text, last_char).into()));
             }
             Event::SoftBreak => {
                 // A line break inside Chinese text is not a space: browsers would show one.
@@ -471,6 +472,9 @@ pub fn render(chapter: &Chapter, context: &RenderContext, diagnostics: &mut Vec<
                 add_search_text(&mut sections, in_heading, " ");
                 events.push(event);
             }
+            // A table may be wider than a phone: it scrolls in a frame that says so.
+            Event::Start(Tag::Table(_)) => events.extend([Event::Html(SCROLL_OPEN.into()), event]),
+            Event::End(TagEnd::Table) => events.extend([event, Event::Html(SCROLL_CLOSE.into())]),
             Event::Start(_)
             | Event::End(_)
             | Event::Rule

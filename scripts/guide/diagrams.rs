@@ -16,6 +16,7 @@
 
 use crate::Diagnostic;
 use crate::highlight::escape_html;
+use crate::wrapping::{SCROLL_CLOSE, SCROLL_OPEN};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -182,10 +183,11 @@ fn prefix_ids(svg: &str, prefix: &str) -> String {
         .replace("href=\"#", &format!("href=\"#{prefix}"))
 }
 
-/// The figure for one diagram: the SVG, captioned by its title.
+/// The figure for one diagram: the SVG, captioned by its title. On a phone the SVG keeps a
+/// legible size and scrolls sideways, with a cue that says so ([`SCROLL_OPEN`]).
 pub fn figure(name: &str, diagram: &Diagram) -> String {
     format!(
-        "<figure class=\"diagram\" data-diagram=\"{name}\">\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
+        "<figure class=\"diagram\" data-diagram=\"{name}\">\n{SCROLL_OPEN}\n{}\n{SCROLL_CLOSE}\n<figcaption>{}</figcaption>\n</figure>\n",
         diagram.svg.trim(),
         escape_html(&diagram.title)
     )

@@ -26,6 +26,7 @@
 use crate::Diagnostic;
 use crate::chapters::{Chapter, Lines, options};
 use crate::highlight::escape_html;
+use crate::wrapping::{SCROLL_CLOSE, SCROLL_OPEN};
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 use std::path::Path;
 
@@ -200,7 +201,7 @@ pub fn is_reference(text: &str) -> bool {
 
 /// The glossary as the appendix shows it, in one language.
 pub fn table(glossary: &Glossary, language: &str) -> String {
-    let mut html = String::from("<table class=\"glossary\">\n<thead><tr>");
+    let mut html = format!("{SCROLL_OPEN}<table class=\"glossary\">\n<thead><tr>");
     let columns: &[&str] = if language == "zh" {
         &["中文", "English", "释义", "不写作"]
     } else {
@@ -225,7 +226,7 @@ pub fn table(glossary: &Glossary, language: &str) -> String {
         }
         html.push_str("</tr>\n");
     }
-    html.push_str("</tbody>\n</table>\n");
+    html.push_str(&format!("</tbody>\n</table>{SCROLL_CLOSE}\n"));
     html
 }
 

@@ -15,6 +15,7 @@ use crate::anchors::AnchorMap;
 use crate::chapters::RenderContext;
 use crate::highlight::{Language, escape_html, highlight};
 use crate::states::State;
+use crate::wrapping::lines_html;
 use std::collections::BTreeSet;
 
 /// The longest listing the book shows; `--check` names a longer one with its length.
@@ -55,7 +56,7 @@ pub fn code_block_html(
                 "unknown code block language `{language_word}`; use rust (includes only), toml, sh, json or text"
             ),
         );
-        return format!("<pre><code>{}</code></pre>\n", escape_html(body));
+        return format!("<pre><code>{}</code></pre>\n", lines_html(&escape_html(body)));
     };
     if language_word.is_empty() {
         report(at.fence, "code block without a language; name it (```sh, ```toml, ```json, ```text)".into());
@@ -65,11 +66,17 @@ pub fn code_block_html(
     }
     if language != Language::Rust {
         let class = language_word.to_ascii_lowercase();
-        return format!("<pre><code class=\"lang-{class}\">{}</code></pre>\n", highlight(body, language));
+        return format!(
+            "<pre><code class=\"lang-{class}\">{}</code></pre>\n",
+            lines_html(&highlight(body, language))
+        );
     }
     let Some(target) = include_target(body) else {
         report(at.body, "pasted Rust code: a ```rust block must hold only `{{#include src/FILE.rs:ANCHOR}}` so the book shows the real source".into());
-        return format!("<pre><code class=\"lang-rust\">{}</code></pre>\n", highlight(body, Language::Rust));
+        return format!(
+            "<pre><code class=\"lang-rust\">{}</code></pre>\n",
+            lines_html(&highlight(body, Language::Rust))
+        );
     };
     included.insert(target.to_string());
     let code = match resolve_include(target, context.anchors, state) {
@@ -95,7 +102,7 @@ pub fn code_block_html(
         "<figure class=\"code\"><figcaption><span class=\"file\">{}</span> <span class=\"anchor\">{}</span></figcaption><pre><code class=\"lang-rust\">{}</code></pre></figure>\n",
         escape_html(file),
         escape_html(anchor),
-        highlight(&code, Language::Rust)
+        lines_html(&highlight(&code, Language::Rust))
     )
 }
 

@@ -6,8 +6,8 @@
   var search = document.getElementById('search');
   var results = document.getElementById('results');
   var labels = {
-    en: { other: '中文', search: 'Search (press /)', none: 'No matches.', missing: 'No section here is called ' },
-    zh: { other: 'English', search: '搜索（按 /）', none: '没有找到。', missing: '本书没有这个小节：' }
+    en: { other: '中文', search: 'Search (press /)', searchShort: 'Search', none: 'No matches.', missing: 'No section here is called ' },
+    zh: { other: 'English', search: '搜索（按 /）', searchShort: '搜索', none: '没有找到。', missing: '本书没有这个小节：' }
   };
 
   function remember(key, value) { try { localStorage.setItem(key, value); } catch (e) { /* private mode */ } }
@@ -59,9 +59,37 @@
     root.lang = lang === 'zh' ? 'zh-CN' : 'en';
     remember('guide-lang', lang);
     document.getElementById('lang-toggle').textContent = labels[lang].other;
-    search.placeholder = labels[lang].search;
+    fitPlaceholder();
     if (place) show(place.id, place.fraction);
+    markAllScrolling(); // the other language's figures were hidden, and measured nothing
     runSearch();
+  }
+
+  // The search box says "press /" where that fits, and only "Search" where it would be cut
+  // (a phone, a narrow window, a wide font).
+  var measure = document.createElement('canvas').getContext('2d');
+  function fitPlaceholder() {
+    var style = getComputedStyle(search);
+    measure.font = style.fontSize + ' ' + style.fontFamily;
+    var room = search.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    var long = labels[language()].search;
+    // A margin, as fonts measure a little differently in a canvas and in the box.
+    search.placeholder = measure.measureText(long).width + 8 <= room ? long : labels[language()].searchShort;
+  }
+
+  // A diagram or table wider than the column scrolls sideways in its .frame, which says so
+  // (page.css draws an arrow on each side with more to see; a diagram's caption adds a note).
+  function markScrolling(box) {
+    var frame = box.parentElement;
+    var overflow = box.scrollWidth - box.clientWidth;
+    frame.classList.toggle('scrolls', overflow > 1);
+    frame.classList.toggle('at-start', box.scrollLeft <= 1);
+    frame.classList.toggle('at-end', box.scrollLeft >= overflow - 1);
+  }
+  function markAllScrolling() {
+    document.querySelectorAll('.frame > .scroll').forEach(function (box) {
+      if (box.getClientRects().length) markScrolling(box);
+    });
   }
 
   function toggleTheme() {
@@ -108,12 +136,25 @@
     }
   }
 
+  // The contents entry for a heading id: its own, or for a heading the contents do not list
+  // (a ### subsection) that of the nearest listed heading before it.
+  function contentsLink(id) {
+    var link = function (heading) { return document.querySelector('nav a[href="#' + heading + '"]'); };
+    var target = document.getElementById(language() + '-' + id);
+    if (!target) return null;
+    var headings = Array.prototype.slice.call(headingsOf(language()));
+    for (var at = headings.indexOf(target); at >= 0; at--) {
+      if (link(headings[at].id)) return link(headings[at].id);
+    }
+    return null;
+  }
+
   // Highlights the contents entry of the section being read and opens its chapter.
   function markCurrent(given) {
     var id = given || currentSection();
     var marked = document.querySelectorAll('nav a.current, nav li.open');
     for (var i = 0; i < marked.length; i++) marked[i].classList.remove('current', 'open');
-    var link = id && document.querySelector('nav a[href="#' + language() + '-' + id + '"]');
+    var link = id && contentsLink(id);
     if (!link) link = document.querySelector('nav .toc[data-lang="' + language() + '"] a');
     if (!link) return;
     if (id) link.classList.add('current');
@@ -132,6 +173,10 @@
     if (event.target.tagName === 'A') document.body.classList.remove('toc-open');
   });
   search.addEventListener('input', runSearch);
+  document.querySelectorAll('.frame > .scroll').forEach(function (box) {
+    box.addEventListener('scroll', function () { markScrolling(box); }, { passive: true });
+  });
+  window.addEventListener('resize', function () { fitPlaceholder(); markAllScrolling(); });
   results.addEventListener('click', function (event) {
     if (event.target.closest('a')) { search.value = ''; runSearch(); }
   });
@@ -174,6 +219,7 @@
   window.addEventListener('hashchange', function () {
     var match = /^#(en|zh)-(.+)$/.exec(location.hash);
     uncut();
+    markAllScrolling();
     if (!match) return;
     if (match[1] !== language()) setLanguage(match[1], false);
     show(match[2]);
@@ -219,5 +265,6 @@
     if (params.get('q')) { search.value = params.get('q'); runSearch(); }
   } finally {
     root.classList.remove('cutting');
+    markAllScrolling();
   }
 })();

@@ -382,7 +382,9 @@ fn a_diagram_is_inlined_in_each_language_with_its_ids_prefixed_and_its_title_as_
     let fixture = with_diagram("diagram");
     assert_eq!(fixture.diagnostics(), Vec::<String>::new());
     let html = build(fixture.root()).html;
-    assert!(html.contains("<figure class=\"diagram\" data-diagram=\"flow\">\n<svg"));
+    assert!(html.contains(
+        "<figure class=\"diagram\" data-diagram=\"flow\">\n<div class=\"frame\"><div class=\"scroll\">\n<svg"
+    ));
     assert!(html.contains("<marker id=\"flow-en-tip\"/>") && html.contains("url(#flow-zh-tip)"));
     assert!(html.contains("<figcaption>How it flows</figcaption>"));
     assert!(html.contains("<figcaption>流程</figcaption>"));
