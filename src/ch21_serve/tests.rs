@@ -1,0 +1,877 @@
+//! The service against a double of the agent, over real TCP on 127.0.0.1: the HTTP layer, the
+//! guard, the queues, the slots, the approvals and the streams. The double scripts its turns
+//! by their message (`hello`, `ask`, `block`, `tools N`), and a test that needs a turn to be
+//! running waits for the double to say it started: no test waits for a time.
+
+use super::backend::{ApprovalRequest, Backend, Decision, TurnEnd};
+use super::events::{Hub, MAX_LOG_EVENTS, Sequence};
+use super::request::{Progress, parse_head, percent_decode};
+use super::response::Refusal;
+use super::routes::{Route, resolve};
+use super::slots::Slots;
+use super::turns::Turn;
+use super::*;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "test-token-0123456789abcdef";
+
+// ---- the double ---------------------------------------------------------------------------
+
+#[derive(Default)]
+struct Fake {
+    sessions: Mutex<BTreeMap<String, Vec<String>>>,
+    tasks: Mutex<Vec<Value>>,
+    /// Every call that changes something, in order.
+    log: Mutex<Vec<String>>,
+    /// Turns started, as "session message".
+    started: Mutex<Option<Sender<String>>>,
+    /// `block` turns wait until this opens (or they are cancelled).
+    gate: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl Fake {
+    fn new() -> (Arc<Fake>, Receiver<String>) {
+        let (sender, started) = channel();
+        let fake = Fake { started: Mutex::new(Some(sender)), ..Fake::default() };
+        (Arc::new(fake), started)
+    }
+
+    fn open_gate(&self) {
+        *self.gate.0.lock().unwrap() = true;
+        self.gate.1.notify_all();
+    }
+
+    fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Backend for Fake {
+    fn create_session(&self, root: Option<&str>) -> Result<String, Refusal> {
+        if root.is_some_and(|root| root.contains("..") || root.starts_with('/')) {
+            return Err(Refusal::new(400, "the root must be inside the served directory"));
+        }
+        let mut sessions = self.sessions.lock().unwrap();
+        let id = format!("s{}", sessions.len() + 1);
+        sessions.insert(id.clone(), Vec::new());
+        self.log.lock().unwrap().push(format!("create {id}"));
+        Ok(id)
+    }
+
+    fn list_sessions(&self) -> Result<Vec<Value>, Refusal> {
+        let sessions = self.sessions.lock().unwrap();
+        Ok(sessions.iter().rev().map(|(id, turns)| json!({"id": id, "turns": turns.len()})).collect())
+    }
+
+    fn has_session(&self, id: &str) -> bool {
+        self.sessions.lock().unwrap().contains_key(id)
+    }
+
+    fn session(&self, id: &str) -> Result<Value, Refusal> {
+        let sessions = self.sessions.lock().unwrap();
+        let turns = sessions.get(id).ok_or_else(|| Refusal::not_found("session"))?;
+        let transcript: Vec<Value> = turns.iter().map(|text| json!({"type": "user", "text": text})).collect();
+        Ok(json!({"id": id, "transcript": transcript}))
+    }
+
+    fn delete_session(&self, id: &str) -> Result<(), Refusal> {
+        self.sessions.lock().unwrap().remove(id);
+        self.log.lock().unwrap().push(format!("delete {id}"));
+        Ok(())
+    }
+
+    fn run_turn(&self, id: &str, message: &str, turn: &Turn) -> TurnEnd {
+        self.log.lock().unwrap().push(format!("turn {id} {message}"));
+        if let Some(turns) = self.sessions.lock().unwrap().get_mut(id) {
+            turns.push(message.to_string());
+        }
+        if let Some(started) = self.started.lock().unwrap().as_ref() {
+            let _ = started.send(format!("{id} {message}"));
+        }
+        turn.emit(json!({"type": "session", "id": id}));
+        turn.emit(json!({"type": "request", "messages": 2}));
+        let words: Vec<&str> = message.split(' ').collect();
+        match words.as_slice() {
+            ["ask"] => {
+                let request = ApprovalRequest {
+                    call_id: "call_1".into(),
+                    tool: "bash".into(),
+                    question: "bash wants to run: ls".into(),
+                    diff: None,
+                };
+                match turn.ask(request) {
+                    Decision::Allow => TurnEnd::completed("allowed"),
+                    Decision::Deny(reason) => TurnEnd::completed(format!("denied: {reason}")),
+                }
+            }
+            ["block"] => {
+                let (open, opened) = &*self.gate;
+                let mut open = open.lock().unwrap();
+                while !*open && !turn.cancelled() {
+                    open = opened.wait_timeout(open, Duration::from_millis(5)).unwrap().0;
+                }
+                if turn.cancelled() {
+                    TurnEnd::failed(130, "interrupted")
+                } else {
+                    TurnEnd::completed("unblocked")
+                }
+            }
+            ["tools", count] => {
+                for at in 0..count.parse::<usize>().unwrap() {
+                    let id = format!("call_{at}");
+                    turn.emit(json!({"type": "tool_started", "id": id, "name": "bash", "arguments": "{}"}));
+                    turn.emit(json!({"type": "tool_finished", "id": id, "name": "bash", "status": "ok", "content": "x"}));
+                }
+                TurnEnd::completed("done")
+            }
+            _ => {
+                turn.emit(json!({"type": "assistant", "text": "hi", "tool_calls": []}));
+                TurnEnd::completed("hi")
+            }
+        }
+    }
+
+    fn tasks(&self) -> Result<Value, Refusal> {
+        Ok(json!({"tasks": *self.tasks.lock().unwrap()}))
+    }
+
+    fn add_task(&self, task: &Value) -> Result<Value, Refusal> {
+        let name = task["name"].as_str().ok_or_else(|| Refusal::new(400, "a task needs a name"))?;
+        let mut tasks = self.tasks.lock().unwrap();
+        let task = json!({"id": (tasks.len() + 1).to_string(), "name": name, "status": "pending"});
+        tasks.push(task.clone());
+        Ok(task)
+    }
+
+    fn reset_task(&self, id: &str) -> Result<Value, Refusal> {
+        let mut tasks = self.tasks.lock().unwrap();
+        let task =
+            tasks.iter_mut().find(|task| task["id"] == id).ok_or_else(|| Refusal::not_found("task"))?;
+        task["status"] = json!("pending");
+        Ok(task.clone())
+    }
+}
+
+// ---- a client -----------------------------------------------------------------------------
+
+fn serve(fake: &Arc<Fake>, max_running: usize, limits: Limits) -> Server {
+    let settings = Settings {
+        address: "127.0.0.1:0".parse().unwrap(),
+        max_running,
+        token: Token::given(TOKEN).unwrap(),
+        limits,
+    };
+    start(settings, fake.clone()).unwrap()
+}
+
+fn server(fake: &Arc<Fake>) -> Server {
+    serve(fake, 8, Limits::default())
+}
+
+/// Sends `raw` as is and reads the whole answer (every answer closes its connection).
+fn raw(address: SocketAddr, raw: &[u8]) -> (u16, String, String) {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream.write_all(raw).unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+    (status, head.to_string(), body.to_string())
+}
+
+fn request(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+    extra: &str,
+) -> (u16, String, String) {
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let text = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    raw(address, text.as_bytes())
+}
+
+fn call(server: &Server, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let (status, _, body) = request(server.address(), method, path, body.as_ref(), "");
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+/// `(id, type, data)` of each event of an SSE body.
+fn events(body: &str) -> Vec<(Option<u64>, String, Value)> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let field =
+                |name: &str| block.lines().find_map(|line| line.strip_prefix(name)).map(str::to_string);
+            let data = field("data: ")?;
+            Some((
+                field("id: ").and_then(|id| id.parse().ok()),
+                field("event: ")?,
+                serde_json::from_str(&data).unwrap(),
+            ))
+        })
+        .collect()
+}
+
+fn new_session(server: &Server) -> String {
+    let (status, body) = call(server, "POST", "/sessions", None);
+    assert_eq!(status, 201, "{body}");
+    body["id"].as_str().unwrap().to_string()
+}
+
+/// Asks `what` until it is true: waiting for a state change the test cannot be told of.
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(120), "never happened: {what}");
+        std::thread::yield_now();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn activity(server: &Server, id: &str) -> (String, u64) {
+    let (_, body) = call(server, "GET", &format!("/sessions/{id}"), None);
+    (body["activity"].as_str().unwrap_or_default().to_string(), body["queued"].as_u64().unwrap_or(0))
+}
+
+// ---- the guard ----------------------------------------------------------------------------
+
+#[test]
+fn every_request_needs_the_token() {
+    let (fake, _) = Fake::new();
+    let server = server(&fake);
+    let address = server.address();
+    let bare = format!("GET /healthz HTTP/1.1\r\nHost: {address}\r\n\r\n");
+    let (status, _, body) = raw(address, bare.as_bytes());
+    assert_eq!((status, body.contains("no token")), (401, true), "{body}");
+    let wrong = format!("GET /healthz HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}x\r\n\r\n");
+    assert_eq!(raw(address, wrong.as_bytes()).0, 401);
+    let short = format!("GET /healthz HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer test\r\n\r\n");
+    assert_eq!(raw(address, short.as_bytes()).0, 401);
+    assert_eq!(
+        call(&server, "GET", "/healthz", None),
+        (200, json!({"ok": true, "running": 0, "waiting": 0, "max_running": 8}))
+    );
+    // The query carries the token for the console's page only.
+    let in_query = format!("GET /healthz?token={TOKEN} HTTP/1.1\r\nHost: {address}\r\n\r\n");
+    assert_eq!(raw(address, in_query.as_bytes()).0, 401);
+    let page = format!("GET /?token={TOKEN} HTTP/1.1\r\nHost: {address}\r\n\r\n");
+    assert_eq!(raw(address, page.as_bytes()).0, 200);
+    // Two Authorization headers are none.
+    let twice = format!(
+        "GET /healthz HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\nAuthorization: Bearer x\r\n\r\n"
+    );
+    assert_eq!(raw(address, twice.as_bytes()).0, 401);
+}
+
+#[test]
+fn the_host_must_name_the_bound_address_and_a_foreign_origin_is_refused() {
+    let (fake, _) = Fake::new();
+    let server = server(&fake);
+    let address = server.address();
+    let port = address.port();
+    let with_host = |host: &str, extra: &str| {
+        let text =
+            format!("GET /healthz HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\n{extra}\r\n");
+        raw(address, text.as_bytes())
+    };
+    let (status, _, body) = with_host(&format!("evil.example:{port}"), "");
+    assert_eq!((status, body.contains("evil.example")), (403, true), "{body}");
+    assert_eq!(with_host(&format!("127.0.0.1:{}", port + 1), "").0, 403);
+    assert_eq!(with_host(&format!("localhost:{port}"), "").0, 200);
+    assert_eq!(with_host(&format!("LOCALHOST:{port}"), "").0, 200);
+    let no_host = format!("GET /healthz HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n");
+    assert_eq!(raw(address, no_host.as_bytes()).0, 400);
+    let same = format!("Origin: http://{address}\r\n");
+    assert_eq!(with_host(&address.to_string(), &same).0, 200);
+    for origin in
+        ["http://evil.example", "null", &format!("https://{address}"), &format!("http://localhost:{port}")]
+    {
+        let (status, _, body) = with_host(&address.to_string(), &format!("Origin: {origin}\r\n"));
+        assert_eq!(status, 403, "Origin {origin}: {body}");
+    }
+}
+
+#[test]
+fn a_bind_other_machines_can_reach_needs_a_token_the_user_set() {
+    let generated = Token::generate().unwrap();
+    assert_eq!(generated.value().len(), 64);
+    assert!(guard::check_bind("0.0.0.0".parse().unwrap(), &generated).unwrap_err().contains(TOKEN_VARIABLE));
+    assert!(guard::check_bind("192.168.1.5".parse().unwrap(), &generated).is_err());
+    assert!(guard::check_bind("127.0.0.1".parse().unwrap(), &generated).is_ok());
+    assert!(guard::check_bind("::1".parse().unwrap(), &generated).is_ok());
+    assert!(guard::check_bind("0.0.0.0".parse().unwrap(), &Token::given(TOKEN).unwrap()).is_ok());
+    assert!(Token::given("short").unwrap_err().contains("at least 16"));
+    assert!(Token::given("a token with blanks in it").is_err());
+    let settings = Settings {
+        address: "0.0.0.0:0".parse().unwrap(),
+        max_running: 1,
+        token: generated,
+        limits: Limits::default(),
+    };
+    let (fake, _) = Fake::new();
+    assert!(start(settings, fake).is_err());
+}
+
+#[test]
+fn accepted_hosts_follow_the_bind() {
+    assert_eq!(
+        guard::accepted_hosts("127.0.0.1:8421".parse().unwrap()),
+        ["127.0.0.1:8421", "localhost:8421"]
+    );
+    assert_eq!(
+        guard::accepted_hosts("[::1]:80".parse().unwrap()),
+        ["[::1]:80", "localhost:80", "[::1]", "localhost"]
+    );
+    assert_eq!(guard::accepted_hosts("10.0.0.2:9000".parse().unwrap()), ["10.0.0.2:9000"]);
+    assert!(guard::accepted_hosts("0.0.0.0:9000".parse().unwrap()).is_empty());
+}
+
+// ---- bad input ----------------------------------------------------------------------------
+
+#[test]
+fn bad_requests_get_a_json_error_with_the_right_status_and_change_nothing() {
+    let (fake, _) = Fake::new();
+    let server = server(&fake);
+    let address = server.address();
+    let id = new_session(&server);
+    let before = fake.log();
+    let error = |(status, body): (u16, Value)| (status, body["error"].is_string());
+    assert_eq!(error(call(&server, "GET", "/nowhere", None)), (404, true));
+    assert_eq!(error(call(&server, "GET", "/sessions/nope", None)), (404, true));
+    assert_eq!(
+        error(call(&server, "POST", "/sessions/nope/messages", Some(json!({"message": "hi"})))),
+        (404, true)
+    );
+    assert_eq!(error(call(&server, "GET", "/sessions/..%2Fetc", None)), (404, true));
+    assert_eq!(
+        error(call(&server, "POST", "/sessions/s1/approvals/missing", Some(json!({"decision": "allow"})))),
+        (404, true)
+    );
+    let (status, head, _) = request(address, "PUT", "/sessions", None, "");
+    assert_eq!(status, 405);
+    assert!(head.contains("Allow: GET, POST"), "{head}");
+    let broken = format!(
+        "POST /sessions/{id}/messages HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 9\r\n\r\n{{\"message"
+    );
+    let (status, _, body) = raw(address, broken.as_bytes());
+    assert_eq!((status, body.contains("not valid JSON")), (400, true), "{body}");
+    assert_eq!(
+        error(call(&server, "POST", &format!("/sessions/{id}/messages"), Some(json!(["a list"])))),
+        (400, true)
+    );
+    assert_eq!(
+        error(call(&server, "POST", &format!("/sessions/{id}/messages"), Some(json!({"message": " "})))),
+        (400, true)
+    );
+    assert_eq!(error(call(&server, "POST", "/sessions", Some(json!({"root": "../outside"})))), (400, true));
+    assert_eq!(error(call(&server, "POST", "/sessions", Some(json!({"root": 7})))), (400, true));
+    // Over 1 MiB: refused from the head, before the body is sent.
+    let big = format!(
+        "POST /sessions/{id}/messages HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n",
+        2 * 1024 * 1024
+    );
+    let (status, _, body) = raw(address, big.as_bytes());
+    assert_eq!((status, body.contains("1 MiB")), (413, true), "{body}");
+    let chunked = format!(
+        "POST /sessions HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    );
+    assert_eq!(raw(address, chunked.as_bytes()).0, 411);
+    let huge_head =
+        format!("GET /healthz HTTP/1.1\r\nHost: {address}\r\nX-Pad: {}\r\n\r\n", "a".repeat(20_000));
+    assert_eq!(raw(address, huge_head.as_bytes()).0, 431);
+    assert_eq!(raw(address, b"HELLO\r\n\r\n").0, 400);
+    assert_eq!(raw(address, b"GET /healthz HTTP/2.0\r\n\r\n").0, 505);
+    assert_eq!(fake.log(), before, "a refused request reached the agent");
+}
+
+#[test]
+fn a_body_of_exactly_one_mebibyte_is_read() {
+    let (fake, _) = Fake::new();
+    let server = server(&fake);
+    let id = new_session(&server);
+    let message = "x".repeat(super::request::MAX_BODY_BYTES - 20);
+    let body = json!({"message": message});
+    let (status, _, answer) =
+        request(server.address(), "POST", &format!("/sessions/{id}/messages"), Some(&body), "");
+    assert_eq!(status, 200, "{answer}");
+}
+
+// ---- turns --------------------------------------------------------------------------------
+
+#[test]
+fn a_message_runs_a_turn_and_answers_with_its_end() {
+    let (fake, _) = Fake::new();
+    let server = server(&fake);
+    let id = new_session(&server);
+    let (status, body) =
+        call(&server, "POST", &format!("/sessions/{id}/messages"), Some(json!({"message": "hello"})));
+    assert_eq!((status, body), (200, json!({"answer": "hi", "code": 0, "error": null})));
+    let (status, body) = call(&server, "GET", "/sessions", None);
+    assert_eq!(status, 200);
+    assert_eq!(
+        body["sessions"][0],
+        json!({"id": id, "turns": 1, "activity": "idle", "queued": 0, "approvals": 0})
+    );
+    let (_, session) = call(&server, "GET", &format!("/sessions/{id}"), None);
+    assert_eq!(session["transcript"], json!([{"type": "user", "text": "hello"}]));
+    assert!(session["last_event"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn the_stream_sends_the_turns_events_as_numbered_sse_ending_with_exit() {
+    let (fake, _) = Fake::new();
+    let server = server(&fake);
+    let id = new_session(&server);
+    let path = format!("/sessions/{id}/messages/stream");
+    let (status, head, body) =
+        request(server.address(), "POST", &path, Some(&json!({"message": "tools 2"})), "");
+    assert_eq!(status, 200);
+    assert!(head.contains("Content-Type: text/event-stream"), "{head}");
+    assert!(body.starts_with("retry: 2000\n\n"), "{body}");
+    let events = events(&body);
+    let types: Vec<&str> = events.iter().map(|(_, kind, _)| kind.as_str()).collect();
+    assert_eq!(
+        types,
+        [
+            "session",
+            "request",
+            "tool_started",
+            "tool_finished",
+            "tool_started",
+            "tool_finished",
+            "final",
+            "exit"
+        ]
+    );
+    let ids: Vec<u64> = events.iter().map(|(id, _, _)| id.unwrap()).collect();
+    assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "{ids:?}");
+    for (_, kind, data) in &events {
+        assert_eq!(data["type"], kind.as_str());
+    }
+    assert_eq!(events[0].2, json!({"type": "session", "id": id, "message": "tools 2"}));
+    assert_eq!(events[6].2, json!({"type": "final", "answer": "done"}));
+    assert_eq!(events[7].2, json!({"type": "exit", "code": 0, "error": null}));
+}
+
+#[test]
+fn events_resume_after_last_event_id() {
+    let (fake, _) = Fake::new();
+    let server = server(&fake);
+    let id = new_session(&server);
+    let path = format!("/sessions/{id}/messages/stream");
+    let (_, _, body) = request(server.address(), "POST", &path, Some(&json!({"message": "tools 1"})), "");
+    let first = events(&body);
+    let after = first[2].0.unwrap();
+    let events_path = format!("/sessions/{id}/events");
+    let (status, _, body) =
+        request(server.address(), "GET", &events_path, None, &format!("Last-Event-ID: {after}\r\n"));
+    assert_eq!(status, 200);
+    let resumed = events(&body);
+    assert_eq!(
+        resumed.iter().map(|(id, ..)| *id).collect::<Vec<_>>(),
+        first[3..].iter().map(|(id, ..)| *id).collect::<Vec<_>>()
+    );
+    // From the start, by query; and a number from an earlier run of the service reads as the start.
+    let (_, _, body) = request(server.address(), "GET", &format!("{events_path}?after=0"), None, "");
+    assert_eq!(events(&body).len(), first.len());
+    let (_, _, body) = request(server.address(), "GET", &events_path, None, "Last-Event-ID: 999999\r\n");
+    assert_eq!(events(&body).len(), first.len());
+    let (status, _) = call(&server, "GET", &format!("{events_path}?after=x"), None);
+    assert_eq!(status, 400);
+}
+
+#[test]
+fn a_second_message_waits_for_the_running_turn_and_runs_after_it() {
+    let (fake, started) = Fake::new();
+    let server = server(&fake);
+    let id = new_session(&server);
+    let address = server.address();
+    let path = format!("/sessions/{id}/messages");
+    let first = std::thread::spawn({
+        let path = path.clone();
+        move || request(address, "POST", &path, Some(&json!({"message": "block"})), "")
+    });
+    assert_eq!(started.recv().unwrap(), format!("{id} block"));
+    let second = std::thread::spawn({
+        let path = path.clone();
+        move || request(address, "POST", &path, Some(&json!({"message": "hello"})), "")
+    });
+    until("the second message is queued", || activity(&server, &id) == ("running".into(), 1));
+    fake.open_gate();
+    assert!(first.join().unwrap().2.contains("unblocked"));
+    assert!(second.join().unwrap().2.contains("\"hi\""));
+    assert_eq!(started.recv().unwrap(), format!("{id} hello"));
+    assert_eq!(fake.log()[1..], [format!("turn {id} block"), format!("turn {id} hello")]);
+}
+
+#[test]
+fn at_most_max_running_turns_work_at_once_and_the_others_wait_visibly() {
+    let (fake, started) = Fake::new();
+    let server = serve(&fake, 1, Limits::default());
+    let (a, b) = (new_session(&server), new_session(&server));
+    let address = server.address();
+    let blocked = std::thread::spawn({
+        let path = format!("/sessions/{a}/messages");
+        move || request(address, "POST", &path, Some(&json!({"message": "block"})), "")
+    });
+    assert_eq!(started.recv().unwrap(), format!("{a} block"));
+    let waiting = std::thread::spawn({
+        let path = format!("/sessions/{b}/messages/stream");
+        move || request(address, "POST", &path, Some(&json!({"message": "hello"})), "")
+    });
+    until("b waits for a slot", || activity(&server, &b).0 == "waiting");
+    assert_eq!(call(&server, "GET", "/healthz", None).1["waiting"], 1);
+    fake.open_gate();
+    blocked.join().unwrap();
+    let events = events(&waiting.join().unwrap().2);
+    assert_eq!(events[0].2["kind"], "waiting", "{events:?}");
+    assert!(events[0].2["text"].as_str().unwrap().contains("1 of 1 turns are running"));
+    assert_eq!(events.last().unwrap().2, json!({"type": "exit", "code": 0, "error": null}));
+}
+
+#[test]
+fn cancel_interrupts_the_running_turn_and_drops_the_queued_ones() {
+    let (fake, started) = Fake::new();
+    let server = server(&fake);
+    let id = new_session(&server);
+    let address = server.address();
+    let send = |message: &'static str| {
+        let path = format!("/sessions/{id}/messages");
+        std::thread::spawn(move || request(address, "POST", &path, Some(&json!({"message": message})), ""))
+    };
+    let running = send("block");
+    started.recv().unwrap();
+    let queued = send("hello");
+    until("the second message is queued", || activity(&server, &id).1 == 1);
+    assert_eq!(
+        call(&server, "POST", &format!("/sessions/{id}/cancel"), None),
+        (200, json!({"cancelled": 2}))
+    );
+    let end =
+        |answer: (u16, String, String)| serde_json::from_str::<Value>(&answer.2).unwrap()["code"].clone();
+    assert_eq!(end(running.join().unwrap()), 130);
+    assert_eq!(end(queued.join().unwrap()), 130);
+    assert!(!fake.log().contains(&format!("turn {id} hello")), "a cancelled queued message ran");
+    assert_eq!(
+        call(&server, "POST", &format!("/sessions/{id}/cancel"), None),
+        (200, json!({"cancelled": 0}))
+    );
+}
+
+#[test]
+fn a_session_takes_at_most_sixteen_queued_messages() {
+    let (fake, started) = Fake::new();
+    let server = server(&fake);
+    let id = new_session(&server);
+    let address = server.address();
+    let path = format!("/sessions/{id}/messages");
+    let mut waiting = vec![std::thread::spawn({
+        let path = path.clone();
+        move || request(address, "POST", &path, Some(&json!({"message": "block"})), "")
+    })];
+    started.recv().unwrap();
+    for _ in 0..turns::MAX_QUEUED_PER_SESSION {
+        let path = path.clone();
+        waiting.push(std::thread::spawn(move || {
+            request(address, "POST", &path, Some(&json!({"message": "hello"})), "")
+        }));
+    }
+    until("sixteen are queued", || activity(&server, &id).1 == 16);
+    let (status, body) = call(&server, "POST", &path, Some(json!({"message": "one more"})));
+    assert_eq!(status, 429, "{body}");
+    fake.open_gate();
+    for thread in waiting {
+        assert_eq!(thread.join().unwrap().0, 200);
+    }
+}
+
+#[test]
+fn approvals_wait_for_an_answer_over_http_without_holding_a_slot() {
+    let (fake, started) = Fake::new();
+    let server = serve(&fake, 1, Limits::default());
+    let (a, b) = (new_session(&server), new_session(&server));
+    let address = server.address();
+    let ask = || {
+        let path = format!("/sessions/{a}/messages");
+        std::thread::spawn(move || request(address, "POST", &path, Some(&json!({"message": "ask"})), ""))
+    };
+    let asking = ask();
+    started.recv().unwrap();
+    let approvals = format!("/sessions/{a}/approvals");
+    until("the call waits for approval", || activity(&server, &a).0 == "approval");
+    let listed = call(&server, "GET", &approvals, None).1;
+    assert_eq!(
+        listed,
+        json!({"approvals": [{"call_id": "call_1", "name": "bash", "question": "bash wants to run: ls", "diff": null}]})
+    );
+    // The one slot is free while a person thinks: another session runs meanwhile.
+    let other = call(&server, "POST", &format!("/sessions/{b}/messages"), Some(json!({"message": "hello"})));
+    assert_eq!(other.1["answer"], "hi");
+    assert_eq!(
+        call(&server, "POST", &format!("{approvals}/call_1"), Some(json!({"decision": "maybe"}))).0,
+        400
+    );
+    assert_eq!(
+        call(&server, "POST", &format!("{approvals}/call_1"), Some(json!({"decision": "allow"}))).0,
+        200
+    );
+    assert!(asking.join().unwrap().2.contains("\"allowed\""));
+    assert_eq!(
+        call(&server, "POST", &format!("{approvals}/call_1"), Some(json!({"decision": "allow"}))).0,
+        404
+    );
+    let asking = ask();
+    until("asked again", || activity(&server, &a).0 == "approval");
+    let deny = json!({"decision": "deny", "reason": "use ls -la"});
+    assert_eq!(call(&server, "POST", &format!("{approvals}/call_1"), Some(deny)).0, 200);
+    assert!(asking.join().unwrap().2.contains("denied: use ls -la"));
+}
+
+#[test]
+fn a_cancelled_turn_stops_waiting_for_its_approval() {
+    let (fake, started) = Fake::new();
+    let server = server(&fake);
+    let id = new_session(&server);
+    let address = server.address();
+    let path = format!("/sessions/{id}/messages");
+    let asking =
+        std::thread::spawn(move || request(address, "POST", &path, Some(&json!({"message": "ask"})), ""));
+    started.recv().unwrap();
+    until("the call waits for approval", || activity(&server, &id).0 == "approval");
+    call(&server, "POST", &format!("/sessions/{id}/cancel"), None);
+    assert!(asking.join().unwrap().2.contains("denied: the turn was cancelled"));
+    assert_eq!(call(&server, "GET", &format!("/sessions/{id}/approvals"), None).1, json!({"approvals": []}));
+}
+
+#[test]
+fn a_busy_session_is_not_deleted() {
+    let (fake, started) = Fake::new();
+    let server = server(&fake);
+    let id = new_session(&server);
+    let address = server.address();
+    let path = format!("/sessions/{id}/messages");
+    let running =
+        std::thread::spawn(move || request(address, "POST", &path, Some(&json!({"message": "block"})), ""));
+    started.recv().unwrap();
+    assert_eq!(call(&server, "DELETE", &format!("/sessions/{id}"), None).0, 409);
+    fake.open_gate();
+    running.join().unwrap();
+    assert_eq!(call(&server, "DELETE", &format!("/sessions/{id}"), None), (200, json!({"deleted": id})));
+    assert_eq!(call(&server, "GET", &format!("/sessions/{id}"), None).0, 404);
+}
+
+#[test]
+fn stopping_cancels_running_turns_and_waits_for_them() {
+    let (fake, started) = Fake::new();
+    let server = server(&fake);
+    let id = new_session(&server);
+    let address = server.address();
+    let path = format!("/sessions/{id}/messages");
+    let running =
+        std::thread::spawn(move || request(address, "POST", &path, Some(&json!({"message": "block"})), ""));
+    started.recv().unwrap();
+    server.stop();
+    server.wait();
+    let answer: Value = serde_json::from_str(&running.join().unwrap().2).unwrap();
+    assert_eq!(answer["code"], 130);
+    assert!(TcpStream::connect(address).is_err(), "still listening after stop");
+}
+
+#[test]
+fn tasks_pass_through_to_the_task_list() {
+    let (fake, _) = Fake::new();
+    let server = server(&fake);
+    assert_eq!(call(&server, "GET", "/tasks", None), (200, json!({"tasks": []})));
+    let added = call(&server, "POST", "/tasks", Some(json!({"name": "write docs"})));
+    assert_eq!(added, (201, json!({"id": "1", "name": "write docs", "status": "pending"})));
+    assert_eq!(call(&server, "POST", "/tasks", Some(json!({}))).0, 400);
+    assert_eq!(call(&server, "POST", "/tasks/1/reset", None).0, 200);
+    assert_eq!(call(&server, "POST", "/tasks/9/reset", None).0, 404);
+}
+
+// ---- slow and silent clients --------------------------------------------------------------
+
+#[test]
+fn a_slow_client_does_not_hold_up_the_others() {
+    let (fake, _) = Fake::new();
+    let server = server(&fake);
+    let address = server.address();
+    let mut slow = TcpStream::connect(address).unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHo").unwrap();
+    let mut idle: Vec<TcpStream> = (0..200).map(|_| TcpStream::connect(address).unwrap()).collect();
+    for stream in idle.iter_mut().step_by(2) {
+        stream.write_all(b"POST /sessions HTTP/1.1\r\n").unwrap();
+    }
+    assert_eq!(call(&server, "GET", "/healthz", None).0, 200);
+    slow.write_all(format!("st: {address}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n").as_bytes()).unwrap();
+    let mut answer = String::new();
+    slow.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[test]
+fn past_the_pending_limit_the_oldest_unfinished_connection_is_closed() {
+    let (fake, _) = Fake::new();
+    let limits = Limits { max_pending: 8, request_deadline: Duration::from_secs(600) };
+    let server = serve(&fake, 8, limits);
+    let address = server.address();
+    let mut idle: Vec<TcpStream> = (0..20).map(|_| TcpStream::connect(address).unwrap()).collect();
+    assert_eq!(call(&server, "GET", "/healthz", None).0, 200);
+    // The first connection was among the oldest: it was closed (EOF), with nothing said.
+    let mut byte = [0; 1];
+    assert_eq!(idle[0].read(&mut byte).unwrap(), 0);
+}
+
+#[test]
+fn a_request_that_does_not_arrive_in_time_gets_a_408() {
+    let (fake, _) = Fake::new();
+    let limits = Limits { max_pending: 64, request_deadline: Duration::from_millis(50) };
+    let server = serve(&fake, 8, limits);
+    let mut slow = TcpStream::connect(server.address()).unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\n").unwrap();
+    let mut answer = String::new();
+    slow.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
+
+// ---- the console ----------------------------------------------------------------------------
+
+#[test]
+fn the_console_is_one_page_with_no_external_asset_and_a_strict_policy() {
+    let (fake, _) = Fake::new();
+    let server = server(&fake);
+    let address = server.address();
+    let (status, head, page) =
+        raw(address, format!("GET /?token={TOKEN} HTTP/1.1\r\nHost: {address}\r\n\r\n").as_bytes());
+    assert_eq!(status, 200);
+    let policy = head.lines().find_map(|line| line.strip_prefix("Content-Security-Policy: ")).unwrap();
+    let script = include_str!("console/console.js");
+    let hash = console::base64(ring::digest::digest(&ring::digest::SHA256, script.as_bytes()).as_ref());
+    assert!(policy.contains(&format!("script-src 'sha256-{hash}'")), "{policy}");
+    assert!(policy.starts_with("default-src 'none'"));
+    assert!(head.contains("Referrer-Policy: no-referrer"));
+    assert!(page.contains(script));
+    for external in ["http://", "https://", "src=", "@import", "url("] {
+        assert!(!page.contains(external), "the page names {external}");
+    }
+    assert!(!page.contains("innerHTML"), "the page inserts HTML");
+}
+
+#[test]
+fn base64_matches_rfc_4648() {
+    let cases = [
+        ("", ""),
+        ("f", "Zg=="),
+        ("fo", "Zm8="),
+        ("foo", "Zm9v"),
+        ("foob", "Zm9vYg=="),
+        ("foobar", "Zm9vYmFy"),
+    ];
+    for (plain, encoded) in cases {
+        assert_eq!(console::base64(plain.as_bytes()), encoded);
+    }
+}
+
+// ---- the pieces -----------------------------------------------------------------------------
+
+#[test]
+fn a_head_is_parsed_once_whole_wherever_the_reads_cut_it() {
+    let text = b"POST /sessions/a%20b?after=3&token=x%2By HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}";
+    // Fed a byte at a time, as the listener feeds it: the head is found when its blank line is.
+    let mut searched = 0;
+    for cut in 1..=text.len() - 2 {
+        match parse_head(&text[..cut], searched).unwrap() {
+            Progress::NeedMore => searched = cut,
+            Progress::Head(..) => assert_eq!(cut, text.len() - 2),
+        }
+    }
+    let Progress::Head(head, start) = parse_head(text, 0).unwrap() else { panic!("no head") };
+    assert_eq!(
+        (head.method.as_str(), head.path.as_str(), head.body_length, start),
+        ("POST", "/sessions/a%20b", 2, text.len() - 2)
+    );
+    assert_eq!(head.query_value("token").as_deref(), Some("x+y"));
+    assert_eq!(head.header("host"), Some("h"));
+    let refused = |text: &str| parse_head(text.as_bytes(), 0).unwrap_err().status;
+    assert_eq!(refused("GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n"), 400);
+    assert_eq!(refused("GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n"), 400);
+    assert_eq!(refused("GET / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n"), 400);
+    assert_eq!(refused("GET / HTTP/1.1\r\n folded\r\n\r\n"), 400);
+    assert_eq!(refused("GET / HTTP/1.1\r\nBad Name: x\r\n\r\n"), 400);
+    assert_eq!(refused("get / HTTP/1.1\r\n\r\n"), 400);
+    assert_eq!(refused("GET nowhere HTTP/1.1\r\n\r\n"), 400);
+    let many: String = (0..65).map(|at| format!("X-{at}: y\r\n")).collect();
+    assert_eq!(refused(&format!("GET / HTTP/1.1\r\n{many}\r\n")), 431);
+    assert_eq!(percent_decode("%41b%2F"), Some("Ab/".into()));
+    assert_eq!(percent_decode("%4"), None);
+    assert_eq!(percent_decode("%+1"), None);
+    assert_eq!(percent_decode("%ff"), None);
+}
+
+#[test]
+fn routes_name_every_url_and_its_methods() {
+    assert_eq!(resolve("GET", "/"), Ok(Route::Console));
+    assert_eq!(
+        resolve("POST", "/sessions/a-1/approvals/toolu_01:x"),
+        Ok(Route::Approval("a-1".into(), "toolu_01:x".into()))
+    );
+    assert_eq!(resolve("POST", "/sessions/a/messages/stream"), Ok(Route::MessagesStream("a".into())));
+    assert_eq!(resolve("POST", "/tasks/3/reset"), Ok(Route::TaskReset("3".into())));
+    assert_eq!(resolve("GET", "/sessions/a/messages").unwrap_err().status, 405);
+    for path in ["/sessions/", "/sessions/.hidden", "/sessions/a%2Fb", "/sessions/%00", "/x", "//"] {
+        assert_eq!(resolve("GET", path).unwrap_err().status, 404, "{path}");
+    }
+}
+
+#[test]
+fn the_log_keeps_its_newest_events_and_tells_a_late_reader_what_it_missed() {
+    let (hub, sequence) = (Hub::default(), Sequence::default());
+    for at in 0..MAX_LOG_EVENTS + 10 {
+        hub.push(&sequence, 1, &json!({"type": "notice", "at": at}));
+    }
+    let batch = hub.after(&sequence, 0);
+    assert_eq!((batch.events.len(), batch.missed), (MAX_LOG_EVENTS, 10));
+    assert_eq!(batch.events[0].seq, 11);
+    let batch = hub.after(&sequence, 5);
+    assert_eq!(batch.missed, 5);
+    hub.forget();
+    let batch = hub.after(&sequence, sequence.last() - 1);
+    assert_eq!((batch.events.len(), batch.missed), (0, 1));
+    assert_eq!(hub.bytes(), 0);
+}
+
+#[test]
+fn slots_serve_their_waiters_in_order() {
+    let slots = Arc::new(Slots::new(1));
+    assert!(slots.acquire(|_| panic!("waited"), || false));
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let (waiting, waits) = channel();
+    let mut threads = Vec::new();
+    for at in 0..4 {
+        let (slots, order, waiting) = (slots.clone(), order.clone(), waiting.clone());
+        threads.push(std::thread::spawn(move || {
+            assert!(slots.acquire(|_| waiting.send(()).unwrap(), || false));
+            order.lock().unwrap().push(at);
+            slots.release();
+        }));
+        waits.recv().unwrap(); // in line before the next one starts
+    }
+    slots.release();
+    threads.into_iter().for_each(|thread| thread.join().unwrap());
+    assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3]);
+    assert_eq!(slots.counts(), (0, 0));
+    // A waiter that gives up leaves the line.
+    assert!(slots.acquire(|_| {}, || false));
+    assert!(!slots.acquire(|_| {}, || true));
+    assert_eq!(slots.counts(), (1, 0));
+}
