@@ -18,7 +18,6 @@ use serde_json::{Map, Value, json};
 use std::net::TcpStream;
 use std::sync::Arc;
 
-// ANCHOR: handle
 /// Answers one request that passed the guard.
 pub fn handle(service: &Service, request: Request, out: &mut TcpStream) {
     let head = &request.head;
@@ -57,7 +56,6 @@ pub fn handle(service: &Service, request: Request, out: &mut TcpStream) {
     };
     let _ = answer.unwrap_or_else(|refusal| refusal.response()).write_to(out);
 }
-// ANCHOR_END: handle
 
 fn health(service: &Service) -> Response {
     let (running, waiting) = service.shared.slots.counts();
@@ -137,7 +135,6 @@ fn delete_session(service: &Service, id: &str) -> Result<Response, Refusal> {
     Ok(Response::json(200, &json!({"deleted": id})))
 }
 
-// ANCHOR: send
 /// `POST …/messages`: queues the message as the session's next turn and answers when it ends.
 fn send(service: &Service, id: &str, request: &Request) -> Result<Response, Refusal> {
     let live = existing(service, id)?;
@@ -163,9 +160,7 @@ fn send_streamed(service: &Service, id: &str, request: &Request, out: &mut TcpSt
         Err(refusal) => drop(refusal.response().write_to(out)),
     }
 }
-// ANCHOR_END: send
 
-// ANCHOR: follow
 /// `GET …/events`: what the session's log holds after `Last-Event-ID` (or `?after=N`), then
 /// live events until the session is idle.
 fn follow(service: &Service, id: &str, request: &Request, out: &mut TcpStream) {
@@ -181,7 +176,6 @@ fn follow(service: &Service, id: &str, request: &Request, out: &mut TcpStream) {
         Err(refusal) => drop(refusal.response().write_to(out)),
     }
 }
-// ANCHOR_END: follow
 
 fn cancel(service: &Service, id: &str) -> Result<Response, Refusal> {
     let live = existing(service, id)?;
@@ -194,7 +188,6 @@ fn approvals(service: &Service, id: &str) -> Result<Response, Refusal> {
     Ok(Response::json(200, &json!({"approvals": live.desk.list()})))
 }
 
-// ANCHOR: answer
 fn answer(service: &Service, id: &str, call_id: &str, request: &Request) -> Result<Response, Refusal> {
     let live = existing(service, id)?;
     let body = object(request)?;
@@ -211,7 +204,6 @@ fn answer(service: &Service, id: &str, call_id: &str, request: &Request) -> Resu
     live.desk.answer(call_id, decision)?;
     Ok(Response::json(200, &json!({"answered": call_id})))
 }
-// ANCHOR_END: answer
 
 /// The body as a JSON object; an empty body is an empty object.
 fn object(request: &Request) -> Result<Map<String, Value>, Refusal> {

@@ -22,7 +22,6 @@ struct Waiting {
     decision: Option<Decision>,
 }
 
-// ANCHOR: desk
 /// The questions one session's turn is waiting on (one at a time in practice: a turn asks
 /// about its calls in order).
 #[derive(Default)]
@@ -47,9 +46,7 @@ impl Desk {
                 self.answered.wait_timeout(waiting, CHECK_EVERY).unwrap_or_else(PoisonError::into_inner).0;
         }
     }
-    // ANCHOR_END: desk
 
-    // ANCHOR: answer
     /// Answers the question about `call_id`; a 404 if no turn is waiting on it (answered
     /// already, or never asked).
     pub fn answer(&self, call_id: &str, decision: Decision) -> Result<(), Refusal> {
@@ -65,7 +62,6 @@ impl Desk {
         self.answered.notify_all();
         Ok(())
     }
-    // ANCHOR_END: answer
 
     /// What waits, as the API lists it.
     pub fn list(&self) -> Vec<Value> {

@@ -16,7 +16,6 @@ use super::response::Refusal;
 use super::turns::Turn;
 use serde_json::Value;
 
-// ANCHOR: backend
 /// What the service asks of the agent. Every method may be called from many threads at once,
 /// for different sessions; `run_turn` is never called twice at once for one session.
 pub trait Backend: Send + Sync + 'static {
@@ -52,9 +51,7 @@ pub trait Backend: Send + Sync + 'static {
     /// Puts a task back to pending (`mini-agent tasks reset ID`) and returns it.
     fn reset_task(&self, id: &str) -> Result<Value, Refusal>;
 }
-// ANCHOR_END: backend
 
-// ANCHOR: turn_end
 /// How a turn ended, as `-p` ends: the exit code (0 completed, 1 failed, 2 turn limit, 130
 /// interrupted), the final answer of a completed turn, and the one-line reason otherwise.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,9 +70,7 @@ impl TurnEnd {
         TurnEnd { code, answer: None, error: Some(error.into()) }
     }
 }
-// ANCHOR_END: turn_end
 
-// ANCHOR: approval
 /// A call waiting for a person: what the terminal would show before `allow?`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalRequest {
@@ -96,4 +91,3 @@ pub enum Decision {
     /// Deny, with a reason for the model (maybe empty).
     Deny(String),
 }
-// ANCHOR_END: approval

@@ -23,7 +23,6 @@ pub const MAX_LOG_EVENTS: usize = 2_000;
 /// The most bytes of events a session keeps for streams.
 pub const MAX_LOG_BYTES: usize = 1024 * 1024;
 
-// ANCHOR: stored
 /// One event as streams send it: its number, the turn it belongs to, its type and its JSON.
 #[derive(Debug)]
 pub struct Stored {
@@ -32,7 +31,6 @@ pub struct Stored {
     pub kind: String,
     pub data: String,
 }
-// ANCHOR_END: stored
 
 /// The numbers events get, one counter for the service.
 #[derive(Default)]
@@ -68,7 +66,6 @@ pub struct Hub {
 }
 
 impl Hub {
-    // ANCHOR: push
     /// Appends an event (an object with a `"type"`), numbered under the lock so that numbers
     /// grow in the order of the log, and wakes every reader.
     pub fn push(&self, sequence: &Sequence, turn: u64, event: &Value) -> u64 {
@@ -89,9 +86,7 @@ impl Hub {
         self.appended.notify_all();
         seq
     }
-    // ANCHOR_END: push
 
-    // ANCHOR: after
     /// The events numbered after `seq`. A `seq` from the future (an earlier run of the
     /// service) reads as "from the start". `missed` counts the events dropped that the reader
     /// had not seen.
@@ -112,7 +107,6 @@ impl Hub {
         }
         let _ = self.appended.wait_timeout(log, timeout).unwrap_or_else(PoisonError::into_inner);
     }
-    // ANCHOR_END: after
 
     /// Wakes every reader (the turn ended, the service is stopping).
     pub fn wake(&self) {

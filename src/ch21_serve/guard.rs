@@ -33,7 +33,6 @@ pub const TOKEN_VARIABLE: &str = "MINI_AGENT_SERVE_TOKEN";
 /// A token the user sets must be at least this long.
 pub const MIN_TOKEN_CHARS: usize = 16;
 
-// ANCHOR: token
 /// The secret a request must carry.
 #[derive(Clone)]
 pub struct Token {
@@ -74,9 +73,7 @@ impl std::fmt::Debug for Token {
         write!(f, "Token([{} characters], generated: {})", self.value.len(), self.generated)
     }
 }
-// ANCHOR_END: token
 
-// ANCHOR: bind_policy
 /// Refuses to listen where other machines can connect unless the user chose the token.
 pub fn check_bind(address: IpAddr, token: &Token) -> Result<(), String> {
     if address.is_loopback() || !token.generated {
@@ -88,7 +85,6 @@ pub fn check_bind(address: IpAddr, token: &Token) -> Result<(), String> {
          you give to its users, or serve on 127.0.0.1"
     ))
 }
-// ANCHOR_END: bind_policy
 
 /// The checks, made once per request head.
 pub struct Guard {
@@ -106,7 +102,6 @@ impl Guard {
         Ok(Guard { key, expected, hosts: accepted_hosts(bound) })
     }
 
-    // ANCHOR: check
     /// Host first (a rebinding page learns nothing, not even whether its token was right),
     /// then Origin, then the token.
     pub fn check(&self, head: &Head) -> Result<(), Refusal> {
@@ -138,7 +133,6 @@ impl Guard {
             )),
         }
     }
-    // ANCHOR_END: check
 }
 
 fn bearer(head: &Head) -> Option<String> {

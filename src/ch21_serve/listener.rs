@@ -33,7 +33,6 @@ const DRAIN: Duration = Duration::from_secs(2);
 /// The most a refused connection is read for, at most.
 const DRAIN_BYTES: usize = 2 * 1024 * 1024;
 
-// ANCHOR: limits
 /// The bounds on clients that have not finished their request.
 #[derive(Clone, Debug)]
 pub struct Limits {
@@ -57,7 +56,6 @@ impl Default for Limits {
         }
     }
 }
-// ANCHOR_END: limits
 
 /// Wakes the listener from another thread (to stop it).
 pub struct Waker(UnixStream);
@@ -91,7 +89,6 @@ enum Step {
 
 pub type Dispatch = Box<dyn Fn(TcpStream, Request) + Send>;
 
-// ANCHOR: listener
 /// The accept-and-read loop, until `stopping` is set (and the waker rung).
 pub struct Listener {
     listener: TcpListener,
@@ -145,7 +142,6 @@ impl Listener {
             }
         }
     }
-    // ANCHOR_END: listener
 
     /// Until the nearest deadline, at most a second.
     fn timeout_ms(&self) -> i32 {
@@ -160,7 +156,6 @@ impl Listener {
         pending.since + if pending.closing { DRAIN } else { self.limits.request_deadline }
     }
 
-    // ANCHOR: accept
     fn accept(&mut self) {
         loop {
             match self.listener.accept() {
@@ -199,9 +194,7 @@ impl Listener {
             self.pending.iter().enumerate().min_by_key(|(_, pending)| pending.since).map(|(at, _)| at);
         oldest.map(|at| self.pending.swap_remove(at)).is_some()
     }
-    // ANCHOR_END: accept
 
-    // ANCHOR: read_from
     fn read_from(&mut self, at: usize, dispatch: &Dispatch) {
         let pending = &mut self.pending[at];
         let wanted = match (&pending.head, pending.closing) {
@@ -237,7 +230,6 @@ impl Listener {
             }
         }
     }
-    // ANCHOR_END: read_from
 
     /// Closes what is past its deadline: a request too slow to arrive gets a 408 first.
     fn expire(&mut self) {
@@ -255,7 +247,6 @@ impl Listener {
     }
 }
 
-// ANCHOR: advance
 /// After new bytes: the head, once whole, is parsed and judged by the guard; the request,
 /// once its body is whole, is handed on.
 fn advance(pending: &mut Pending, guard: &Guard) -> Step {
@@ -281,7 +272,6 @@ fn advance(pending: &mut Pending, guard: &Guard) -> Step {
     }
     Step::Dispatch(Request { head: head.clone(), body: pending.buffer[*start..end].to_vec() })
 }
-// ANCHOR_END: advance
 
 /// Answers a refused request from this thread (a small answer fits the socket's buffer, so
 /// the write does not wait), then reads what the client still sends until it is done.

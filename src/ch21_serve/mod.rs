@@ -59,7 +59,6 @@ pub const KEEP_IDLE_LOGS: usize = 16;
 /// A reader that takes longer than this to accept bytes is dropped.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
-// ANCHOR: settings
 /// How to serve.
 pub struct Settings {
     /// Where to listen (port 0: any free port).
@@ -69,7 +68,6 @@ pub struct Settings {
     pub token: Token,
     pub limits: Limits,
 }
-// ANCHOR_END: settings
 
 /// What the handlers share: the turns' state, the live sessions, the page.
 pub struct Service {
@@ -119,7 +117,6 @@ impl Service {
     }
 }
 
-// ANCHOR: server
 /// A running service.
 pub struct Server {
     address: SocketAddr,
@@ -154,7 +151,6 @@ pub fn start(settings: Settings, backend: Arc<dyn Backend>) -> Result<Server, Er
     let url = console_url(address, &settings.token);
     Ok(Server { address, url, service, waker, listener: Some(thread) })
 }
-// ANCHOR_END: server
 
 impl Server {
     pub fn address(&self) -> SocketAddr {
@@ -170,7 +166,6 @@ impl Server {
         &self.service
     }
 
-    // ANCHOR: stop
     /// Stops accepting, cancels every turn (each records its interruption, as at Ctrl+C) and
     /// ends every stream; [`Server::wait`] then returns once the turns have ended.
     pub fn stop(&self) {
@@ -189,7 +184,6 @@ impl Server {
         }
         self.service.shared.wait_for_workers();
     }
-    // ANCHOR_END: stop
 }
 
 impl Drop for Server {

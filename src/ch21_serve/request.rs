@@ -19,7 +19,6 @@ pub const MAX_HEADERS: usize = 64;
 /// The largest body accepted (413 above it): a message, a task, an answer are far smaller.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-// ANCHOR: head
 /// The request line and headers of a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Head {
@@ -40,7 +39,6 @@ pub struct Request {
     pub head: Head,
     pub body: Vec<u8>,
 }
-// ANCHOR_END: head
 
 impl Head {
     /// The value of header `name` (lower case), if sent once; a repeated header reads as absent
@@ -67,7 +65,6 @@ impl Head {
     }
 }
 
-// ANCHOR: parse_head
 /// Where a connection's bytes stand.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Progress {
@@ -114,7 +111,6 @@ pub fn parse_head(buffer: &[u8], searched: usize) -> Result<Progress, Refusal> {
     head.body_length = body_length(&head)?;
     Ok(Progress::Head(head, end + 4))
 }
-// ANCHOR_END: parse_head
 
 fn request_line(line: &str) -> Result<(&str, &str), Refusal> {
     let bad = || Refusal::new(400, "the request line is not `METHOD /path HTTP/1.1`");
@@ -149,7 +145,6 @@ fn header_line(line: &str) -> Result<(String, String), Refusal> {
     Ok((name.to_ascii_lowercase(), value.trim().to_string()))
 }
 
-// ANCHOR: body_length
 /// How long the body is: `Content-Length`, once, at most [`MAX_BODY_BYTES`]; never chunked.
 fn body_length(head: &Head) -> Result<usize, Refusal> {
     if head.has_header("transfer-encoding") {
@@ -170,7 +165,6 @@ fn body_length(head: &Head) -> Result<usize, Refusal> {
     }
     Ok(length as usize)
 }
-// ANCHOR_END: body_length
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|window| window == needle)

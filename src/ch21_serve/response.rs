@@ -10,7 +10,6 @@
 use serde_json::{Value, json};
 use std::io::Write;
 
-// ANCHOR: refusal
 /// A request turned down before it reached a handler, or by one: a status and a reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
@@ -32,7 +31,6 @@ impl Refusal {
         Response::json(self.status, &json!({"error": self.message}))
     }
 }
-// ANCHOR_END: refusal
 
 /// A whole answer, written at once.
 #[derive(Debug, Clone)]

@@ -21,7 +21,6 @@ struct Line {
     next_ticket: u64,
 }
 
-// ANCHOR: slots
 /// A counting semaphore that serves its waiters in order.
 pub struct Slots {
     capacity: usize,
@@ -70,7 +69,6 @@ impl Slots {
         drop(line);
         self.changed.notify_all();
     }
-    // ANCHOR_END: slots
 
     /// Wakes the line so each waiter looks at its cancel flag now.
     pub fn wake(&self) {

@@ -39,14 +39,11 @@ pub enum Until {
     Idle,
 }
 
-// ANCHOR: event_text
 /// One event on the wire.
 pub fn event_text(event: &Stored) -> String {
     format!("id: {}\nevent: {}\ndata: {}\n\n", event.seq, event.kind, event.data)
 }
-// ANCHOR_END: event_text
 
-// ANCHOR: stream
 /// Sends the session's events numbered after `after` to `out`, then the new ones as they
 /// come, until `until` says the stream is done, the reader leaves, or the service stops.
 pub fn stream(out: &mut impl Write, live: &Live, shared: &Shared, after: u64, until: &Until) {
@@ -92,7 +89,6 @@ pub fn stream(out: &mut impl Write, live: &Live, shared: &Shared, after: u64, un
         if done || shared.stopping.load(Ordering::SeqCst) {
             return;
         }
-        // ANCHOR_END: stream
         live.hub.wait_after(last, HEARTBEAT);
         let quiet = live.hub.after(&shared.sequence, last).events.is_empty();
         if quiet && out.write_all(b": keep-alive\n\n").and_then(|()| out.flush()).is_err() {

@@ -59,7 +59,6 @@ impl Shared {
     }
 }
 
-// ANCHOR: live
 /// What a session is doing now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Activity {
@@ -97,7 +96,6 @@ struct Queued {
     message: String,
     ending: Arc<Ending>,
 }
-// ANCHOR_END: live
 
 /// Where a handler waits for the end of the turn its message started.
 #[derive(Default)]
@@ -154,7 +152,6 @@ impl Live {
         }
     }
 
-    // ANCHOR: enqueue
     /// Queues `message` as the session's next turn; starts the session's worker if it has
     /// none. Returns the turn's number and where its end will be told.
     pub fn enqueue(
@@ -195,9 +192,7 @@ impl Live {
         }
         Ok((number, ending))
     }
-    // ANCHOR_END: enqueue
 
-    // ANCHOR: cancel
     /// Cancels the running turn (as Ctrl+C does) and every message queued behind it.
     /// Returns how many turns were cancelled.
     pub fn cancel(&self, shared: &Shared, why: &str) -> usize {
@@ -213,7 +208,6 @@ impl Live {
         self.desk.wake();
         dropped.len() + usize::from(running.is_some())
     }
-    // ANCHOR_END: cancel
 }
 
 fn worker_gone(shared: &Shared) {
@@ -223,7 +217,6 @@ fn worker_gone(shared: &Shared) {
     shared.workers_done.notify_all();
 }
 
-// ANCHOR: work
 /// A session's worker: its queued messages, one turn at a time, until none is left. The next
 /// turn is taken before this one's end is told, so a client that hears "done" finds the
 /// session idle (or busy with the next message), never still busy with this one.
@@ -271,14 +264,12 @@ fn run_one(live: &Arc<Live>, shared: &Arc<Shared>, queued: &Queued) -> TurnEnd {
     turn.give_slot_back();
     end
 }
-// ANCHOR_END: work
 
 /// The `exit` event that ends every turn's events, as it ends `--json`'s.
 pub fn exit_event(code: u8, error: Option<&str>) -> Value {
     json!({"type": "exit", "code": code, "error": error})
 }
 
-// ANCHOR: turn
 /// The running turn's handle on the service (cheap to clone; the backend's permission
 /// prompter keeps one).
 #[derive(Clone)]
@@ -337,7 +328,6 @@ impl Turn {
             _ => Decision::Deny("the turn was cancelled before anyone answered".into()),
         }
     }
-    // ANCHOR_END: turn
 
     fn take_slot(&self) -> bool {
         let capacity = self.0.shared.slots.capacity();
