@@ -6,13 +6,18 @@
 use crate::harness::{SIGKILL, TempDir, Test, call, text};
 use serde_json::{Value, json};
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/selfcheck/mcp/fake_server.sh");
 
 /// A `.mcp.json` with the scripted server as `fake`, with `env` for it.
 fn mcp_json(env: Value) -> String {
-    json!({"mcpServers": {"fake": {"command": "sh", "args": [FAKE], "env": env, "timeout": 20}}}).to_string()
+    mcp_json_with_timeout(env, 20)
+}
+
+/// The same, with this call timeout in seconds.
+fn mcp_json_with_timeout(env: Value, seconds: u64) -> String {
+    let server = json!({"command": "sh", "args": [FAKE], "env": env, "timeout": seconds});
+    json!({"mcpServers": {"fake": server}}).to_string()
 }
 
 fn tool_names(request: &Value) -> Vec<String> {
@@ -68,15 +73,19 @@ fn the_users_own_config_needs_no_approval_and_calls_are_denied_without_the_flag(
     assert!(result.contains("calling MCP tools needs permission; rerun with --allow-mcp"), "{result}");
 }
 
+/// The call never ends by itself (an hour's sleep, an hour's timeout), so only Ctrl+C can end
+/// the run: waiting for the call would be a hang, which the harness reports. The cancellation
+/// is written just before the agent exits; the server reads it because it is stopped the way
+/// MCP asks (its input closed, then time to exit), not killed at once (2 runs in 4 lost it
+/// under load).
 #[test]
 fn ctrl_c_cancels_a_long_mcp_call_and_tells_the_server() {
     let workspace = TempDir::new("mcp");
     let log = workspace.path().join("received.jsonl");
-    let env = json!({"FAKE_LOG": log.to_str().unwrap(), "FAKE_SLOW": "30"});
-    let started = Instant::now();
+    let env = json!({"FAKE_LOG": log.to_str().unwrap(), "FAKE_SLOW": "3600"});
     let run = Test::new()
         .args(["--trust-mcp", "--allow-mcp", "-p", "wait"])
-        .file(".mcp.json", &mcp_json(env))
+        .file(".mcp.json", &mcp_json_with_timeout(env, 3600))
         .server(vec![call("mcp__fake__slow", json!({})), text("never asked")])
         // Ctrl+C once the server has the call (it logs every line): then there is a call to cancel.
         .signal_when(
@@ -88,7 +97,6 @@ fn ctrl_c_cancels_a_long_mcp_call_and_tells_the_server() {
         )
         .run_in(workspace);
     run.expect_code(130);
-    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
     let received = run.read("received.jsonl").unwrap_or_default();
     assert!(received.contains(r#""method":"notifications/cancelled""#), "{received}");
     let types = run.journal_types();

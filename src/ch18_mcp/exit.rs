@@ -1,11 +1,12 @@
 //! Chapter 18 — waiting for a server to exit, with a deadline, without a poll interval.
 //!
-//! Stopping a server is "close its stdin, SIGTERM, wait a grace, SIGKILL". The wait is the
-//! part a user feels at every exit: napping in 5 ms steps until `try_wait` says the child is
-//! gone costs up to a whole step after a server that quits at once. On Linux a *pidfd* (a
-//! descriptor for the process, `pidfd_open`) becomes readable the moment the process exits,
-//! so `poll` on it sleeps exactly as long as needed, and never past the deadline. Where there
-//! is no pidfd (another OS, an old kernel) the naps remain, 1 ms at a time.
+//! Stopping a server is "close its stdin, wait a grace for it to exit, SIGTERM, wait a
+//! grace, SIGKILL". The waits are the part a user feels at every exit: napping in 5 ms steps
+//! until `try_wait` says the child is gone costs up to a whole step after a server that quits
+//! at once. On Linux a *pidfd* (a descriptor for the process, `pidfd_open`) becomes readable
+//! the moment the process exits, so `poll` on it sleeps exactly as long as needed, and never
+//! past the deadline. Where there is no pidfd (another OS, an old kernel) the naps remain,
+//! 1 ms at a time.
 
 use std::process::Child;
 use std::thread;

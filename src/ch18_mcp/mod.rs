@@ -47,6 +47,18 @@ pub struct McpServers {
     names: Mutex<Vec<(String, usize, String)>>,
 }
 
+impl Drop for McpServers {
+    /// Stops every server at once: each may take its grace to exit after its input closes
+    /// ([`rpc`]'s `Drop`), and one after another those graces would add up.
+    fn drop(&mut self) {
+        thread::scope(|scope| {
+            for server in &self.servers {
+                scope.spawn(move || lock(server).stop());
+            }
+        });
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -40,6 +40,9 @@ pub(crate) const MAX_LINE_BYTES: usize = 8 << 20;
 pub(crate) const LOG_MAX_BYTES: u64 = 1 << 20;
 /// How often a waiting request looks at Ctrl+C.
 const POLL: Duration = Duration::from_millis(20);
+/// How long a stopped server has to exit by itself once its stdin is closed (MCP's stdio
+/// shutdown; the reference SDKs wait 2 s too). A server that exits at once costs nothing more.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// Between SIGTERM and SIGKILL when a server is stopped.
 const STOP_GRACE: Duration = Duration::from_millis(500);
 
@@ -258,13 +261,17 @@ impl Connection {
 
 // ANCHOR: stop
 impl Drop for Connection {
-    /// Closes stdin, then SIGTERM to the server's whole group, SIGKILL after a grace, and
-    /// reaps whatever left the group: no server outlives the agent.
+    /// Closes stdin and lets the server exit by itself, as MCP's stdio shutdown asks: it still
+    /// reads what was written before the end (a `notifications/cancelled` just sent on Ctrl+C).
+    /// A server still running after a grace gets SIGTERM to its whole group, then SIGKILL;
+    /// what left the group is reaped too: no server outlives the agent.
     fn drop(&mut self) {
         lock(&self.shared.stdin).take();
-        send_signal(-self.group, libc::SIGTERM);
         // Woken by the exit itself, not by a timer: a server that stops at once costs nothing.
-        exited_before(&mut self.child, Instant::now() + STOP_GRACE);
+        if !exited_before(&mut self.child, Instant::now() + EXIT_GRACE) {
+            send_signal(-self.group, libc::SIGTERM);
+            exited_before(&mut self.child, Instant::now() + STOP_GRACE);
+        }
         send_signal(-self.group, libc::SIGKILL);
         let _ = self.child.wait();
         kill_escaped(&self.mark, self.group);
