@@ -49,6 +49,8 @@ pub mod ch17_notify;
 pub mod ch18_mcp;
 #[cfg(feature = "ch19")]
 pub mod ch19_anthropic;
+#[cfg(feature = "ch20")]
+pub mod ch20_sandbox;
 #[cfg(feature = "ch21")]
 pub mod ch21_serve;
 pub mod testkit;

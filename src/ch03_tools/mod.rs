@@ -22,12 +22,15 @@
 //! * [`output`] — head-and-tail answers and the spill file that keeps the whole.
 //! * [`shell`] — `bash`: a process group per command, a bounded capture, a wait that a
 //!   daemon holding the pipe cannot hang.
+//! * [`confinement`] — the seam where an operating-system sandbox (chapter 20) confines
+//!   each shell command; none by default.
 //! * [`bounds`], [`glob`], [`progress`], [`reads`], [`reaper`], [`secrets`] — the limits on
 //!   disk and memory, the glob matcher, the live progress line, the agent's own reads of the
 //!   workspace, the reaper of escaped processes, and the handling of the API key (with
 //!   [`url_credentials`], the secrets a base URL can carry).
 
 pub mod bounds;
+pub mod confinement;
 mod files;
 pub mod glob;
 pub mod output;
@@ -43,6 +46,7 @@ pub mod url_credentials;
 mod walk;
 
 use crate::ch02_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools};
+use crate::ch03_tools::confinement::Confinement;
 use crate::ch03_tools::secrets::redactor;
 use crate::text::shorten;
 use serde::Deserialize;
@@ -50,6 +54,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use walk::WALK_INTERRUPTED;
 
@@ -91,6 +96,8 @@ use libc::{ELOOP, O_NOFOLLOW, O_NONBLOCK, SIGKILL, SIGTERM};
 /// The six tools, confined to one directory tree.
 pub struct Workspace {
     root: PathBuf,
+    /// What confines its shell commands; `None` runs them as the user (see [`confinement`]).
+    confinement: Option<Arc<dyn Confinement>>,
 }
 
 impl Workspace {
@@ -101,7 +108,12 @@ impl Workspace {
         if !root.is_dir() {
             return Err(Error::Usage(format!("workspace root {} is not a directory", root.display())));
         }
-        Ok(Workspace { root })
+        Ok(Workspace { root, confinement: None })
+    }
+
+    /// The same workspace, with its shell commands confined by `confinement`.
+    pub fn confined(self, confinement: Arc<dyn Confinement>) -> Workspace {
+        Workspace { confinement: Some(confinement), ..self }
     }
 
     /// The canonical root every path is confined to.

@@ -49,6 +49,13 @@ fn become_subreaper() {
 /// zombies for as long as the agent runs). Repeats while killing one re-parents its own
 /// children to us. Returns how many had left the group.
 pub fn kill_escaped(mark: &str, group: i32) -> usize {
+    kill_escaped_or(mark, group, &|_| false)
+}
+
+/// [`kill_escaped`], also taking the children for which `started_inside` holds: a mark the
+/// process cannot remove (chapter 20's sandbox knows its own), for one that cleared the
+/// environment with `env -i`.
+pub fn kill_escaped_or(mark: &str, group: i32, started_inside: &dyn Fn(i32) -> bool) -> usize {
     let wanted = format!("{MARK_VARIABLE}={mark}");
     let mut escaped = 0;
     for _round in 0..16 {
@@ -56,7 +63,7 @@ pub fn kill_escaped(mark: &str, group: i32) -> usize {
             .into_iter()
             .filter_map(|pid| {
                 let in_group = process_group(pid) == Some(group);
-                (in_group || carries(pid, &wanted)).then_some((pid, in_group))
+                (in_group || carries(pid, &wanted) || started_inside(pid)).then_some((pid, in_group))
             })
             .collect();
         if ours.is_empty() {

@@ -7,7 +7,8 @@ use super::output::{Capture, OutputStore};
 use super::*;
 
 use crate::ch02_loop::{ToolOutput, ToolStatus, interrupted};
-use crate::ch03_tools::reaper::{MARK_VARIABLE, kill_escaped, new_mark};
+use crate::ch03_tools::confinement::Confinement;
+use crate::ch03_tools::reaper::{MARK_VARIABLE, kill_escaped_or, new_mark};
 use crate::ch03_tools::secrets::{redactor, remove_keys};
 use std::io::{self, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -34,14 +35,25 @@ enum Ending {
 /// Stdin is /dev/null; stdout and stderr share one pipe so the model sees them interleaved.
 /// `mark` goes into the environment, which every descendant inherits: what left the group is
 /// found by it afterwards (`reaper`).
-fn spawn_shell(root: &Path, command: &str, mark: &str, output: io::PipeWriter) -> io::Result<Child> {
+/// A [`Confinement`] (chapter 20's sandbox), when there is one, prepares it too; its refusal
+/// comes back as the error.
+fn spawn_shell(
+    root: &Path,
+    command: &str,
+    mark: &str,
+    output: io::PipeWriter,
+    confinement: Option<&dyn Confinement>,
+) -> io::Result<Child> {
     spawn_in_session(root, command, |shell| {
         shell
             .env(MARK_VARIABLE, mark)
             .stdin(Stdio::null())
             .stdout(output.try_clone()?)
             .stderr(output.try_clone()?);
-        Ok(())
+        match confinement {
+            Some(confinement) => confinement.confine(shell).map_err(io::Error::other),
+            None => Ok(()),
+        }
     })
     // `output` drops here: only the child holds the write end now, so EOF means it is done.
 }
@@ -130,7 +142,8 @@ impl Workspace {
             Err(error) => return failed(format!("cannot create a pipe for the command: {error}")),
         };
         let mark = new_mark();
-        let mut child = match spawn_shell(&self.root, command, &mark, writer) {
+        let confinement = self.confinement.as_deref();
+        let mut child = match spawn_shell(&self.root, command, &mark, writer, confinement) {
             Ok(child) => child,
             Err(error) => return failed(format!("cannot start the shell: {error}")),
         };
@@ -161,7 +174,8 @@ impl Workspace {
         // ANCHOR_END: bash_ending
         // ANCHOR: bash_escaped
         // What left the group (`setsid`, a daemon) was re-parented to us: it ends here too.
-        let escaped = kill_escaped(&mark, group);
+        let started_inside = |pid| confinement.is_some_and(|confinement| confinement.started_inside(pid));
+        let escaped = kill_escaped_or(&mark, group, &started_inside);
         let escaped_note = match escaped {
             0 => String::new(),
             1 => "\n[1 process that left the command's group was stopped]".to_string(),
@@ -177,12 +191,23 @@ impl Workspace {
             capture.render()
         };
         let output = if output.is_empty() { "(no output)".to_string() } else { output };
+        // A refusal the model cannot tell from a bug: say who refused, and who can lift it.
+        let sandbox_note = match confinement.and_then(|confinement| confinement.explain(&output)) {
+            Some(line) => format!("\n[{line}]"),
+            None => String::new(),
+        };
         let code = match &ending {
             Ending::Exited(exit) => exit.code(),
             _ => None,
         };
         let (status_line, status) = describe_ending(ending, seconds);
-        (ToolOutput { content: format!("{output}{note}{escaped_note}\n[{status_line}]"), status }, code)
+        (
+            ToolOutput {
+                content: format!("{output}{note}{escaped_note}{sandbox_note}\n[{status_line}]"),
+                status,
+            },
+            code,
+        )
     }
     // ANCHOR_END: bash_escaped
 

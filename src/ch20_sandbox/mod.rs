@@ -1,0 +1,293 @@
+//! Chapter 20 — the sandbox: a shell the model cannot turn against its user.
+//!
+//! Chapter 3 confines the file tools path by path, and leaves `bash` free: a command can write
+//! `~/.bashrc`, send a key over the network, kill the agent, leave a process behind, or write
+//! the approvals that decide what runs next time. Asking the model not to is a promise; this
+//! chapter asks the kernel. Every shell command the workspace starts (the model's `bash`, the
+//! harness's verify command) is confined between fork and exec by four layers, each chosen for
+//! what the others cannot express:
+//!
+//! * [`rules`] — **Landlock**: writes only beneath the workspace root and a private temporary
+//!   directory (or only the latter, in `read-only`), reads anywhere; no TCP connect or bind
+//!   (ABI 4); no signal, ptrace or abstract socket out of the sandbox (ABI 6).
+//! * [`sockets`] — **seccomp**: `socket()` for any family but `AF_UNIX` fails, because
+//!   Landlock names TCP ports and nothing else (UDP, raw, netlink, packet sockets).
+//! * [`namespaces`] — a **user and mount namespace** where `.mini_agent/`, `.git/hooks` and
+//!   `.git/config` are read-only bind mounts: Landlock's rules are allow-lists over whole
+//!   hierarchies, so it cannot carve a read-only hole inside the writable root. The namespace
+//!   is also a mark a process cannot remove, by which the reaper finds what `env -i` hid.
+//! * [`private_temp`] — the session's own `TMPDIR`, created 0700 and removed at the end.
+//!
+//! Everything that allocates or opens files is done once, before any fork: the ruleset, the
+//! BPF program, the namespaces. In the child only system calls remain (`setns`,
+//! `landlock_restrict_self`, `seccomp`), which is what async-signal-safety demands of a
+//! multi-threaded parent. What the kernel cannot enforce is said once, at start-up; `require`
+//! turns that warning into a refusal. [`stopped`] tells the model when a refusal it saw was
+//! the sandbox's, so it tells the person instead of retrying around it.
+
+#[cfg(target_os = "linux")]
+mod confine;
+#[cfg(target_os = "linux")]
+pub mod namespaces;
+pub mod private_temp;
+#[cfg(target_os = "linux")]
+pub mod rules;
+#[cfg(target_os = "linux")]
+pub mod sockets;
+pub mod stopped;
+#[cfg(all(test, target_os = "linux"))]
+mod tests;
+
+use crate::ch02_loop::Error;
+use crate::ch03_tools::confinement::Confinement;
+use private_temp::PrivateTemp;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What a sandboxed command may do (`--sandbox`, `MINI_AGENT_SANDBOX`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Write inside the workspace root and the private temp dir; read everywhere.
+    Workspace,
+    /// Write only inside the private temp dir.
+    ReadOnly,
+    /// As `Workspace`, and refuse to run a command when any layer is missing here.
+    Require,
+    /// No sandbox: commands run with all the user's rights.
+    Off,
+}
+
+impl Mode {
+    /// The flag's values, as `--help` and errors list them.
+    pub const WORDS: &str = "workspace, read-only, off or require";
+
+    pub fn parse(word: &str) -> Option<Mode> {
+        match word {
+            "workspace" => Some(Mode::Workspace),
+            "read-only" => Some(Mode::ReadOnly),
+            "require" => Some(Mode::Require),
+            "off" => Some(Mode::Off),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Workspace => "workspace",
+            Mode::ReadOnly => "read-only",
+            Mode::Require => "require",
+            Mode::Off => "off",
+        }
+    }
+
+    /// Whether commands may write beneath the workspace root.
+    fn writes_root(self) -> bool {
+        match self {
+            Mode::Workspace | Mode::Require => true,
+            Mode::ReadOnly | Mode::Off => false,
+        }
+    }
+}
+
+/// What the kernel enforces on this machine, layer by layer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Coverage {
+    /// Landlock's filesystem rules (ABI 1, Linux 5.13).
+    pub files: bool,
+    /// Landlock's TCP connect and bind rules (ABI 4, Linux 6.7).
+    pub tcp: bool,
+    /// Landlock's scopes: signals and abstract UNIX sockets (ABI 6, Linux 6.12).
+    pub signals: bool,
+    /// The seccomp filter on `socket()`.
+    pub sockets: bool,
+    /// The namespace with the agent's state read-only (unprivileged user namespaces).
+    pub state: bool,
+}
+
+/// The sandbox of one run: built once, applied to every command the workspace starts.
+pub struct Sandbox {
+    mode: Mode,
+    allow_net: bool,
+    coverage: Coverage,
+    temp: PrivateTemp,
+    /// The read-only paths, as the start-up line names them.
+    protected: Vec<PathBuf>,
+    #[cfg(target_os = "linux")]
+    parts: confine::Parts,
+}
+
+impl Sandbox {
+    /// Builds the sandbox for commands run in `root` (canonical): every layer this kernel
+    /// offers, each probed here, once, so that the child only has system calls left to make.
+    /// `mode` must not be `Off` (no sandbox is built then).
+    pub fn new(root: &Path, mode: Mode, allow_net: bool) -> Result<Sandbox, Error> {
+        let temp = PrivateTemp::create().map_err(|source| {
+            Error::io("cannot create the sandbox's private temp dir".to_string(), source)
+        })?;
+        let protected = protected_paths(root);
+        #[cfg(target_os = "linux")]
+        {
+            let writable: Vec<&Path> =
+                if mode.writes_root() { vec![root, temp.path()] } else { vec![temp.path()] };
+            let (parts, coverage) = confine::Parts::build(root, &writable, &protected, allow_net);
+            Ok(Sandbox { mode, allow_net, coverage, temp, protected, parts })
+        }
+        #[cfg(not(target_os = "linux"))]
+        Ok(Sandbox { mode, allow_net, coverage: Coverage::default(), temp, protected })
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn coverage(&self) -> Coverage {
+        self.coverage
+    }
+
+    /// The private temp dir, which commands see as `TMPDIR`.
+    pub fn temp_dir(&self) -> &Path {
+        self.temp.path()
+    }
+
+    /// What the sandbox misses on this machine, in words; empty when it enforces everything.
+    pub fn missing(&self) -> Vec<&'static str> {
+        let c = self.coverage;
+        let mut missing = Vec::new();
+        if !c.files {
+            missing.push(if cfg!(target_os = "linux") {
+                "file access (needs Landlock: Linux 5.13 with landlock in the lsm= list)"
+            } else {
+                "everything (the sandbox needs Linux's Landlock)"
+            });
+        }
+        if !self.allow_net && !c.tcp {
+            missing.push("TCP connect and bind (needs Landlock ABI 4, Linux 6.7)");
+        }
+        if !self.allow_net && !c.sockets {
+            missing.push("UDP and raw sockets (needs seccomp on x86_64, aarch64 or riscv64)");
+        }
+        if !c.signals {
+            missing.push("signals to other processes (needs Landlock ABI 6, Linux 6.12)");
+        }
+        missing
+    }
+
+    /// Why a command must not run: `require` on a machine that misses a layer.
+    pub fn refusal(&self) -> Option<String> {
+        let missing = self.missing();
+        (self.mode == Mode::Require && !missing.is_empty()).then(|| {
+            format!(
+                "bash refused: --sandbox require, and this machine cannot enforce {}; the user can \
+                 accept that with --sandbox workspace, or run unconfined with --sandbox off",
+                missing.join(", ")
+            )
+        })
+    }
+
+    /// The one line said at start-up: what is protected on this machine and what is not.
+    pub fn start_up_line(&self) -> String {
+        let mut enforced = Vec::new();
+        let c = self.coverage;
+        if c.files {
+            enforced.push(match self.mode.writes_root() {
+                true => "writes only in the workspace and a private TMPDIR",
+                false => "writes only in a private TMPDIR",
+            });
+        }
+        if self.allow_net {
+            enforced.push("network allowed (--allow-net)");
+        } else if c.tcp && c.sockets {
+            enforced.push("no network");
+        }
+        if c.signals {
+            enforced.push("no signals outside");
+        }
+        let state = self.protected.iter().map(|path| shown(path)).collect::<Vec<_>>().join(", ");
+        if c.state && c.files && !self.protected.is_empty() {
+            enforced.push("read-only agent state");
+        }
+        let mode = self.mode.name();
+        let missing = self.missing();
+        let state_note = match (c.state, self.mode.writes_root() && c.files) {
+            (true, _) if !state.is_empty() => format!(" ({state})"),
+            (false, true) => format!(" ({state} writable: {})", self.state_error()),
+            _ => String::new(),
+        };
+        if missing.is_empty() {
+            format!("mini-agent: sandbox {mode}: {}{state_note}", enforced.join(", "))
+        } else {
+            let enforced = if enforced.is_empty() { "nothing".to_string() } else { enforced.join(", ") };
+            format!(
+                "mini-agent: warning: sandbox {mode} does not enforce {} on this machine; it does: {enforced}{state_note}",
+                missing.join(", ")
+            )
+        }
+    }
+
+    /// The mode as the permission question and `/stats` name it.
+    pub fn label(&self) -> String {
+        let net = if self.allow_net { ", network allowed" } else { ", no network" };
+        let partial = if self.missing().is_empty() { "" } else { ", partly enforced" };
+        format!("sandbox {}{net}{partial}", self.mode.name())
+    }
+
+    /// Why the namespaces that protect the agent's state could not be made.
+    fn state_error(&self) -> String {
+        #[cfg(target_os = "linux")]
+        if let Some(error) = &self.parts.state_error {
+            return error.clone();
+        }
+        "no user namespaces here".to_string()
+    }
+}
+
+impl Confinement for Sandbox {
+    fn confine(&self, command: &mut Command) -> Result<(), String> {
+        if let Some(refusal) = self.refusal() {
+            return Err(refusal);
+        }
+        command.env("TMPDIR", self.temp.path());
+        #[cfg(target_os = "linux")]
+        self.parts.apply(command)?;
+        Ok(())
+    }
+
+    fn explain(&self, output: &str) -> Option<String> {
+        stopped::explain(output, self.mode, self.allow_net)
+    }
+
+    fn started_inside(&self, pid: i32) -> bool {
+        #[cfg(target_os = "linux")]
+        return self.parts.holds(pid);
+        #[cfg(not(target_os = "linux"))]
+        false
+    }
+}
+
+/// The agent's own state inside `root`, which commands may read but not write: its
+/// directory, the two places where a write becomes code the person runs later without
+/// seeing it in a diff (`.git/hooks`, `.git/config`), and the user's mini-agent config
+/// directory when the root contains it (a session started in `~`).
+fn protected_paths(root: &Path) -> Vec<PathBuf> {
+    let state = root.join(".mini_agent");
+    let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&state);
+    let mut paths = vec![state, root.join(".git/hooks"), root.join(".git/config")];
+    paths.extend(crate::ch16_approval::user_config_dir().and_then(|dir| dir.canonicalize().ok()));
+    paths.retain(|path| {
+        path.starts_with(root) && path.symlink_metadata().is_ok_and(|meta| !meta.is_symlink())
+    });
+    paths.dedup();
+    paths
+}
+
+/// A path as the start-up line shows it: short, relative to `~` when it can be.
+fn shown(path: &Path) -> String {
+    let text = path.display().to_string();
+    match path.file_name().and_then(|name| name.to_str()) {
+        Some(".mini_agent") => ".mini_agent/".to_string(),
+        Some("hooks") if text.ends_with(".git/hooks") => ".git/hooks".to_string(),
+        Some("config") if text.ends_with(".git/config") => ".git/config".to_string(),
+        _ => text,
+    }
+}

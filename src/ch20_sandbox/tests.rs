@@ -1,0 +1,267 @@
+//! Unit tests of the sandbox, through the workspace's `bash` as the model calls it. Each
+//! refusal is paired with the same command unconfined, so a test proves the sandbox and not a
+//! broken shell. On a kernel without Landlock they are ignored, with that reason (build.rs).
+
+use super::*;
+use crate::ch02_loop::{ToolCall, ToolOutput, Tools};
+use crate::ch03_tools::Workspace;
+use crate::testkit::tempdir::TempDir;
+use serde_json::json;
+use std::net::{TcpListener, UdpSocket};
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+use std::sync::Arc;
+
+fn bash(workspace: &mut Workspace, command: &str) -> ToolOutput {
+    let arguments = json!({"command": command}).to_string();
+    workspace.run(&ToolCall { id: "1".into(), name: "bash".into(), arguments })
+}
+
+/// A workspace in a fresh root, confined by a sandbox in `mode` (kept alive by the workspace).
+fn sandboxed(mode: Mode, allow_net: bool) -> (TempDir, Workspace, Arc<Sandbox>) {
+    let root = TempDir::new("sandbox");
+    let sandbox = Arc::new(Sandbox::new(root.path(), mode, allow_net).unwrap());
+    let workspace = Workspace::new(root.path()).unwrap().confined(sandbox.clone());
+    (root, workspace, sandbox)
+}
+
+fn plain(root: &TempDir) -> Workspace {
+    Workspace::new(root.path()).unwrap()
+}
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn writes_land_in_the_root_and_tmpdir_and_nowhere_else() {
+    let (root, mut workspace, sandbox) = sandboxed(Mode::Workspace, false);
+    let outside = TempDir::new("outside");
+    let target = outside.path().join("planted");
+    let inside =
+        bash(&mut workspace, "echo in > inside.txt && echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"");
+    assert!(inside.content.contains("tmp") && inside.content.contains("exit code 0"), "{}", inside.content);
+    assert_eq!(std::fs::read_to_string(root.path().join("inside.txt")).unwrap(), "in\n");
+    assert!(sandbox.temp_dir().join("t").exists(), "TMPDIR is the private temp dir");
+
+    let escape = format!("echo owned > {}", target.display());
+    let refused = bash(&mut workspace, &escape);
+    assert!(!target.exists(), "the write outside the root landed: {}", refused.content);
+    assert!(refused.content.contains("Permission denied"), "{}", refused.content);
+    assert!(
+        refused.content.contains("[sandbox: this command ran in the workspace sandbox"),
+        "{}",
+        refused.content
+    );
+    assert!(refused.content.contains("--sandbox off"), "{}", refused.content);
+
+    let allowed = bash(&mut plain(&root), &escape);
+    assert!(target.exists(), "unconfined, the same command writes: {}", allowed.content);
+    assert!(!allowed.content.contains("sandbox"), "no note without a sandbox: {}", allowed.content);
+}
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn read_only_writes_only_the_private_temp_dir() {
+    let (root, mut workspace, _sandbox) = sandboxed(Mode::ReadOnly, false);
+    let output =
+        bash(&mut workspace, "echo x > inside.txt; echo y > \"$TMPDIR/y\" && cat \"$TMPDIR/y\" README 2>&1");
+    assert!(!root.path().join("inside.txt").exists(), "{}", output.content);
+    assert!(output.content.contains("y\n"), "{}", output.content);
+    assert!(output.content.contains("read-only sandbox (writes only in $TMPDIR"), "{}", output.content);
+}
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn no_tcp_and_no_udp_unless_the_network_is_allowed() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let tcp = listener.local_addr().unwrap().port();
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let send = format!(
+        "echo key > /dev/tcp/127.0.0.1/{tcp} && echo tcp-sent; echo key > /dev/udp/127.0.0.1/{udp_port} && echo udp-sent"
+    );
+    let (_root, mut workspace, _sandbox) = sandboxed(Mode::Workspace, false);
+    let refused = bash(&mut workspace, &send);
+    assert!(
+        !refused.content.contains("tcp-sent") && !refused.content.contains("udp-sent"),
+        "{}",
+        refused.content
+    );
+    assert!(refused.content.contains("--allow-net"), "the note names the flag: {}", refused.content);
+
+    let (_root, mut workspace, _sandbox) = sandboxed(Mode::Workspace, true);
+    let allowed = bash(&mut workspace, &send);
+    assert!(
+        allowed.content.contains("tcp-sent") && allowed.content.contains("udp-sent"),
+        "{}",
+        allowed.content
+    );
+    let mut datagram = [0u8; 16];
+    assert_eq!(udp.recv(&mut datagram).unwrap(), 4, "the datagram arrived");
+}
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn each_network_layer_refuses_on_its_own() {
+    // Landlock alone (the seccomp filter taken away): a TCP connect is refused with EACCES.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let root = TempDir::new("sandbox");
+    let mut sandbox = Sandbox::new(root.path(), Mode::Workspace, false).unwrap();
+    sandbox.parts.without_socket_filter();
+    let mut workspace = plain(&root).confined(Arc::new(sandbox));
+    let tcp = bash(&mut workspace, &format!("echo x > /dev/tcp/127.0.0.1/{port}"));
+    assert!(tcp.content.contains("Permission denied"), "Landlock's EACCES: {}", tcp.content);
+    // The filter alone refuses the socket itself, EPERM, before any address is named.
+    let python = "import socket\ntry:\n    socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n    print('made')\nexcept OSError as e:\n    print('refused', e.errno)";
+    let (_root, mut workspace, _sandbox) = sandboxed(Mode::Workspace, false);
+    let udp = bash(&mut workspace, &format!("python3 -c \"{python}\""));
+    assert!(udp.content.contains(&format!("refused {}", libc::EPERM)), "{}", udp.content);
+}
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn no_signal_reaches_the_agent() {
+    let (root, mut workspace, _sandbox) = sandboxed(Mode::Workspace, false);
+    let refused = bash(&mut workspace, "kill -0 $PPID && echo reached");
+    assert!(!refused.content.contains("reached"), "{}", refused.content);
+    assert!(refused.content.contains("Operation not permitted"), "{}", refused.content);
+    let allowed = bash(&mut plain(&root), "kill -0 $PPID && echo reached");
+    assert!(allowed.content.contains("reached"), "{}", allowed.content);
+    // Nor its memory or environment, which ptrace's rules guard (the agent's key is there).
+    let environ = bash(&mut workspace, "head -c 10 /proc/$PPID/environ >/dev/null && echo read");
+    assert!(!environ.content.contains("read\n"), "{}", environ.content);
+}
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn the_agents_state_and_git_hooks_are_read_only_but_git_commit_works() {
+    let root = TempDir::new("sandbox");
+    let git = |args: &[&str]| Command::new("git").args(args).current_dir(root.path()).output().unwrap();
+    assert!(git(&["init", "-q"]).status.success());
+    let sandbox = Arc::new(Sandbox::new(root.path(), Mode::Workspace, false).unwrap());
+    if !sandbox.coverage().state {
+        assert!(sandbox.start_up_line().contains("writable"), "{}", sandbox.start_up_line());
+        eprintln!("note: no user namespaces here; the state is unprotected and the line says so");
+        return;
+    }
+    let mut workspace = plain(&root).confined(sandbox);
+    let attack = "echo x > .mini_agent/planted; echo y > .git/hooks/pre-commit; git config core.fsmonitor evil; umount .mini_agent";
+    let output = bash(&mut workspace, attack);
+    assert!(!root.path().join(".mini_agent/planted").exists(), "{}", output.content);
+    assert!(!root.path().join(".git/hooks/pre-commit").exists(), "{}", output.content);
+    assert!(
+        !String::from_utf8_lossy(&git(&["config", "--list"]).stdout).contains("evil"),
+        "{}",
+        output.content
+    );
+    assert!(output.content.contains("Read-only file system"), "{}", output.content);
+
+    let commit = "echo hi > a.txt && git add a.txt && git -c user.name=t -c user.email=t@t commit -qm one && git log --oneline";
+    let output = bash(&mut workspace, commit);
+    assert!(output.content.contains("one") && output.content.contains("exit code 0"), "{}", output.content);
+}
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn a_process_that_clears_its_environment_and_leaves_the_group_is_still_stopped() {
+    // The command waits until the process has left its group (it writes its pid after
+    // setsid), so the group's kill at the end cannot catch it first.
+    let escape = "rm -f pid; env -i setsid sh -c 'echo $$ > pid; exec sleep 1000' >/dev/null 2>&1 & \
+                  while [ ! -s pid ]; do sleep 0.01; done; cat pid";
+    let pid_of = |output: &ToolOutput| -> i32 {
+        output.content.lines().find_map(|line| line.trim().parse().ok()).expect("a pid")
+    };
+    let alive = |pid: i32| std::path::Path::new(&format!("/proc/{pid}")).exists();
+    let (root, mut workspace, sandbox) = sandboxed(Mode::Workspace, false);
+    if !sandbox.coverage().state {
+        eprintln!("note: no user namespaces here: nothing marks such a process");
+        return;
+    }
+    let output = bash(&mut workspace, escape);
+    let pid = pid_of(&output);
+    assert!(!alive(pid), "the escaped process still runs: {}", output.content);
+    assert!(
+        output.content.contains("left the command's group were stopped")
+            || output.content.contains("1 process")
+    );
+
+    let output = bash(&mut plain(&root), escape);
+    let pid = pid_of(&output);
+    assert!(alive(pid), "unconfined, env -i hides it from the reaper: {}", output.content);
+    // SAFETY: kill takes plain integers; the process is the one this test started.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    crate::ch03_tools::reaper::kill_escaped_or("none", -1, &|child| child == pid);
+}
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn ordinary_work_still_runs() {
+    let (_root, mut workspace, _sandbox) = sandboxed(Mode::Workspace, false);
+    let work = "python3 -c 'import tempfile; f = tempfile.NamedTemporaryFile(); print(\"py\", f.name)' && \
+                echo data > /dev/null && echo out > /dev/stdout && echo err >&2 && mktemp -d && ls -la / >/dev/null && \
+                cat /etc/hostname >/dev/null && echo done";
+    let output = bash(&mut workspace, work);
+    assert!(output.content.contains("done") && output.content.contains("exit code 0"), "{}", output.content);
+    assert!(!output.content.contains("[sandbox:"), "nothing was refused: {}", output.content);
+}
+
+#[test]
+fn the_private_temp_dir_is_private_and_goes_with_the_run() {
+    let temp = PrivateTemp::create().unwrap();
+    let path = temp.path().to_path_buf();
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o700);
+    std::fs::write(path.join("left"), "x").unwrap();
+    drop(temp);
+    assert!(!path.exists());
+}
+
+#[test]
+fn require_refuses_a_command_when_a_layer_is_missing() {
+    let root = TempDir::new("sandbox");
+    let mut sandbox = Sandbox::new(root.path(), Mode::Require, false).unwrap();
+    sandbox.coverage.signals = false;
+    let line = sandbox.start_up_line();
+    assert!(line.starts_with("mini-agent: warning: sandbox require does not enforce signals"), "{line}");
+    let mut workspace = plain(&root).confined(Arc::new(sandbox));
+    let output = bash(&mut workspace, "echo ran");
+    assert!(!output.content.contains("ran\n"), "{}", output.content);
+    assert!(output.content.contains("bash refused: --sandbox require"), "{}", output.content);
+}
+
+#[test]
+fn the_note_appears_only_for_refusals() {
+    assert_eq!(stopped::explain("hello\n", Mode::Workspace, false), None);
+    let note =
+        stopped::explain("sh: 1: cannot create /x: Permission denied", Mode::Workspace, false).unwrap();
+    assert!(note.contains("--sandbox off, or --allow-net"), "{note}");
+    let note = stopped::explain("curl: (6) Could not resolve host: example.com", Mode::Workspace, true);
+    assert_eq!(note, None, "with the network allowed, a failed lookup is not ours");
+}
+
+#[test]
+fn modes_parse_and_name_themselves() {
+    for word in ["workspace", "read-only", "off", "require"] {
+        assert_eq!(Mode::parse(word).map(Mode::name), Some(word));
+    }
+    assert_eq!(Mode::parse("on"), None);
+}
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn the_start_up_line_says_what_this_machine_enforces() {
+    let root = TempDir::new("sandbox");
+    let sandbox = Sandbox::new(root.path(), Mode::Workspace, false).unwrap();
+    let line = sandbox.start_up_line();
+    println!("figure: start-up line: {line}");
+    let c = sandbox.coverage();
+    assert!(c.files, "build.rs saw Landlock, so the probe must too");
+    match sandbox.missing().is_empty() {
+        true => {
+            assert!(line.starts_with("mini-agent: sandbox workspace: writes only in the workspace"), "{line}")
+        }
+        false => {
+            assert!(line.starts_with("mini-agent: warning: sandbox workspace does not enforce"), "{line}")
+        }
+    }
+    assert_eq!(line.lines().count(), 1);
+    assert!(line.contains(".mini_agent/"), "{line}");
+}
