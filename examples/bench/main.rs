@@ -15,9 +15,10 @@
 //! with the table: a figure taken while other work runs says so.
 //!
 //! `tasks` holds chapter 15's rows, `mcp` chapter 18's (this binary is also their fake MCP
-//! server, run as `bench --mcp-server LOG`).
+//! server, run as `bench --mcp-server LOG`), `sandbox` chapter 20's.
 
 mod mcp;
+mod sandbox;
 mod tasks;
 
 use mini_agent::ch05_sessions::{SessionStore, new_session_id};
@@ -47,6 +48,7 @@ fn main() {
     mcp::mcp_rows(&mut table, &options.binary);
     session_rows(&mut table, &options.binary);
     tasks::task_rows(&mut table, &options.binary);
+    sandbox::sandbox_rows(&mut table);
     build_rows(&mut table, &options);
     println!("mini-agent benchmarks — median of {RUNS} runs, all runs in brackets");
     println!("workspace: an empty temporary directory under {}", std::env::temp_dir().display());
