@@ -11,8 +11,8 @@
 //! `seccomp`. The order matters: the mount namespace first (Landlock forbids changing mounts
 //! once applied), then Landlock, then the filter.
 
-use super::Coverage;
 use super::namespaces::Namespaces;
+use super::{Coverage, Protected};
 use super::{rules, sockets};
 use landlock::RulesetCreated;
 use seccompiler::BpfProgram;
@@ -20,7 +20,7 @@ use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
@@ -40,7 +40,7 @@ impl Parts {
     pub fn build(
         root: &Path,
         writable: &[&Path],
-        protected: &[PathBuf],
+        protected: &Protected,
         allow_net: bool,
     ) -> (Parts, Coverage) {
         let mut coverage = rules::probe();
@@ -53,7 +53,7 @@ impl Parts {
         }
         let sockets = if allow_net { None } else { sockets::socket_filter().ok().map(Arc::new) };
         coverage.sockets = sockets.is_some();
-        let (namespaces, state_error) = match Namespaces::create(protected) {
+        let (namespaces, state_error) = match Namespaces::create(&protected.pinned, &protected.read_only) {
             Ok(namespaces) => (Some(Arc::new(namespaces)), None),
             Err(error) => (None, Some(error.to_string())),
         };

@@ -111,8 +111,8 @@ pub struct Sandbox {
     allow_net: bool,
     coverage: Coverage,
     temp: PrivateTemp,
-    /// The read-only paths, as the start-up line names them.
-    protected: Vec<PathBuf>,
+    /// The paths commands may not write, or not move.
+    protected: Protected,
     #[cfg(target_os = "linux")]
     parts: confine::Parts,
 }
@@ -203,8 +203,9 @@ impl Sandbox {
         if c.signals {
             enforced.push("no signals outside");
         }
-        let state = self.protected.iter().map(|path| shown(path)).collect::<Vec<_>>().join(", ");
-        if c.state && c.files && !self.protected.is_empty() {
+        let read_only = &self.protected.read_only;
+        let state = read_only.iter().map(|path| shown(path)).collect::<Vec<_>>().join(", ");
+        if c.state && c.files && !read_only.is_empty() {
             enforced.push("read-only agent state");
         }
         let mode = self.mode.name();
@@ -265,20 +266,31 @@ impl Confinement for Sandbox {
     }
 }
 
-/// The agent's own state inside `root`, which commands may read but not write: its
-/// directory, the two places where a write becomes code the person runs later without
-/// seeing it in a diff (`.git/hooks`, `.git/config`), and the user's mini-agent config
-/// directory when the root contains it (a session started in `~`).
-fn protected_paths(root: &Path) -> Vec<PathBuf> {
+/// What commands may not write inside the root, though the root is writable: the agent's
+/// own directory, the two places where a write becomes code that the person runs later
+/// without seeing it in a diff (`.git/hooks`, `.git/config`), and the user's mini-agent config
+/// directory when the root contains it (a session started in `~`). And `.git` itself, pinned:
+/// still writable (`git commit`), but a mount point, so it cannot be moved aside and replaced
+/// by a copy with other hooks.
+pub(crate) struct Protected {
+    pinned: Vec<PathBuf>,
+    read_only: Vec<PathBuf>,
+}
+
+fn protected_paths(root: &Path) -> Protected {
     let state = root.join(".mini_agent");
     let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&state);
-    let mut paths = vec![state, root.join(".git/hooks"), root.join(".git/config")];
-    paths.extend(crate::ch16_approval::user_config_dir().and_then(|dir| dir.canonicalize().ok()));
-    paths.retain(|path| {
+    let mut read_only = vec![state, root.join(".git/hooks"), root.join(".git/config")];
+    read_only.extend(crate::ch16_approval::user_config_dir().and_then(|dir| dir.canonicalize().ok()));
+    // Only what exists, as itself: a symlink would be followed by the mount, elsewhere.
+    let real = |path: &PathBuf| {
         path.starts_with(root) && path.symlink_metadata().is_ok_and(|meta| !meta.is_symlink())
-    });
-    paths.dedup();
-    paths
+    };
+    read_only.retain(real);
+    read_only.dedup();
+    let git = root.join(".git");
+    let pinned = if real(&git) && git.is_dir() { vec![git] } else { Vec::new() };
+    Protected { pinned, read_only }
 }
 
 /// A path as the start-up line shows it: short, relative to `~` when it can be.

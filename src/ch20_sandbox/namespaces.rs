@@ -47,15 +47,17 @@ const STEPS: [&str; 7] = [
 ];
 
 impl Namespaces {
-    /// Makes the namespaces with each of `protected` (existing paths) read-only.
-    pub fn create(protected: &[PathBuf]) -> io::Result<Namespaces> {
+    /// Makes the namespaces with each of `read_only` (existing paths) read-only, after making
+    /// each of `pinned` a mount point of its own, which cannot be renamed or replaced.
+    pub fn create(pinned: &[PathBuf], read_only: &[PathBuf]) -> io::Result<Namespaces> {
         // Everything the helper needs is made here: after fork it may only make system calls.
         // SAFETY: getuid and getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         let uid_map = format!("{uid} {uid} 1");
         let gid_map = format!("{gid} {gid} 1");
-        let mounts: Vec<(CString, libc::c_ulong)> =
-            protected.iter().map(|path| read_only_remount(path)).collect::<io::Result<_>>()?;
+        let pins = pinned.iter().map(|path| Ok((c_path(path)?, NO_REMOUNT)));
+        let read_only = read_only.iter().map(|path| read_only_remount(path));
+        let mounts: Vec<(CString, libc::c_ulong)> = pins.chain(read_only).collect::<io::Result<_>>()?;
         let (report_read, report_write) = io::pipe()?;
         // SAFETY: the child runs `helper`, which makes only async-signal-safe system calls on
         // memory prepared above, and never returns.
@@ -105,11 +107,18 @@ impl Namespaces {
     }
 }
 
+/// The remount flags of a path that is only pinned (bind-mounted onto itself, still writable).
+const NO_REMOUNT: libc::c_ulong = 0;
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)
+}
+
 /// `path` as a C string, with the flags that remount it read-only. Inside a user namespace a
 /// remount must keep the flags the original mount was locked with (nosuid, nodev, noexec and
 /// the atime ones), or the kernel refuses it; `statvfs` says which they are.
 fn read_only_remount(path: &Path) -> io::Result<(CString, libc::c_ulong)> {
-    let c_path = CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    let c_path = c_path(path)?;
     // SAFETY: statvfs writes into the zeroed struct we pass; the path is a valid C string.
     let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statvfs(c_path.as_ptr(), &mut stats) } != 0 {
@@ -127,7 +136,7 @@ fn read_only_remount(path: &Path) -> io::Result<(CString, libc::c_ulong)> {
     Ok((c_path, libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | locked))
 }
 
-/// The forked helper: into new namespaces, its ids mapped, the protected paths read-only;
+/// The forked helper: into new namespaces, its ids mapped, the paths pinned and read-only;
 /// then it reports (one byte: 0, or the failed step and the errno) and waits to be killed.
 unsafe fn helper(uid_map: &[u8], gid_map: &[u8], mounts: &[(CString, libc::c_ulong)], report: i32) -> ! {
     const REPORT: i32 = 3;
@@ -170,7 +179,7 @@ unsafe fn helper(uid_map: &[u8], gid_map: &[u8], mounts: &[(CString, libc::c_ulo
             {
                 fail(5);
             }
-            if libc::mount(none, path.as_ptr(), none, *remount, none.cast()) != 0 {
+            if *remount != NO_REMOUNT && libc::mount(none, path.as_ptr(), none, *remount, none.cast()) != 0 {
                 fail(6);
             }
         }

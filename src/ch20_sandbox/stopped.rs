@@ -4,13 +4,14 @@
 //! retries with `sudo`, another path, another tool, and each retry is refused again. One line
 //! appended to the result changes that: it says a sandbox is there, what it allows, and which
 //! flag lifts it, so the model can tell the person. It is appended only when the output holds
-//! an error the sandbox produces (`EACCES`, `EPERM`, `EROFS`, and with the network off a failed
-//! name lookup), and it says "may": the same words also come from ordinary permission errors.
+//! an error the sandbox produces (`EACCES`, `EPERM`, `EROFS`, `EBUSY` for a pinned `.git`, and
+//! with the network off a failed name lookup), and it says "may": the same words also come from ordinary permission errors.
 
 use super::Mode;
 
-/// Error texts the sandbox's refusals produce (strerror of EACCES, EPERM, EROFS).
-const REFUSALS: [&str; 3] = ["Permission denied", "Operation not permitted", "Read-only file system"];
+/// Error texts the sandbox's refusals produce (strerror of EACCES, EPERM, EROFS, EBUSY).
+const REFUSALS: [&str; 4] =
+    ["Permission denied", "Operation not permitted", "Read-only file system", "Device or resource busy"];
 
 /// What a program prints when it cannot reach the network at all.
 const OFFLINE: [&str; 4] = [

@@ -144,7 +144,8 @@ fn the_agents_state_and_git_hooks_are_read_only_but_git_commit_works() {
         return;
     }
     let mut workspace = plain(&root).confined(sandbox);
-    let attack = "echo x > .mini_agent/planted; echo y > .git/hooks/pre-commit; git config core.fsmonitor evil; umount .mini_agent";
+    let attack = "umount .mini_agent; umount .git/config; echo x > .mini_agent/planted; echo y > .git/hooks/pre-commit; \
+                  git config core.fsmonitor evil; mv .git .git-old || echo pinned";
     let output = bash(&mut workspace, attack);
     assert!(!root.path().join(".mini_agent/planted").exists(), "{}", output.content);
     assert!(!root.path().join(".git/hooks/pre-commit").exists(), "{}", output.content);
@@ -154,6 +155,11 @@ fn the_agents_state_and_git_hooks_are_read_only_but_git_commit_works() {
         output.content
     );
     assert!(output.content.contains("Read-only file system"), "{}", output.content);
+    assert!(
+        output.content.contains("pinned") && root.path().join(".git/HEAD").exists(),
+        "{}",
+        output.content
+    );
 
     let commit = "echo hi > a.txt && git add a.txt && git -c user.name=t -c user.email=t@t commit -qm one && git log --oneline";
     let output = bash(&mut workspace, commit);
@@ -264,4 +270,21 @@ fn the_start_up_line_says_what_this_machine_enforces() {
     }
     assert_eq!(line.lines().count(), 1);
     assert!(line.contains(".mini_agent/"), "{line}");
+}
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn links_made_inside_the_root_do_not_lead_out_of_it() {
+    let (root, mut workspace, _sandbox) = sandboxed(Mode::Workspace, false);
+    let outside = TempDir::new("outside");
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, "original\n").unwrap();
+    // A symlink is followed to its target, which Landlock checks; a hard link would give the
+    // file a second name inside the root, which Landlock refuses to make (EXDEV).
+    let attack = format!("ln -s {0} soft; echo a >> soft; ln {0} hard; echo b >> hard", victim.display());
+    let output = bash(&mut workspace, &attack);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "original\n", "{}", output.content);
+    bash(&mut plain(&root), "rm -f soft hard");
+    let unconfined = bash(&mut plain(&root), &attack);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "original\na\nb\n", "{}", unconfined.content);
 }
