@@ -10,7 +10,7 @@
 //! valgrind --tool=callgrind mini-agent --allow-shell -p go --base-url "$url"
 //! ```
 
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use std::io::Write;
 use std::sync::mpsc;
 use std::time::Duration;

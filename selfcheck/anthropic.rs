@@ -4,7 +4,7 @@
 //! commands, and a cut stream.
 
 use crate::harness::{Test, records, session_files};
-use mini_agent::testkit::scripted_server::Step;
+use mini_agent::scripted_server::Step;
 use serde_json::{Value, json};
 
 /// A whole Messages reply with these content blocks.

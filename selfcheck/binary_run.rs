@@ -18,7 +18,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 #[allow(unused_imports)] // the contract and robustness targets use it, the others not
-pub use mini_agent::testkit::tempdir::TempDir as Workspace;
+pub use mini_agent::temp_dir::TempDir as Workspace;
 
 /// What one run of the binary did.
 #[derive(Debug)]

@@ -72,8 +72,7 @@ fn dash_p_dash_reads_the_prompt_from_stdin() {
 
 #[test]
 fn the_model_env_var_and_base_url_env_var_are_used() {
-    let server =
-        mini_agent::testkit::scripted_server::ScriptedServer::scripted(vec![text("ok")]).expect("server");
+    let server = mini_agent::scripted_server::ScriptedServer::scripted(vec![text("ok")]).expect("server");
     let run =
         Test::new().env("OPENAI_BASE_URL", &server.url).env("MODEL_ID", "from-env").args(["-p", "hi"]).run();
     run.expect_code(0);
@@ -141,7 +140,7 @@ fn verbose_shows_arguments_and_results() {
 fn ctrl_c_while_waiting_for_the_model_exits_130() {
     let run = Test::new()
         .args(["-p", "x"])
-        .server(vec![mini_agent::testkit::scripted_server::Step::Hang])
+        .server(vec![mini_agent::scripted_server::Step::Hang])
         .interrupt_after(1)
         .run();
     run.expect_code(130).stderr_has("interrupted");

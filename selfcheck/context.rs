@@ -6,7 +6,7 @@
 //! that count, and refuses a request over its context with llama.cpp's own 400 error.
 
 use crate::harness::{Test, call, records, session_files, text};
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 

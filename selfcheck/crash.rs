@@ -19,7 +19,7 @@
 
 use crate::harness::{TempDir, Test, session_files, text};
 use mini_agent::ch09_journal::read_journal;
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

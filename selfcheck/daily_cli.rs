@@ -3,7 +3,7 @@
 //! Each test drives the real binary, through a pipe or a pseudo-terminal.
 
 use crate::harness::{Run, Test, call, records, session_files, text};
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 
 // --- 1. A session remembers where it talks -------------------------------------------------

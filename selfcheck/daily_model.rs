@@ -8,7 +8,7 @@
 //! * `edit_file` names each matching line once.
 
 use crate::harness::{Test, agent_command, call, session_files, text};
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 
 use crate::harness::{TempDir, Test, call, messages, text};
 use crate::pty::Terminal;
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 use std::time::Duration;
 

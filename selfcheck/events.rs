@@ -1,7 +1,7 @@
 //! `--json` events and `--stream`, end to end through the real binary.
 
 use crate::harness::{Test, call, text};
-use mini_agent::testkit::scripted_server::Step;
+use mini_agent::scripted_server::Step;
 use serde_json::{Value, json};
 
 fn json_lines(stdout: &str) -> Vec<Value> {

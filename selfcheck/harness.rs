@@ -6,7 +6,7 @@
 
 pub use crate::binary_run::agent_command;
 use crate::binary_run::drain;
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 /// A run that takes longer than this is a hang: the child is killed and the test fails.
 const HANG_AFTER: Duration = Duration::from_secs(20);
 
-pub use mini_agent::testkit::tempdir::TempDir;
+pub use mini_agent::temp_dir::TempDir;
 
 enum Endpoint {
     /// A scripted server is started and passed as `--base-url`.

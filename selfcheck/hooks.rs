@@ -79,7 +79,7 @@ fn approval_line(path: &std::path::Path, contents: &[u8]) -> String {
 
 #[test]
 fn an_approval_is_remembered_by_hash_and_lost_when_the_file_changes() {
-    let workspace = mini_agent::testkit::tempdir::TempDir::new("selfcheck-hooks-approved");
+    let workspace = mini_agent::temp_dir::TempDir::new("selfcheck-hooks-approved");
     let hooks_file = workspace.path().join(".mini_agent/hooks.json");
     // The user's store, outside the developer's own config: under the test's directory.
     workspace.write(

@@ -11,7 +11,7 @@
 
 use crate::harness::{TempDir, Test, call, messages, records, session_files, text};
 use crate::pty::{SCREEN_TIMEOUT, Terminal};
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -10,6 +10,7 @@
 #[allow(dead_code)]
 mod binary_run;
 mod harness;
+mod kit;
 mod pty;
 
 mod anthropic;

@@ -1,7 +1,7 @@
 //! What a model or a server can do wrong, and what the user sees then.
 
 use crate::harness::{Test, call, text};
-use mini_agent::testkit::scripted_server::Step;
+use mini_agent::scripted_server::Step;
 use serde_json::json;
 
 fn html(status: u16) -> Step {

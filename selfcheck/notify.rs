@@ -3,8 +3,8 @@
 //! receiver that never answers, a planted hooks.json webhook, and `--metrics` parsed back.
 
 use crate::harness::{Test, text};
+use crate::kit::receiver::{Answer, Received, Receiver};
 use crate::tasks::{add, repository, tasks_file};
-use mini_agent::testkit::receiver::{Answer, Received, Receiver};
 use serde_json::Value;
 use std::time::Instant;
 

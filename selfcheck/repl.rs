@@ -103,7 +103,7 @@ fn slash_resume_switches_to_a_session_and_continues_it() {
 fn ctrl_c_during_a_repl_turn_is_recorded_and_the_repl_goes_on() {
     let run = Test::new()
         .stdin("wait for it\n")
-        .server(vec![mini_agent::testkit::scripted_server::Step::Hang])
+        .server(vec![mini_agent::scripted_server::Step::Hang])
         .interrupt_after(1)
         .run();
     run.expect_code(0).stderr_has("interrupted");

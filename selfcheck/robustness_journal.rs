@@ -16,7 +16,7 @@ use mini_agent::ch10_recovery::status_of;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
-use mini_agent::testkit::xorshift::XorShift;
+use mini_agent::random::XorShift;
 
 /// A real journal, written by `Journal`, with every kind of record and multi-byte text.
 fn valid_journal(dir: &Path) -> Vec<u8> {

@@ -2,7 +2,7 @@
 //! tells where it stopped, and a tool that may have run is never run again.
 
 use crate::harness::{SIGKILL, TempDir, Test, call, messages, records, session_files, text};
-use mini_agent::testkit::scripted_server::Step;
+use mini_agent::scripted_server::Step;
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 

@@ -3,7 +3,7 @@
 
 use crate::harness::{TempDir, messages, text};
 use crate::pty::Terminal;
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use serde_json::json;
 
 #[test]

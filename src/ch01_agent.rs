@@ -71,7 +71,7 @@ fn run(args: &[String]) -> Result<String, String> {
     let task = task.ok_or(format!("no task given\n{USAGE}"))?;
     if demo {
         // The demo model answers on a loopback port for as long as `server` lives.
-        let server = crate::testkit::demo::start_demo_server().map_err(|e| format!("demo server: {e}"))?;
+        let server = crate::demo::start_demo_server().map_err(|e| format!("demo server: {e}"))?;
         return run_agent(&server.url, "", "demo", &task, MAX_TURNS);
     }
     let key = std::env::var("OPENAI_API_KEY").map_err(|_| "set OPENAI_API_KEY, or try --demo")?;
@@ -201,7 +201,7 @@ fn run_bash(command: &str) -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testkit::scripted_server::{ScriptedServer, Step};
+    use crate::scripted_server::{ScriptedServer, Step};
 
     #[test]
     fn a_tool_call_then_an_answer() {
@@ -257,7 +257,7 @@ mod tests {
 
     #[test]
     fn the_demo_lists_files_through_bash() {
-        let server = crate::testkit::demo::start_demo_server().expect("demo");
+        let server = crate::demo::start_demo_server().expect("demo");
         let answer = run_agent(&server.url, "", "demo", "list files", MAX_TURNS).expect("an answer");
         assert!(answer.starts_with("Files in `.`:"), "{answer}");
         assert!(answer.contains("Cargo.toml"), "{answer}");

@@ -360,7 +360,7 @@ impl<T: Tools> Tools for WithSkills<T> {
 mod tests {
     use super::*;
 
-    use crate::testkit::tempdir::TempDir;
+    use crate::temp_dir::TempDir;
 
     struct NoTools;
     impl Tools for NoTools {

@@ -19,7 +19,7 @@
 //! terminal shows it and the journal records it.
 
 use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request, interrupted};
-use crate::testkit::xorshift::XorShift;
+use crate::random::XorShift;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The longest `Retry-After` we honour; a server asking for more gets an error that says so.
@@ -196,7 +196,7 @@ mod tests {
     use super::*;
     use crate::ch02_loop::Message;
     use crate::ch02_model::{ChatClient, ClientConfig};
-    use crate::testkit::scripted_server::{ScriptedServer, Step};
+    use crate::scripted_server::{ScriptedServer, Step};
 
     /// Records every retry event as `(attempt, wait_ms, reason)`.
     #[derive(Default)]

@@ -440,7 +440,7 @@ mod tests {
     use super::*;
     use crate::ch02_loop::{Event, Message, Observer, ToolOutput};
     use crate::ch05_sessions::{Recorder, replay};
-    use crate::testkit::tempdir::TempDir;
+    use crate::temp_dir::TempDir;
 
     fn user(text: &str) -> Body {
         Body::User { content: text.into() }

@@ -140,7 +140,7 @@ pub fn remove_leftover_temps(root: &Path, unknown: &[ToolCall]) -> Option<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testkit::tempdir::TempDir;
+    use crate::temp_dir::TempDir;
     use std::os::unix::fs::symlink;
 
     #[test]

@@ -500,7 +500,7 @@ mod tests {
     #[test]
     fn the_gate_keeps_real_tools_from_writing_until_allowed() {
         use crate::ch03_tools::Workspace;
-        let temp = crate::testkit::tempdir::TempDir::new("gate");
+        let temp = crate::temp_dir::TempDir::new("gate");
         let root = temp.path();
         let write = call("write_file", r#"{"path":"new.txt","content":"hi"}"#);
         let mut closed = Gate::new(Workspace::new(root).unwrap(), Permissions::default(), None);

@@ -4,7 +4,7 @@
 
 use mini_agent::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
 use mini_agent::ch03_tools::Workspace;
-use mini_agent::testkit::tempdir::TempDir;
+use mini_agent::temp_dir::TempDir;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::ffi::OsStr;

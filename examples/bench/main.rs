@@ -24,7 +24,7 @@ mod tasks;
 use mini_agent::ch05_sessions::{SessionStore, new_session_id};
 use mini_agent::ch09_journal::{measure_appends, write_synthetic_journal};
 use mini_agent::ch10_recovery::{resume, status_of};
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use serde_json::Value;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -524,16 +524,16 @@ impl Table {
     }
 }
 
-/// A fresh directory under the system temp dir (the test kit's): `root()` is the (empty)
+/// A fresh directory under the system temp dir (`mini_agent::temp_dir`): `root()` is the (empty)
 /// workspace, and the agent's stderr is kept beside it, outside the workspace.
 struct TempDir {
-    base: mini_agent::testkit::tempdir::TempDir,
+    base: mini_agent::temp_dir::TempDir,
     root: PathBuf,
 }
 
 impl TempDir {
     fn new(tag: &str) -> Result<TempDir, String> {
-        let base = mini_agent::testkit::tempdir::TempDir::create(&format!("bench-{tag}"))
+        let base = mini_agent::temp_dir::TempDir::create(&format!("bench-{tag}"))
             .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
         let root = base.join("workspace");
         std::fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;

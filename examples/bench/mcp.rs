@@ -13,7 +13,7 @@
 //! tool names and schemas.
 
 use super::{RUNS, Run, Table, TempDir, Wrap, repeat, run_agent};
-use mini_agent::testkit::scripted_server::Step;
+use mini_agent::scripted_server::Step;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

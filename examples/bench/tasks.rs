@@ -12,7 +12,7 @@
 
 use super::{Run, Table, TempDir, Wrap, load_average, repeat, run_agent};
 use mini_agent::ch09_journal::measure_appends;
-use mini_agent::testkit::scripted_server::Step;
+use mini_agent::scripted_server::Step;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;

@@ -7,7 +7,7 @@
 //! end a turn the way Ctrl+C does.
 
 use crate::harness::{Test, text};
-use mini_agent::testkit::scripted_server::Step;
+use mini_agent::scripted_server::Step;
 use std::time::{Duration, Instant};
 
 /// The bar of issue 10: a stalled server with a 3 s idle timeout ends in under 10 s, exit 1,
@@ -457,8 +457,7 @@ fn a_double_forked_daemon_does_not_survive_the_command() {
 #[test]
 fn sigterm_at_the_repl_prompt_leaves_at_once_and_restores_the_terminal() {
     let workspace = crate::harness::TempDir::new("selfcheck");
-    let server =
-        mini_agent::testkit::scripted_server::ScriptedServer::scripted(vec![text("hello")]).expect("server");
+    let server = mini_agent::scripted_server::ScriptedServer::scripted(vec![text("hello")]).expect("server");
     let mut terminal =
         crate::pty::Terminal::start_with_term(workspace.path(), &["--base-url", &server.url], "xterm");
     terminal.wait_for("> ");
@@ -488,7 +487,7 @@ fn sigterm_at_the_repl_prompt_leaves_at_once_and_restores_the_terminal() {
 fn sigterm_at_the_permission_question_leaves_at_once() {
     let workspace = crate::harness::TempDir::new("selfcheck");
     let command = serde_json::json!({"command": "touch ran"});
-    let server = mini_agent::testkit::scripted_server::ScriptedServer::scripted(vec![
+    let server = mini_agent::scripted_server::ScriptedServer::scripted(vec![
         crate::harness::call("bash", command),
         text("unused"),
     ])

@@ -16,11 +16,7 @@ const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/selfcheck/mcp/fake_serv
 const ARGS: [&str; 5] = ["-p", "go", "--trust-mcp", "--allow-mcp", "--max-turns=5"];
 
 /// Runs the agent with the fake server in `mode` (and `env`), short timeouts, `steps`.
-fn hostile(
-    name: &str,
-    env: Value,
-    steps: Vec<mini_agent::testkit::scripted_server::Step>,
-) -> (Measured, f64) {
+fn hostile(name: &str, env: Value, steps: Vec<mini_agent::scripted_server::Step>) -> (Measured, f64) {
     hostile_within(name, env, steps, 2)
 }
 
@@ -28,7 +24,7 @@ fn hostile(
 fn hostile_within(
     name: &str,
     env: Value,
-    steps: Vec<mini_agent::testkit::scripted_server::Step>,
+    steps: Vec<mini_agent::scripted_server::Step>,
     timeout: u64,
 ) -> (Measured, f64) {
     let workspace = TempDir::new("redteam-mcp");

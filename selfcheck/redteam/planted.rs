@@ -8,7 +8,7 @@
 //! the model gave it.
 
 use crate::harness::{Run, TempDir, Test, call, records, session_files, text};
-use mini_agent::testkit::scripted_server::Step;
+use mini_agent::scripted_server::Step;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::os::unix::fs::symlink;
@@ -689,7 +689,7 @@ fn listing_sessions_does_not_hang_on_a_planted_fifo_or_follow_a_link() {
 #[test]
 fn a_history_file_linked_outside_is_not_written_through() {
     use crate::pty::Terminal;
-    use mini_agent::testkit::scripted_server::ScriptedServer;
+    use mini_agent::scripted_server::ScriptedServer;
     let outside = TempDir::new("selfcheck");
     let target = outside.path().join("bashrc");
     std::fs::write(&target, "# original\n").unwrap();

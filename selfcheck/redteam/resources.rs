@@ -8,7 +8,7 @@
 //! rule: peak RSS under 64 MB, no file the agent wrote over 64 MiB, the spill directory small.
 
 use crate::harness::{TempDir, call, messages, records, session_files, text};
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Instant;

@@ -8,7 +8,7 @@
 //! where it would have been, `[redacted]` stands instead.
 
 use crate::harness::{Run, Test, agent_command, call, messages, session_files, text};
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Stdio;

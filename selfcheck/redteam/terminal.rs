@@ -8,7 +8,7 @@
 
 use crate::harness::{TempDir, call, text};
 use crate::pty::Terminal;
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use serde_json::json;
 
 /// The escape sequences the agent itself writes: Markdown styles, the spinner's line clear

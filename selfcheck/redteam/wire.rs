@@ -7,7 +7,7 @@
 //! no tool run from a reply we did not fully understand.
 
 use crate::harness::{Run, Test, call, text};
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 
 /// A 200 whose body is exactly `body`.

@@ -2,7 +2,7 @@
 
 use crate::binary_run::{Workspace, args, run_binary};
 use crate::{XorShift, assert_clear_failure, assert_survived, cases};
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::time::Duration;

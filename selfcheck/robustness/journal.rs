@@ -8,7 +8,7 @@ use crate::binary_run::{Workspace, args, run_binary};
 use crate::{XorShift, assert_survived, cases, nested_json};
 use mini_agent::ch02_loop::Error;
 use mini_agent::ch09_journal::{read_journal, write_synthetic_journal};
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use std::path::Path;
 use std::time::Duration;
 

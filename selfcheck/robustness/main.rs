@@ -24,7 +24,7 @@ mod streams;
 
 use binary_run::Run;
 
-pub use mini_agent::testkit::xorshift::{XorShift, cases, nested_json};
+pub use mini_agent::random::{XorShift, cases, nested_json};
 
 /// The start of a generated input, for a failure message.
 pub fn preview(text: &str) -> String {

@@ -5,7 +5,7 @@ use crate::binary_run::{Run, Workspace, args, run_binary};
 use crate::{XorShift, assert_clear_failure, assert_survived, cases, nested_json, preview};
 use mini_agent::ch02_loop::Error;
 use mini_agent::ch02_model::parse_reply;
-use mini_agent::testkit::scripted_server::{ScriptedServer, Step};
+use mini_agent::scripted_server::{ScriptedServer, Step};
 use std::time::Duration;
 
 const DEADLINE: Duration = Duration::from_secs(60);

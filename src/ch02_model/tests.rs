@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::ch02_loop::{Message, ToolCall, Usage};
-use crate::testkit::scripted_server::{ScriptedServer, Step};
+use crate::scripted_server::{ScriptedServer, Step};
 use serde_json::Value;
 use serde_json::json;
 #[cfg(feature = "ch08")]

@@ -108,7 +108,7 @@ mod tests {
 
     #[test]
     fn pruning_keeps_the_newest_within_the_file_count() {
-        let temp = crate::testkit::tempdir::TempDir::new("prune");
+        let temp = crate::temp_dir::TempDir::new("prune");
         let dir = temp.path();
         for n in 0..SPILL_MAX_FILES + 5 {
             fs::write(dir.join(format!("bash-{n:04}.txt")), "x").unwrap();

@@ -172,7 +172,7 @@ mod tests {
             }
         }
         let alphabet = ['a', 'b', '/', '*', '?'];
-        let mut random = crate::testkit::xorshift::XorShift::new(0x9e3779b97f4a7c15);
+        let mut random = crate::random::XorShift::new(0x9e3779b97f4a7c15);
         let mut pick = |n: usize| random.below(n);
         for _ in 0..20_000 {
             let pattern: String = (0..pick(7)).map(|_| alphabet[pick(5)]).collect();

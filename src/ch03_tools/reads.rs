@@ -102,7 +102,7 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
-    use crate::testkit::tempdir::TempDir;
+    use crate::temp_dir::TempDir;
 
     #[test]
     fn reads_are_confined_regular_and_bounded() {

@@ -120,7 +120,7 @@ mod tests {
     #[test]
     fn what_left_the_group_is_found_by_its_mark_and_killed() {
         let mark = new_mark();
-        let temp = crate::testkit::tempdir::TempDir::new("reaper");
+        let temp = crate::temp_dir::TempDir::new("reaper");
         let pid_file = temp.join("escaped.pid");
         // The shell starts a process in a session of its own and exits: the orphan is
         // re-parented to this process, the subreaper.

@@ -4,7 +4,7 @@ use super::files::match_lines;
 use super::glob::Glob;
 use super::output::{Capture, OutputStore};
 use super::*;
-use crate::testkit::tempdir::TempDir;
+use crate::temp_dir::TempDir;
 use std::os::unix::fs::PermissionsExt;
 
 fn run(workspace: &mut Workspace, name: &str, arguments: Value) -> ToolOutput {
@@ -71,7 +71,7 @@ fn garbage_arguments_never_panic() {
         ("search", r#"{"pattern":"x","path":".","glob":"*.txt"}"#),
         ("bash", r#"{"command":"echo hi","timeout_secs":5}"#),
     ];
-    let mut random = crate::testkit::xorshift::XorShift::new(0x2545_f491_4f6c_dd1d);
+    let mut random = crate::random::XorShift::new(0x2545_f491_4f6c_dd1d);
     let mut calls = 0;
     for (name, arguments) in valid {
         for end in 0..arguments.len() {

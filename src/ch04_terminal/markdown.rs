@@ -9,7 +9,7 @@
 //!
 //! Text is word-wrapped at the terminal's width, read at each render (one `ioctl`), so a
 //! resized window gets answers that fit it. A streamed reply is rendered a complete line at a
-//! time by [`StreamRenderer`](super::stream::StreamRenderer), which keeps the little state that spans lines: an open code
+//! time by [`StreamRenderer`](super::streamed_markdown::StreamRenderer), which keeps the little state that spans lines: an open code
 //! fence and the rows of a table.
 
 use super::sanitize::sanitize;
@@ -401,3 +401,6 @@ pub(super) struct Table {
     cell: String,
     head: bool,
 }
+
+#[cfg(test)]
+mod tests;

@@ -45,7 +45,7 @@ pub mod repl;
 pub mod sanitize;
 pub mod signals;
 pub mod spinner;
-pub mod stream;
+pub mod streamed_markdown;
 pub mod type_ahead;
 
 pub use commands::{Command, HELP, HostCommand, parse_command};
@@ -55,10 +55,8 @@ pub use markdown::{Look, render_markdown};
 pub use observer::{Screen, TerminalObserver};
 pub use repl::{ReplHost, run_repl};
 pub use spinner::question_open;
-pub use stream::StreamRenderer;
+pub use streamed_markdown::StreamRenderer;
 pub use type_ahead::{TypeAhead, TypeAheadReader};
 
-#[cfg(test)]
-mod markdown_tests;
 #[cfg(test)]
 mod tests;

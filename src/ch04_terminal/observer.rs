@@ -4,7 +4,7 @@
 use super::markdown::{Look, render_markdown};
 use super::sanitize::{sanitize, sanitize_command};
 use super::spinner::{Spinner, TOOL_LINE_OPEN};
-use super::stream::StreamRenderer;
+use super::streamed_markdown::StreamRenderer;
 use super::type_ahead::*;
 use crate::ch02_loop::{Error, Event, Observer, ToolCall, ToolOutput, ToolStatus, describe_call};
 use crate::text::first_line;

@@ -68,7 +68,7 @@ fn type_ahead_reads_whole_lines_and_answers_questions() {
 #[test]
 fn the_history_file_is_private() {
     use std::os::unix::fs::PermissionsExt;
-    let root = crate::testkit::tempdir::TempDir::new("history");
+    let root = crate::temp_dir::TempDir::new("history");
     let path = root.join(".mini_agent").join("history");
     prepare_history_file(&path).unwrap();
     let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;

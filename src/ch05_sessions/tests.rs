@@ -4,7 +4,7 @@ use super::ids::civil_from_days;
 use super::*;
 use crate::ch02_loop::{Event, Message, Observer, ToolCall, ToolStatus, Usage};
 use crate::ch02_loop::{Limits, Outcome, Reply, ToolOutput, run_turn};
-use crate::testkit::tempdir::TempDir;
+use crate::temp_dir::TempDir;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

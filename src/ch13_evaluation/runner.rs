@@ -8,8 +8,8 @@ use super::journal::{journal_problems, journal_records, tools_answered, tools_st
 use super::scenario::{DEFAULT_RUN_TIMEOUT_MS, Run, Scenario, SignalName, load_scenarios};
 use super::script::server_steps;
 use crate::ch02_loop::Error;
-use crate::testkit::scripted_server::ScriptedServer;
-use crate::testkit::tempdir::TempDir;
+use crate::scripted_server::ScriptedServer;
+use crate::temp_dir::TempDir;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 use std::path::Path;
@@ -341,7 +341,7 @@ pub(super) fn finish_collecting(receiver: mpsc::Receiver<Vec<u8>>) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// A fresh workspace for one scenario: the test kit's temporary directory, named after it.
+/// A fresh workspace for one scenario: a `crate::temp_dir` directory, named after it.
 pub(super) fn temp_workspace(label: &str) -> Result<TempDir, Error> {
     let safe: String =
         label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).take(40).collect();

@@ -3,7 +3,7 @@
 //! every answer can be traced back to its call.
 
 use super::scenario::{CallSpec, ScriptStep};
-use crate::testkit::scripted_server::Step;
+use crate::scripted_server::Step;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 

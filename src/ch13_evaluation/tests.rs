@@ -5,7 +5,7 @@ use super::scenario::*;
 use super::script::*;
 use crate::ch02_loop::{Reply, ToolCall};
 use crate::ch11_streaming::StreamAssembler;
-use crate::testkit::tempdir::TempDir;
+use crate::temp_dir::TempDir;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;

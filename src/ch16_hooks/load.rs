@@ -6,7 +6,7 @@
 use super::{HookEvent, HookLog, Hooks, HooksFile};
 use crate::ch03_tools::Workspace;
 use crate::ch04_terminal::sanitize::sanitize_command;
-use crate::ch16_approval::{ApprovalStore, Ask, Decision, Request, decide, shown_word};
+use crate::ch16_hooks::approval::{ApprovalStore, Ask, Decision, Request, decide, shown_word};
 
 /// Where the workspace keeps its hooks.
 pub const HOOKS_FILE: &str = ".mini_agent/hooks.json";

@@ -10,8 +10,10 @@
 //! that are not tool calls (`Stop`, the task events of chapter 15) call [`Hooks::fire`].
 //! Each hook that ran becomes a `hook` record in the journal (chapter 9).
 
+pub mod approval;
 mod load;
 mod run;
+pub mod task_approval;
 mod tasks;
 #[cfg(test)]
 mod tests;

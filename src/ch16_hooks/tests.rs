@@ -1,8 +1,8 @@
 use super::*;
 use crate::ch02_loop::fakes::RecordingTools;
 use crate::ch03_tools::Workspace;
-use crate::ch16_approval::ApprovalStore;
-use crate::testkit::tempdir::TempDir;
+use crate::ch16_hooks::approval::ApprovalStore;
+use crate::temp_dir::TempDir;
 
 fn call(name: &str, arguments: &str) -> ToolCall {
     ToolCall { id: "c1".into(), name: name.into(), arguments: arguments.into() }
@@ -111,7 +111,7 @@ fn workspace_hooks_need_approval_of_their_exact_contents() {
     let store = ApprovalStore::at(&dir.join("config/approved"));
     dir.write(HOOKS_FILE, r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#);
     let workspace = Workspace::new(dir.path()).unwrap();
-    let load = |trusted, ask: Option<crate::ch16_approval::Ask>| {
+    let load = |trusted, ask: Option<crate::ch16_hooks::approval::Ask>| {
         load_hooks(&workspace, HookLog::default(), trusted, Some(&store), ask)
     };
     let (hooks, warnings) = load(false, None);

@@ -1,7 +1,7 @@
 use super::*;
 use crate::ch15_tasks::{Task, TaskEvent, TaskEvents, TaskStatus};
+use crate::temp_dir::TempDir;
 use crate::testkit::receiver::{Answer, Receiver};
-use crate::testkit::tempdir::TempDir;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -236,7 +236,7 @@ fn the_metrics_file_is_written_atomically_and_parses_back() {
 #[test]
 fn a_workspace_webhook_is_obeyed_only_once_its_file_is_approved() {
     use crate::ch03_tools::Workspace;
-    use crate::ch16_approval::ApprovalStore;
+    use crate::ch16_hooks::approval::ApprovalStore;
     use crate::ch16_hooks::{HOOKS_FILE, HookLog, load_hooks};
     let dir = TempDir::new("notify-trust");
     let store = ApprovalStore::at(&dir.join("config/approved"));
@@ -245,7 +245,7 @@ fn a_workspace_webhook_is_obeyed_only_once_its_file_is_approved() {
         r#"{"webhook": {"url": "https://collector.example/in", "events": ["needs_human"]}}"#,
     );
     let workspace = Workspace::new(dir.path()).unwrap();
-    let load = |trusted, ask: Option<crate::ch16_approval::Ask>| {
+    let load = |trusted, ask: Option<crate::ch16_hooks::approval::Ask>| {
         load_hooks(&workspace, HookLog::default(), trusted, Some(&store), ask)
     };
     // A file with a webhook and no command is still a file to approve.

@@ -13,7 +13,9 @@
 
 use crate::ch03_tools::Workspace;
 use crate::ch04_terminal::sanitize::sanitize_command;
-use crate::ch16_approval::{ApprovalStore, Ask, Decision, Request, decide, shown_word, user_config_dir};
+use crate::ch16_hooks::approval::{
+    ApprovalStore, Ask, Decision, Request, decide, shown_word, user_config_dir,
+};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};

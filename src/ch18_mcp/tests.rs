@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/selfcheck/mcp/fake_server.sh");
 
-use crate::testkit::tempdir::TempDir as Root;
+use crate::temp_dir::TempDir as Root;
 
 fn fake(root: &Root, env: &[(&str, &str)]) -> ServerConfig {
     ServerConfig {

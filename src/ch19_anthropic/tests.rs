@@ -4,7 +4,7 @@
 use super::*;
 use crate::ch02_loop::{CacheUsage, Event, Message, ToolCall, Usage};
 use crate::ch08_retry::Retrying;
-use crate::testkit::scripted_server::{ScriptedServer, Step};
+use crate::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 

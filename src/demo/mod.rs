@@ -1,11 +1,11 @@
-//! The test kit — the demo model: a few rules that play the part of a model.
+//! The demo model (`--demo`): a few rules that play the part of a model.
 //!
 //! `--demo` must work on a fresh machine with no key and no network, and tests need a
 //! model whose answers they can predict. So this module is a tiny, honest "model": it reads
 //! the Chat Completions request the agent sent, recognises a small set of requests in the
 //! last user message, plans the tool calls a real model would make, reads the results that
 //! come back and answers with a short summary. It runs behind the scripted loopback server
-//! of the test kit, so `--demo` exercises the real HTTP client, tools and loop unchanged.
+//! (`crate::scripted_server`), so `--demo` exercises the real HTTP client, tools and loop unchanged.
 //!
 //! What it understands (English; a few Chinese forms too):
 //!
@@ -42,7 +42,7 @@ mod plan;
 pub use parse::parse_intent;
 pub use plan::{Intent, demo_message};
 
-use crate::testkit::scripted_server::{ScriptedServer, Step};
+use crate::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 
 /// The honest answer to anything the demo model does not understand.

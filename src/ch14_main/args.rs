@@ -472,5 +472,4 @@ fn edit_distance(a: &str, b: &str) -> usize {
 pub use super::help::help;
 
 #[cfg(test)]
-#[path = "args_tests.rs"]
 mod tests;

@@ -20,8 +20,8 @@ use mini_agent::ch05_sessions::{DEMO_ENDPOINT, OPENAI_API, Origin};
 use mini_agent::ch05_sessions::{DEMO_ENDPOINT, Origin, without_credentials};
 #[cfg(feature = "ch19")]
 use mini_agent::ch19_anthropic::ANTHROPIC_API;
-use mini_agent::testkit::demo::start_demo_server;
-use mini_agent::testkit::scripted_server::ScriptedServer;
+use mini_agent::demo::start_demo_server;
+use mini_agent::scripted_server::ScriptedServer;
 
 /// Where this run's model is: the client's settings, the origin sessions record (chapter 5),
 /// and the demo server (when chosen), which lives in this process as long as this value does.

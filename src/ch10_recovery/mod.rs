@@ -17,6 +17,8 @@
 //! Everything here is a pure function of the records, so `--status` needs no key and sends
 //! nothing, and the rules are tested without a disk or a model.
 
+mod journal_scan;
+
 use crate::ch02_loop::{Error, Message, ToolCall, ToolStatus, describe_call, plural};
 use crate::ch05_sessions::{Append, Body, Origin, Record, replay};
 use crate::ch07_context::CompactionRecord;
@@ -237,7 +239,7 @@ impl StatusReader {
 // ANCHOR_END: status_reader
 
 impl StatusReader {
-    /// A line too long to read (see `ch10_stream`): counted, and a user's line is named by its size.
+    /// A line too long to read (see `journal_scan.rs`): counted, and a user's line is named by its size.
     pub(crate) fn see_unread(&mut self, user: bool, bytes: u64) {
         let Some(status) = &mut self.status else { return };
         status.records += 1;
@@ -301,7 +303,7 @@ pub fn status(records: &[Record]) -> Result<SessionStatus, Error> {
 pub fn status_of(path: &Path) -> Result<SessionStatus, Error> {
     let root = journal_root(path)?;
     let mut reader = StatusReader::default();
-    let warning = crate::ch10_stream::read_records(path, &mut reader)?;
+    let warning = journal_scan::read_records(path, &mut reader)?;
     let mut status = reader.finish().map_err(|e| in_file(path, e))?;
     check_recorded_root(path, &root, &status.root)?;
     status.warning =
@@ -563,5 +565,4 @@ fn count(calls: usize) -> String {
 }
 
 #[cfg(test)]
-#[path = "ch10_recovery_tests.rs"]
 mod tests;

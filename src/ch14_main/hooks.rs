@@ -9,7 +9,7 @@ use mini_agent::ch04_terminal::sanitize::sanitize;
 use mini_agent::ch05_sessions::Recorder;
 use mini_agent::ch09_journal::Journal;
 use mini_agent::ch15_tasks::{TaskEvent, TaskEvents};
-use mini_agent::ch16_approval::{ApprovalStore, ask_on_tty};
+use mini_agent::ch16_hooks::approval::{ApprovalStore, ask_on_tty};
 use mini_agent::ch16_hooks::{HookEvent, HookLog, Hooks, load_hooks};
 use serde_json::{Map, json};
 use std::path::Path;
@@ -21,7 +21,7 @@ pub fn load(root: &Path, trusted: bool, can_ask: bool) -> Hooks {
     let Ok(workspace) = Workspace::new(root) else { return Hooks::default() };
     let store = ApprovalStore::user();
     let mut ask = ask_on_tty;
-    let ask: Option<mini_agent::ch16_approval::Ask> = if can_ask { Some(&mut ask) } else { None };
+    let ask: Option<mini_agent::ch16_hooks::approval::Ask> = if can_ask { Some(&mut ask) } else { None };
     let (hooks, warnings) = load_hooks(&workspace, HookLog::default(), trusted, store.as_ref(), ask);
     for warning in warnings {
         eprintln!("mini-agent: warning: {}", sanitize(&warning));

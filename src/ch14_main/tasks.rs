@@ -111,8 +111,8 @@ fn add((root, path): &(PathBuf, PathBuf), mut task: Task) -> Result<u8, Error> {
     // The person typed this command: it needs no second approval (chapter 16).
     #[cfg(feature = "ch16")]
     if let Some(command) = &task.verify_command {
-        let store = mini_agent::ch16_approval::ApprovalStore::user();
-        if let Err(error) = mini_agent::ch16_task_approval::approve(store.as_ref(), path, command) {
+        let store = mini_agent::ch16_hooks::approval::ApprovalStore::user();
+        if let Err(error) = mini_agent::ch16_hooks::task_approval::approve(store.as_ref(), path, command) {
             eprintln!("mini-agent: warning: the verify command's approval could not be remembered: {error}");
         }
     }
@@ -422,16 +422,16 @@ fn approved_verifier<'a>(
     path: &Path,
     trusted: bool,
     can_ask: bool,
-) -> Result<mini_agent::ch16_task_approval::ApprovedOnly<'a>, Error> {
-    use mini_agent::ch16_approval::{ApprovalStore, Ask, ask_on_tty};
+) -> Result<mini_agent::ch16_hooks::task_approval::ApprovedOnly<'a>, Error> {
+    use mini_agent::ch16_hooks::approval::{ApprovalStore, Ask, ask_on_tty};
     let store = ApprovalStore::user();
     let mut tty = ask_on_tty;
     let can_ask = can_ask && std::io::IsTerminal::is_terminal(&std::io::stdin());
     let ask: Option<Ask> = if can_ask { Some(&mut tty) } else { None };
     let list = TaskFile::load(path)?.tasks;
-    let approved = mini_agent::ch16_task_approval::check(path, &list, trusted, store.as_ref(), ask)
+    let approved = mini_agent::ch16_hooks::task_approval::check(path, &list, trusted, store.as_ref(), ask)
         .map_err(Error::Usage)?;
-    Ok(mini_agent::ch16_task_approval::ApprovedOnly {
+    Ok(mini_agent::ch16_hooks::task_approval::ApprovedOnly {
         inner: verifier,
         tasks: path.to_path_buf(),
         trusted,

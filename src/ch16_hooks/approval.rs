@@ -177,8 +177,8 @@ pub fn ask_on_tty(question: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn temp_store(tag: &str) -> (crate::testkit::tempdir::TempDir, ApprovalStore) {
-        let dir = crate::testkit::tempdir::TempDir::new(&format!("approval-{tag}"));
+    fn temp_store(tag: &str) -> (crate::temp_dir::TempDir, ApprovalStore) {
+        let dir = crate::temp_dir::TempDir::new(&format!("approval-{tag}"));
         let store = ApprovalStore::at(&dir.join("config").join("approved"));
         (dir, store)
     }

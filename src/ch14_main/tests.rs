@@ -3,7 +3,7 @@
 
 use super::sessions_table::sessions_table;
 use super::*;
-use mini_agent::testkit::tempdir::TempDir;
+use mini_agent::temp_dir::TempDir;
 
 fn run_in(root: &Path, words: &[&str]) -> Result<u8, Error> {
     let mut words: Vec<String> = words.iter().map(|word| word.to_string()).collect();

@@ -9,7 +9,7 @@ use super::args::Options;
 use super::say;
 use mini_agent::ch02_loop::Error;
 use mini_agent::ch03_tools::Workspace;
-use mini_agent::ch16_approval::{ApprovalStore, Ask, ask_on_tty};
+use mini_agent::ch16_hooks::approval::{ApprovalStore, Ask, ask_on_tty};
 use mini_agent::ch18_mcp::McpServers;
 use mini_agent::ch18_mcp::config::load;
 use std::io::IsTerminal;

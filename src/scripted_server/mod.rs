@@ -1,4 +1,4 @@
-//! The test kit — a scripted Chat Completions server on 127.0.0.1.
+//! The scripted server — a Chat Completions server on 127.0.0.1 that answers from a script.
 //!
 //! Testing an agent against a real model is slow, costs money and never gives the same
 //! answer twice. So the tests, the evaluation scenarios and the `--demo` model all talk to

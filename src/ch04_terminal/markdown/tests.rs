@@ -1,7 +1,7 @@
 //! Tests of the Markdown renderer, whole and streamed.
 
-use super::markdown::*;
-use super::stream::*;
+use super::*;
+use crate::ch04_terminal::streamed_markdown::*;
 
 fn plain(markdown: &str) -> String {
     without_styles(&render_markdown(markdown, Look::Color))

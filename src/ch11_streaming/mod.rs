@@ -553,9 +553,4 @@ pub(crate) fn start_worker(
 // ANCHOR_END: worker_loop
 
 #[cfg(test)]
-#[path = "ch11_streaming_tests.rs"]
 mod tests;
-
-#[cfg(test)]
-#[path = "ch11_streaming_properties.rs"]
-mod properties;

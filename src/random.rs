@@ -1,8 +1,8 @@
 //! Marsaglia's xorshift64: a few lines, no dependency, the same sequence for the same seed.
 //!
 //! One generator for the whole program: the tests spread their generated inputs with it,
-//! and chapter 8 scrambles the clock with it to jitter a retry. It lives in the test kit,
-//! which every chapter's state compiles, so the earliest chapter that wants it can reach it.
+//! and chapter 8 scrambles the clock with it to jitter a retry. It lives beside the chapters,
+//! compiled in every chapter's state, so the earliest chapter that wants it can reach it.
 
 /// The generator's state; never zero (zero is xorshift's one fixed point).
 #[derive(Clone, Debug)]

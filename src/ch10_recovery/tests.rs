@@ -5,7 +5,7 @@ use crate::ch02_loop::{Limits, Outcome, Reply, run_turn};
 use crate::ch05_sessions::tests::call;
 use crate::ch05_sessions::{FORMAT_VERSION, MemoryLog, Recorder, SessionStore};
 use crate::ch09_journal::write_synthetic_journal;
-use crate::testkit::tempdir::TempDir;
+use crate::temp_dir::TempDir;
 use std::time::Instant;
 
 fn session(bodies: Vec<Body>) -> Vec<Record> {

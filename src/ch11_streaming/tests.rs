@@ -3,7 +3,7 @@
 use super::*;
 use crate::ch02_loop::{Message, Usage};
 use crate::ch02_model::DEFAULT_IDLE_TIMEOUT;
-use crate::testkit::scripted_server::{ScriptedServer, Step};
+use crate::scripted_server::{ScriptedServer, Step};
 use serde_json::json;
 
 /// Records text deltas and notices.
@@ -326,3 +326,5 @@ fn sse_handles_comments_multiline_data_and_line_endings() {
         vec![data("one"), data("two\nthree"), SseEvent { event: "error".into(), data: "{}".into() }]
     );
 }
+
+mod properties;

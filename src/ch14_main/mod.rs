@@ -39,13 +39,12 @@ mod reopen;
 mod repl;
 #[cfg(feature = "ch05")]
 mod sessions_table;
-#[cfg(all(test, feature = "ch05"))]
-#[path = "sessions_tests.rs"]
-mod sessions_tests;
 #[cfg(feature = "ch15")]
 mod tasks;
 #[cfg(feature = "ch15")]
 mod tasks_words;
+#[cfg(all(test, feature = "ch05"))]
+mod tests;
 
 #[cfg(feature = "ch12")]
 use app::Asker;

@@ -17,7 +17,7 @@
 use crate::ch04_terminal::sanitize::sanitize_command;
 use crate::ch15_tasks::verify::{Verdict, Verifier};
 use crate::ch15_tasks::{Task, TaskStatus};
-use crate::ch16_approval::{ApprovalStore, Ask, approval_key, shown_word};
+use crate::ch16_hooks::approval::{ApprovalStore, Ask, approval_key, shown_word};
 use std::path::{Path, PathBuf};
 
 /// The flag that trusts a task list's verify commands for one run.

@@ -3,13 +3,13 @@
 //! short is never taken for a whole one, and nothing panics. One home for them: the
 //! end-to-end suites drive the binary and leave the parser to these.
 //!
-//! The generator is the test kit's xorshift: each test prints its seed,
+//! The generator is `crate::random`'s xorshift: each test prints its seed,
 //! `MINI_AGENT_ROBUSTNESS_SEED=<n>` replays it and `MINI_AGENT_ROBUSTNESS_CASES=<n>` scales
 //! how many cases run.
 
 use crate::ch02_loop::{Error, Reply, ToolCall, Usage};
 use crate::ch11_streaming::{SseEvent, SseParser, StreamAssembler};
-use crate::testkit::xorshift::{XorShift, cases, nested_json};
+use crate::random::{XorShift, cases, nested_json};
 use serde_json::json;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 

@@ -1,8 +1,6 @@
-//! A temporary directory for a test, removed when dropped: no `tempfile` crate, since a
-//! unique name (process id, a counter, the clock) is all a test needs.
-//!
-//! One copy for every test in the program: the chapters' unit tests, the end-to-end checks
-//! and the benchmarks. It lives in the test kit, which every chapter's state compiles.
+//! A scratch directory, removed when dropped: `eval` runs each scenario in one (chapter 13),
+//! and the tests and benchmarks make theirs with it. No `tempfile` crate: a unique name
+//! (process id, a counter, the clock) is all it takes. One copy for the whole program.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

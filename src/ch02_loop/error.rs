@@ -1,0 +1,118 @@
+//! Chapter 2 — the crate's one error type, and the words each variant becomes: what happened,
+//! to what, and what to do next. `main` turns it into one line and an exit code.
+
+use std::fmt;
+
+// ANCHOR: error
+/// The crate's one error type. Each variant carries what a user needs to act:
+/// which file, which request, which flag. `main` turns it into one line and an exit code.
+#[derive(Debug)]
+pub enum Error {
+    /// The command line was wrong; the text says how to fix it.
+    Usage(String),
+    /// Configuration (environment, files) is missing or wrong.
+    Config(String),
+    /// The server answered with a non-success status.
+    Http {
+        status: u16,
+        message: String,
+        /// How long the server asked us to wait (`Retry-After`, chapter 8).
+        #[cfg(feature = "ch08")]
+        retry_after_ms: Option<u64>,
+        code: Option<String>,
+    },
+    /// The connection failed, timed out or was cut; the server may have acted.
+    Network(String),
+    /// The connection was refused or could not be made: nothing was sent, a retry is safe.
+    Refused(String),
+    /// The reply ended for `reason` (`length`, `content_filter`) before the model finished:
+    /// `chars` characters of text arrived, and `dropped_calls` unfinished tool calls were not run.
+    ReplyCut { reason: String, chars: usize, dropped_calls: usize },
+    /// The model repeated one call with the same result `repeats` times in a row (chapter 7).
+    #[cfg(feature = "ch07")]
+    Stuck { name: String, repeats: usize },
+    /// The server answered, but not with something we can use.
+    Model(String),
+    /// A file operation failed; `context` names the file and what we were doing.
+    Io { context: String, source: std::io::Error },
+    /// A session or journal problem (corrupt line, lock held, unknown outcomes…).
+    #[cfg(feature = "ch05")]
+    Session(String),
+    /// The user pressed Ctrl+C.
+    Interrupted,
+}
+// ANCHOR_END: error
+
+impl Error {
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io { context: context.into(), source }
+    }
+}
+
+// ANCHOR: error_display
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Error::Usage(text) | Error::Config(text) => f.write_str(text),
+            #[cfg(feature = "ch05")]
+            Error::Session(text) => f.write_str(text),
+            Error::Http { status, message, code, .. } => {
+                write!(f, "model request failed: {status} {message}")?;
+                match status {
+                    429 if code.as_deref() == Some("insufficient_quota") => {
+                        write!(f, " — the account's quota is used up; check billing")
+                    }
+                    401 | 403 => write!(f, " — check OPENAI_API_KEY"),
+                    404 => write!(f, " — check --base-url and --model"),
+                    429 => write!(f, " — rate limited; wait and try again"),
+                    500..=599 => write!(f, " — the server failed; try again later"),
+                    _ => Ok(()),
+                }
+            }
+            Error::Network(text) | Error::Refused(text) => write!(f, "model request failed: {text}"),
+            // ANCHOR_END: error_display
+            // ANCHOR: error_display_rest
+            Error::ReplyCut { reason, chars, dropped_calls } => {
+                match reason.as_str() {
+                    "length" => write!(f, "the reply was cut off at the model's output limit")?,
+                    #[cfg(feature = "ch19")]
+                    "max_tokens" => {
+                        write!(f, "the reply was cut off at max_tokens, the request's output limit")?
+                    }
+                    #[cfg(feature = "ch19")]
+                    "refusal" => write!(f, "the model refused to go on")?,
+                    _ => write!(f, "the reply was stopped by the server's content filter")?,
+                }
+                write!(f, " (finish_reason {reason:?}) after {chars} characters")?;
+                match dropped_calls {
+                    0 => {}
+                    1 => write!(f, "; its unfinished tool call was not run")?,
+                    n => write!(f, "; its {n} unfinished tool calls were not run")?,
+                }
+                match reason.as_str() {
+                    #[cfg(feature = "ch19")]
+                    "max_tokens" => {
+                        write!(f, " — not a finished answer: raise MINI_AGENT_MAX_TOKENS, or ask for less")
+                    }
+                    "length" => write!(
+                        f,
+                        " — not a finished answer: raise the server's output-token limit, or ask for less"
+                    ),
+                    _ => write!(f, " — not a finished answer"),
+                }
+            }
+            #[cfg(feature = "ch07")]
+            Error::Stuck { name, repeats } => write!(
+                f,
+                "stopped: the model called {name} {repeats} times in a row with the same arguments and \
+                 the same result, and went on after being told; the task may be unfinished"
+            ),
+            Error::Model(text) => write!(f, "unusable model reply: {text}"),
+            Error::Io { context, source } => write!(f, "{context}: {source}"),
+            Error::Interrupted => f.write_str("interrupted"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+// ANCHOR_END: error_display_rest
