@@ -3,7 +3,7 @@
 //! traits so that a later chapter wraps one (retries around a model, a permission gate around
 //! the tools, a journal beside the screen) instead of editing the loop.
 
-use super::{Error, Message, Reply, Request, ToolCall, ToolOutput, Usage};
+use super::{Error, Message, Reply, Request, ToolCall, ToolOutput};
 use serde_json::Value;
 
 // ANCHOR: seams
@@ -69,7 +69,7 @@ pub enum Event<'a> {
         summarised: bool,
         tokens_before: u64,
         tokens_after: u64,
-        usage: Option<Usage>,
+        usage: Option<super::Usage>,
     },
     /// Something the user should know that did not stop the turn (a reply's text that looked
     /// like a tool call, a compaction that could not be made…).
