@@ -281,7 +281,7 @@ fn protected_paths(root: &Path) -> Protected {
     let state = root.join(".mini_agent");
     let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&state);
     let mut read_only = vec![state, root.join(".git/hooks"), root.join(".git/config")];
-    read_only.extend(crate::ch16_approval::user_config_dir().and_then(|dir| dir.canonicalize().ok()));
+    read_only.extend(crate::ch16_hooks::approval::user_config_dir().and_then(|dir| dir.canonicalize().ok()));
     // Only what exists, as itself: a symlink would be followed by the mount, elsewhere.
     let real = |path: &PathBuf| {
         path.starts_with(root) && path.symlink_metadata().is_ok_and(|meta| !meta.is_symlink())

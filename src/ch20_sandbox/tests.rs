@@ -5,7 +5,7 @@
 use super::*;
 use crate::ch02_loop::{ToolCall, ToolOutput, Tools};
 use crate::ch03_tools::Workspace;
-use crate::testkit::tempdir::TempDir;
+use crate::temp_dir::TempDir;
 use serde_json::json;
 use std::net::{TcpListener, UdpSocket};
 use std::os::unix::fs::PermissionsExt;
