@@ -18,6 +18,10 @@
 //! | `run ls -la` · ``run `cargo --version` `` · `运行 ls` | `bash` |
 //! | `replace foo with bar in x.txt` · `change foo to bar in x.txt` · `把 x.txt 中的 foo 替换为 bar` | `read_file`, then `edit_file` |
 //!
+//! In a prompt of `mini-agent tasks` (chapter 15's template wraps the task in instructions),
+//! the request is what its `Task:` line says, so a task named in these words is done by the
+//! task loop too.
+//!
 //! When the request offers only a `bash` tool (chapters 1 and 2), the same requests are
 //! done with shell commands instead: `ls -A`, `cat -- x`, `grep -rnIF`, `printf '%s' … > x`,
 //! and for a replace `cat` then a literal substitution in bash (see `bash`).
@@ -54,6 +58,7 @@ I can:
 - search for text: `search for TODO` or `search for \"fn main\" in src`
 - run a command: `run ls -la` or ``run `cargo --version` ``
 - replace text in a file: `replace foo with bar in notes.txt`
+In a task loop's prompt, I read the `Task:` line as the request.
 (Chinese also works for some: `创建 a.txt 内容为 你好`, `读取 a.txt`, `列出文件`, `搜索 TODO`, `运行 ls`, `把 a.txt 中的 foo 替换为 bar`.)
 For anything else, point mini-agent at a real model with --base-url and --model.";
 

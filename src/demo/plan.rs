@@ -43,7 +43,7 @@ pub fn demo_message(messages: &[Value], bash_only: bool) -> Value {
     let Some(user_index) = messages.iter().rposition(|m| m["role"] == "user") else {
         return json!({"role": "assistant", "content": CAPABILITIES});
     };
-    let intent = parse_intent(&message_text(&messages[user_index]));
+    let intent = parse_intent(request_of(&message_text(&messages[user_index])));
     let rounds = rounds_since(&messages[user_index + 1..]);
     match next_action(&intent, &rounds, bash_only) {
         Action::Call(name, arguments) => json!({
@@ -55,6 +55,12 @@ pub fn demo_message(messages: &[Value], bash_only: bool) -> Value {
     }
 }
 // ANCHOR_END: demo_message
+
+/// The request in a message: the whole text, or, in a task loop's prompt (a template that
+/// wraps the task in instructions), what its `Task:` line says.
+pub(super) fn request_of(text: &str) -> &str {
+    text.lines().find_map(|line| line.strip_prefix("Task:")).map(str::trim).unwrap_or(text)
+}
 
 // ANCHOR: plan
 /// The plan: the first tool call for a fresh request, then what to do with each result.

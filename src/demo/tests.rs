@@ -182,6 +182,20 @@ fn ids_count_every_earlier_tool_call_of_the_conversation() {
 }
 
 #[test]
+fn a_task_loops_prompt_is_read_from_its_task_line() {
+    // The shape of chapter 15's built-in template: instructions around the task.
+    let prompt = "You are working unattended on one task of a list. Nobody will answer questions: decide, act,\n\
+                  and finish with a short summary of what you changed.\n\nTask: create z.txt containing z\n\
+                  Attempt: 1\n\nFiles to read first:\n(none)\n\nWhen you stop, the harness runs this command \
+                  in the workspace root; the task passes when it\nexits 0. Run it yourself before you finish:\n\
+                  test -f z.txt\n";
+    assert_eq!(plans(prompt), ("write_file".into(), json!({"path": "z.txt", "content": "z"})));
+    // A task in other words gets the honest list, as a prompt would.
+    let prompt = prompt.replace("create z.txt containing z", "make the tests pass");
+    assert_eq!(reply_to(&[user(&prompt)]), json!({"role": "assistant", "content": CAPABILITIES}));
+}
+
+#[test]
 fn anything_else_gets_the_honest_list() {
     for prompt in ["refactor the parser", "help", "", "make sure the tests pass", "read my notes please"] {
         assert_eq!(reply_to(&[user(prompt)]), json!({"role": "assistant", "content": CAPABILITIES}));
