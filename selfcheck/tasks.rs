@@ -199,3 +199,121 @@ fn sigterm_stops_the_attempt_exits_143_and_the_task_is_pending_again() {
     assert_eq!(saved["tasks"][0]["attempts"], 1);
     assert!(saved["tasks"][0]["last_error"].as_str().unwrap().contains("interrupted"));
 }
+
+#[test]
+fn a_failed_tasks_changes_never_reach_the_next_tasks_commit() {
+    // Issue 22: task 2 failed both attempts and left notes.txt, and the next task's commit
+    // held both a.txt and notes.txt. Now each attempt that fails is set aside under a ref.
+    let mut workspace = repository();
+    workspace = add(workspace, &["write notes", "-p", "1", "--verify", "grep -q never notes.txt"]);
+    workspace = add(workspace, &["create a.txt", "-p", "2", "--verify", "test -f a.txt"]);
+    let write = |path: &str| call("write_file", json!({"path": path, "content": format!("{path}\n")}));
+    let steps = vec![
+        write("notes.txt"),
+        text("noted"),
+        write("notes.txt"),
+        text("noted again"),
+        write("a.txt"),
+        text("a"),
+    ];
+    let args = ["tasks", "run", "--allow-write", "--max-attempts", "2", "--intervention-after", "3"];
+    let run = Test::new().args(args).server(steps).run_in(workspace);
+    run.expect_code(0)
+        .stderr_has("git show refs/mini-agent/failed/1/1")
+        .stderr_has("refs/mini-agent/failed/1/2");
+    let files = git(run.root(), &["show", "--name-only", "--format=%s", "HEAD"]);
+    assert_eq!(files, "2: create a.txt\n\na.txt\n", "the commit holds its own task's file alone");
+    for attempt in ["1", "2"] {
+        let kept = git(
+            run.root(),
+            &["show", "--name-only", "--format=", &format!("refs/mini-agent/failed/1/{attempt}")],
+        );
+        assert_eq!(kept.trim(), "notes.txt");
+    }
+    assert!(run.read("notes.txt").is_none(), "the tree is back as the attempt found it");
+    assert_eq!(git(run.root(), &["status", "--porcelain"]), "?? .mini_agent/\n");
+    assert_eq!(tasks_file(run.root())["tasks"][0]["set_aside"], "refs/mini-agent/failed/1/2");
+    // The second attempt was told where the first one's work went.
+    assert!(user_prompt(&run.requests[2]).contains("git show refs/mini-agent/failed/1/1"));
+    let show = Test::new().args(["tasks", "show", "1"]).run_in(run.workspace);
+    show.expect_code(0);
+    assert!(
+        show.stdout.contains("set aside    refs/mini-agent/failed/1/1, refs/mini-agent/failed/1/2"),
+        "{}",
+        show.stdout
+    );
+}
+
+#[test]
+fn kill_9_in_a_repository_leaves_the_next_run_a_clean_tree_and_the_work_kept() {
+    let workspace = add(repository(), &["slow", "--verify", "true"]);
+    let steps = vec![
+        call("write_file", json!({"path": "half.txt", "content": "half done\n"})),
+        call("bash", json!({"command": "touch started; sleep 3"})),
+    ];
+    let run = Test::new()
+        .args(["tasks", "run", "--allow-shell", "--allow-write"])
+        .server(steps)
+        .signal_when(|root| root.join("started").exists(), SIGKILL)
+        .run_in(workspace);
+    assert_eq!(run.code, None, "killed by the signal");
+    let status = Test::new().args(["tasks", "status"]).run_in(run.workspace);
+    status.expect_code(0);
+    assert!(
+        status.stdout.contains("an attempt was cut off; tasks run keeps its changes"),
+        "{}",
+        status.stdout
+    );
+    // No --allow-dirty needed: the cut-off attempt's changes are its own, and are set aside.
+    let run = Test::new()
+        .args(["tasks", "run", "--acknowledge-unknown"])
+        .server(vec![text("nothing left to do")])
+        .run_in(status.workspace);
+    run.expect_code(0).stderr_has("cut off during attempt 1").stderr_has("refs/mini-agent/failed/1/1");
+    let kept = git(run.root(), &["show", "--name-only", "--format=", "refs/mini-agent/failed/1/1"]);
+    assert_eq!(kept.lines().collect::<Vec<_>>(), ["half.txt", "started"]);
+    assert!(run.read("half.txt").is_none());
+    assert_eq!(
+        git(run.root(), &["log", "--format=%s"]),
+        "start\n",
+        "nothing of the cut-off attempt committed"
+    );
+}
+
+#[test]
+fn a_failed_check_says_why_on_screen_in_the_list_and_in_show() {
+    let check = r#"for n in $(seq 1 30); do echo "step $n"; done; printf 'bad \033[2J news\n'; exit 1"#;
+    let workspace = add(repository(), &["never", "--verify", check]);
+    let run = Test::new()
+        .args(["tasks", "run", "--max-attempts", "1"])
+        .server(vec![text("tried")])
+        .run_in(workspace);
+    run.expect_code(0)
+        .stderr_has(
+            "task 1: attempt 1 failed its verify command (its last 12 lines; all: mini-agent tasks show 1)",
+        )
+        .stderr_has("  │ step 21\n")
+        .stderr_has("  │ bad \\x1b[2J news\n")
+        .stderr_has("  │ [exit code 1]");
+    assert!(!run.stderr.contains("step 20\n") && !run.stderr.contains('\u{1b}'), "{}", run.stderr);
+    let list = Test::new().args(["tasks", "list"]).run_in(run.workspace);
+    assert!(list.stdout.contains("last error: bad \\x1b[2J news [exit code 1]"), "{}", list.stdout);
+    let show = Test::new().args(["tasks", "show", "1"]).run_in(list.workspace);
+    assert!(show.stdout.contains("  step 1\n") && show.stdout.contains("  step 30\n"), "{}", show.stdout);
+    assert!(!show.stdout.contains('\u{1b}'));
+}
+
+#[test]
+fn the_demo_does_a_task_in_its_own_words_and_a_task_without_a_check_is_warned_about() {
+    let workspace = add(repository(), &["create z.txt containing z", "--verify", "grep -qx z z.txt"]);
+    let run = Test::new().args(["tasks", "run", "--demo", "--allow-write"]).run_in(workspace);
+    run.expect_code(0).stderr_has("task 1 passed, committed");
+    assert_eq!(
+        git(run.root(), &["log", "-1", "--format=%an %s"]),
+        "mini-agent 1: create z.txt containing z\n"
+    );
+    let unchecked = Test::new().args(["tasks", "add", "anything"]).run_in(run.workspace);
+    unchecked.expect_code(0).stderr_has("task 2 has no --verify command");
+    let run = Test::new().args(["tasks", "run", "--demo"]).run_in(unchecked.workspace);
+    run.expect_code(0).stderr_has("task 2 passed (it has no verify command: nothing was checked)");
+}

@@ -161,3 +161,122 @@ fn a_fifo_planted_as_the_task_list_does_not_hang() {
     assert!(started.elapsed().as_secs() < 10, "it waited {:?}", started.elapsed());
     run.expect_code(1).stderr_has("not a regular file");
 }
+
+/// `git` with a given environment, in `root`, which must succeed.
+fn git_in(root: &std::path::Path, env: &[(&str, String)], args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .envs(env.iter().map(|(name, value)| (name, value)))
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .status()
+        .expect("git runs");
+    assert!(status.success(), "git {args:?}");
+}
+
+#[test]
+fn no_filter_driver_runs_wherever_config_defines_it_and_whatever_attributes_name_it() {
+    // Found by the red team (issue 22): filter names were looked up with `git config --local`,
+    // which does not read `.git/config.worktree`, so a driver defined there ran on `git add`.
+    // Nor were drivers named `a=b` (`-c` splits at the first '='), drivers in a file the
+    // repository's config includes that the attempt itself wrote, or drivers from the
+    // environment and the user's config. Each is named by a different attributes file.
+    let workspace = TempDir::new("selfcheck");
+    let outside = TempDir::new("selfcheck");
+    let root = workspace.path().to_path_buf();
+    let mark = |name: &str| format!("touch {}/{name}; cat", outside.path().display());
+    let global = outside.path().join("gitconfig");
+    std::fs::write(&global, format!("[filter \"global\"]\n\tclean = {}\n", mark("global"))).unwrap();
+    let env = vec![
+        ("GIT_CONFIG_COUNT", "1".to_string()),
+        ("GIT_CONFIG_KEY_0", "filter.fromenv.clean".to_string()),
+        ("GIT_CONFIG_VALUE_0", mark("environment")),
+        ("GIT_CONFIG_GLOBAL", global.display().to_string()),
+    ];
+    git(&root, &["init", "-q"]);
+    std::fs::write(root.join(".gitattributes"), "*.wt filter=wt\n*.eq filter=a=b\n").unwrap();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub/.gitattributes"), "*.late filter=late\n").unwrap();
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-q", "-m", "start"]);
+    std::fs::write(root.join(".git/info/exclude"), ".no-user-config/\n").unwrap();
+    std::fs::write(root.join(".git/info/attributes"), "*.env filter=fromenv\n").unwrap();
+    std::fs::write(root.join(".git/more-attributes"), "*.glob filter=global\n").unwrap();
+    git(&root, &["config", "core.attributesFile", &root.join(".git/more-attributes").display().to_string()]);
+    git(&root, &["config", "extensions.worktreeConfig", "true"]);
+    git(&root, &["config", "--worktree", "filter.wt.clean", &mark("worktree")]);
+    git(&root, &["config", "include.path", "../late.config"]);
+    let config = format!(
+        "{}[filter \"a=b\"]\n\tclean = {}\n",
+        std::fs::read_to_string(root.join(".git/config")).unwrap(),
+        mark("equals")
+    );
+    std::fs::write(root.join(".git/config"), config).unwrap();
+    let add = Test::new().args(["tasks", "add", "write them", "--verify", "test -f a.wt"]).run_in(workspace);
+    add.expect_code(0);
+    // The attempt writes a file of each kind, and the config the repository includes.
+    let late = format!("[filter \"late\"]\n\tclean = {}\n", mark("included"));
+    let mut steps: Vec<_> = ["a.wt", "b.eq", "sub/c.late", "d.env", "e.glob"]
+        .into_iter()
+        .map(|path| call("write_file", json!({"path": path, "content": "x\n"})))
+        .collect();
+    steps.push(call("write_file", json!({"path": "late.config", "content": late})));
+    steps.push(text("done"));
+    let mut test = Test::new().args(["tasks", "run", "--allow-write"]).server(steps);
+    for (name, value) in &env {
+        test = test.env(name, value);
+    }
+    let run = test.run_in(add.workspace);
+    let ran = || -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(outside.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name != "gitconfig")
+            .collect();
+        names.sort();
+        names
+    };
+    assert!(ran().is_empty(), "a filter driver ran: {:?}\n{}", ran(), run.stderr);
+    run.expect_code(0).stderr_has("task 1 passed, committed");
+    // Each one is real: git itself, asked to add such files, runs all five.
+    for path in ["x.wt", "x.eq", "sub/x.late", "x.env", "x.glob"] {
+        std::fs::write(run.root().join(path), "y\n").unwrap();
+    }
+    git_in(run.root(), &env, &["add", "-A"]);
+    assert_eq!(ran(), ["environment", "equals", "global", "included", "worktree"]);
+}
+
+#[test]
+fn a_fifo_where_git_reads_config_does_not_hang_the_loop() {
+    // Found by the red team (issue 22): git ran with no time bound, and `[include] path =
+    // <a FIFO>` made it wait forever for a writer: `tasks run` and `tasks status` hung. Every
+    // git call now has a bound, and git is killed with its process group past it.
+    let workspace = add_to_repository("anything");
+    let fifo = workspace.path().join(".git/planted");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    git(workspace.path(), &["config", "include.path", "planted"]);
+    let bound = [("MINI_AGENT_GIT_TIMEOUT_SECS", "2")];
+    let status = Test::new().args(["tasks", "status"]).env(bound[0].0, bound[0].1).run_in(workspace);
+    status.expect_code(1).stderr_has("did not finish within 2 s").stderr_has("MINI_AGENT_GIT_TIMEOUT_SECS");
+    let run = Test::new()
+        .args(["tasks", "run"])
+        .env(bound[0].0, bound[0].1)
+        .server(vec![])
+        .run_in(status.workspace);
+    run.expect_code(1).stderr_has("did not finish within 2 s");
+    assert!(run.requests.is_empty(), "stopped before the first attempt");
+}
+
+/// A repository with one commit and one task named `name` (verify `true`).
+fn add_to_repository(name: &str) -> TempDir {
+    let workspace = TempDir::new("selfcheck");
+    git(workspace.path(), &["init", "-q"]);
+    std::fs::write(workspace.path().join("README.md"), "x\n").unwrap();
+    git(workspace.path(), &["add", "-A"]);
+    git(workspace.path(), &["commit", "-q", "-m", "start"]);
+    std::fs::write(workspace.path().join(".git/info/exclude"), ".no-user-config/\n").unwrap();
+    let add = Test::new().args(["tasks", "add", name, "--verify", "true"]).run_in(workspace);
+    add.expect_code(0);
+    add.workspace
+}

@@ -28,7 +28,7 @@ use mini_agent::ch15_tasks::git::Git;
 use mini_agent::ch15_tasks::pick::{counts, next_id};
 use mini_agent::ch15_tasks::recover::{recover, stale_tasks};
 use mini_agent::ch15_tasks::template::load_template;
-use mini_agent::ch15_tasks::verify::{CommandVerifier, VERIFY_TIMEOUT_SECS};
+use mini_agent::ch15_tasks::verify::{CommandVerifier, VERIFY_TIMEOUT_SECS, summary, tail};
 use mini_agent::ch15_tasks::{
     Attempts, DEFAULT_TASKS_FILE, Loop, RunEnd, Task, TaskEvent, TaskEvents, TaskStatus,
 };
@@ -48,6 +48,7 @@ pub fn main(words: &[String], keys: &Keys) -> Result<u8, Error> {
         Action::Add(task) => add(&tasks_path(root.as_deref(), file.as_deref())?, task),
         Action::List => list(&tasks_path(root.as_deref(), file.as_deref())?),
         Action::Status => status(&tasks_path(root.as_deref(), file.as_deref())?),
+        Action::Show(id) => show(&tasks_path(root.as_deref(), file.as_deref())?, &id),
         Action::Reset(id) => reset(&tasks_path(root.as_deref(), file.as_deref())?, &id),
         Action::Run(run) => run_tasks(&run, &tasks_path(root.as_deref(), file.as_deref())?, keys),
     });
@@ -116,6 +117,13 @@ fn add((root, path): &(PathBuf, PathBuf), mut task: Task) -> Result<u8, Error> {
             eprintln!("mini-agent: warning: the verify command's approval could not be remembered: {error}");
         }
     }
+    if task.verify_command.is_none() {
+        say(&format!(
+            "mini-agent: warning: task {id} has no --verify command, so it passes as soon as an attempt \
+             ends, whether or not anything was done; give it one in {} (\"verify_command\")",
+            path.display()
+        ));
+    }
     print_stdout(&format!("added task {id}\n"))
 }
 
@@ -130,6 +138,7 @@ fn list((_, path): &(PathBuf, PathBuf)) -> Result<u8, Error> {
     let width = file.tasks.iter().map(|t| t.id.chars().count()).max().unwrap_or(2).max(2);
     let mut text =
         format!("{:<width$}  {:>8}  {:<11}  {:>8}  name\n", "id", "priority", "status", "attempts");
+    let mut errors = false;
     for task in &file.tasks {
         let _ = writeln!(
             text,
@@ -140,6 +149,14 @@ fn list((_, path): &(PathBuf, PathBuf)) -> Result<u8, Error> {
             task.attempts,
             sanitize(&task.name)
         );
+        // The last error, on one line, while the task is not done.
+        if let Some(error) = task.last_error.as_deref().filter(|_| task.status != TaskStatus::Done) {
+            let _ = writeln!(text, "{:<width$}  last error: {}", "", sanitize(&summary(error, 100)));
+            errors = true;
+        }
+    }
+    if errors {
+        text.push_str("(a task's whole last error: mini-agent tasks show ID)\n");
     }
     print_stdout(&text)
 }
@@ -165,11 +182,17 @@ fn status((root, path): &(PathBuf, PathBuf)) -> Result<u8, Error> {
             None => text.push_str("    no session recorded yet\n"),
         }
     }
-    let git = match Git::open(root, &[path]) {
+    let git = match Git::open(root, &[path])? {
         None => "not a git repository (tasks run will not commit)".to_string(),
         Some(git) => {
             let branch = git.branch().unwrap_or_else(|| "(no commits yet)".into());
             match git.changes()?.len() {
+                // After a crash: the next run sets the cut-off attempt's changes aside.
+                n if git.attempt_recorded()? => format!(
+                    "branch {branch}, {}: an attempt was cut off; tasks run keeps its changes under \
+                     refs/mini-agent/failed/ and puts the tree back as it found it",
+                    plural(n, "uncommitted change")
+                ),
                 0 => format!("branch {branch}, clean"),
                 n => format!(
                     "branch {branch}, {} (tasks run needs --allow-dirty)",
@@ -179,6 +202,40 @@ fn status((root, path): &(PathBuf, PathBuf)) -> Result<u8, Error> {
         }
     };
     let _ = writeln!(text, "git      {git}");
+    print_stdout(&sanitize(&text))
+}
+
+/// Everything about one task, its last error whole, and where its set-aside attempts are.
+fn show((root, path): &(PathBuf, PathBuf), id: &str) -> Result<u8, Error> {
+    let mut file = TaskFile::load(path)?;
+    let task = file.find_mut(id)?.clone();
+    let none = || "(none)".to_string();
+    let mut text = format!("task {}: {}\n", task.id, task.name);
+    let _ =
+        writeln!(text, "status       {} ({})", task.status.word(), plural(task.attempts as usize, "attempt"));
+    let _ = writeln!(text, "priority     {}", task.priority);
+    let _ = writeln!(text, "verify       {}", task.verify_command.clone().unwrap_or_else(none));
+    let context = if task.context_files.is_empty() { none() } else { task.context_files.join(", ") };
+    let _ = writeln!(text, "context      {context}");
+    let sessions = if task.sessions.is_empty() { none() } else { task.sessions.join(", ") };
+    let _ = writeln!(text, "sessions     {sessions}");
+    let kept = match Git::open(root, &[path])? {
+        Some(git) => git.set_aside_refs(&task.id)?,
+        None => task.set_aside.iter().cloned().collect(),
+    };
+    if !kept.is_empty() {
+        let _ = writeln!(text, "set aside    {} (see one: git show REF)", kept.join(", "));
+    }
+    for (title, body) in
+        [("description", &task.description), ("last error", &task.last_error.unwrap_or_default())]
+    {
+        if !body.trim().is_empty() {
+            let _ = writeln!(text, "{title}");
+            for line in body.trim_end().lines() {
+                let _ = writeln!(text, "  {line}");
+            }
+        }
+    }
     print_stdout(&sanitize(&text))
 }
 
@@ -201,7 +258,13 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
     let mut harness_files = vec![path.as_path()];
     #[cfg(feature = "ch17")]
     harness_files.extend(run.notify.metrics.as_deref());
-    let git = if run.commit { Git::open(root, &harness_files) } else { None };
+    let git = if run.commit { Git::open(root, &harness_files)? } else { None };
+    // ANCHOR: run_tasks
+    install_interrupt_handler();
+    // What a crash left: the task in progress is pending again, its changes set aside.
+    for note in recover(path, root, git.as_ref(), options.acknowledge_unknown)? {
+        say(&format!("mini-agent: {note}"));
+    }
     if let (Some(git), false) = (&git, run.allow_dirty) {
         let changes = git.changes()?;
         if let Some(first) = changes.first() {
@@ -212,11 +275,6 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
                 first.trim()
             )));
         }
-    }
-    // ANCHOR: run_tasks
-    install_interrupt_handler();
-    for note in recover(path, root, options.acknowledge_unknown)? {
-        say(&format!("mini-agent: {note}"));
     }
     let workspace = Workspace::new(root)?;
     let template = load_template(&workspace)?;
@@ -385,29 +443,60 @@ struct Report {
 
 impl TaskEvents for Report {
     fn event(&mut self, event: TaskEvent<'_>) {
+        let mut below = Vec::new();
         let (kind, task, line) = match event {
             TaskEvent::Started { task, session } => (
                 "started",
                 task,
-                format!("attempt {} of task {} (session {session})", task.attempts, task.id),
+                format!("attempt {} of task {} (session {session}): {}", task.attempts, task.id, task.name),
             ),
-            TaskEvent::AttemptFailed { task, .. } => {
-                ("attempt_failed", task, format!("task {}: the verify command failed", task.id))
+            // ANCHOR: report_failure
+            TaskEvent::AttemptFailed { task, output } => {
+                // What the check printed last, bounded (the whole: tasks show); `say`
+                // sanitises it, since a verify command prints what the workspace makes it.
+                let (lines, before) = tail(output);
+                let mut line =
+                    format!("task {}: attempt {} failed its verify command", task.id, task.attempts);
+                if before > 0 {
+                    let _ = write!(
+                        line,
+                        " (its last {} lines; all: mini-agent tasks show {})",
+                        lines.len(),
+                        task.id
+                    );
+                }
+                below = lines.iter().map(|shown| format!("  │ {shown}")).collect();
+                ("attempt_failed", task, format!("{line}: {}", task.name))
+            }
+            // ANCHOR_END: report_failure
+            TaskEvent::SetAside { task, kept } => {
+                ("set_aside", task, format!("task {}: {}", task.id, kept.describe()))
             }
             TaskEvent::Completed { task, commit } => {
-                let commit = commit.map_or(String::new(), |c| format!(", committed {c}"));
-                ("completed", task, format!("task {} passed{commit}", task.id))
+                let mut commit = commit.map_or(String::new(), |c| format!(", committed {c}"));
+                if task.verify_command.is_none() {
+                    commit.push_str(" (it has no verify command: nothing was checked)");
+                }
+                ("completed", task, format!("task {} passed{commit}: {}", task.id, task.name))
             }
             TaskEvent::Failed { task } => (
                 "failed",
                 task,
-                format!("task {} failed after {}", task.id, plural(task.attempts as usize, "attempt")),
+                format!(
+                    "task {} failed after {}: {}",
+                    task.id,
+                    plural(task.attempts as usize, "attempt"),
+                    task.name
+                ),
             ),
             TaskEvent::NeedsHuman { task, reason } => {
-                ("needs_human", task, format!("task {}: {reason}", task.id))
+                ("needs_human", task, format!("task {}: {reason}: {}", task.id, task.name))
             }
         };
-        say(&format!("mini-agent: {line}: {}", task.name));
+        say(&format!("mini-agent: {line}"));
+        for line in below {
+            say(&line);
+        }
         if self.json {
             JsonEvents.emit(json!({"type": "task", "event": kind, "task": task}));
         }

@@ -15,6 +15,7 @@ pub(super) enum Action {
     Add(Task),
     List,
     Status,
+    Show(String),
     Run(RunOptions),
     Reset(String),
     Help,
@@ -65,8 +66,14 @@ pub(super) fn parse(words: &[String]) -> Result<(Action, Option<PathBuf>, Option
             [id] => Action::Reset(id.clone()),
             _ => return Err("tasks reset takes one task id: mini-agent tasks reset ID".into()),
         },
+        "show" => match rest.as_slice() {
+            [id] => Action::Show(id.clone()),
+            _ => return Err("tasks show takes one task id: mini-agent tasks show ID".into()),
+        },
         "run" => Action::Run(parse_run(&rest, root.clone())?),
-        other => return Err(format!("unknown tasks command '{other}': add, list, status, run or reset")),
+        other => {
+            return Err(format!("unknown tasks command '{other}': add, list, status, show, run or reset"));
+        }
     };
     Ok((action, root, file))
 }
@@ -167,8 +174,9 @@ pub(super) fn help() -> String {
 mini-agent tasks — work through a list of tasks unattended
 
   mini-agent tasks add NAME [-d DESCRIPTION] [-p PRIORITY] [--verify CMD] [--id ID] [--context FILE]...
-  mini-agent tasks list                 id, priority, status, attempts, name
+  mini-agent tasks list                 id, priority, status, attempts, name (and the last error)
   mini-agent tasks status               counts, the task in progress and its session, git
+  mini-agent tasks show ID              one task: its last error whole, its set-aside attempts
   mini-agent tasks run [--iterations N] [--max-attempts N] [--intervention-after N]
                        [--no-commit] [--allow-dirty] [--acknowledge-unknown]{notify_flags}
                        [--allow-write] [--allow-shell] [--json] [--model ID] [--base-url URL] ...
@@ -180,7 +188,8 @@ One iteration of tasks run: the pending task with the lowest priority (ties: fil
 attempted as a new session, with the prompt .mini_agent/templates/task.md (or the built-in
 one); then the harness runs its verify command (exit 0 = passed), and commits everything
 as \"<id>: <name>\" by mini-agent when the root is a git repository. A failed attempt gives
-the next one the verify output. --max-attempts (default {DEFAULT_MAX_ATTEMPTS}) attempts per task, then it
+the next one the verify output; in a repository, its changes are kept under
+refs/mini-agent/failed/<id>/<attempt> (git show REF) and the tree is put back as it was. --max-attempts (default {DEFAULT_MAX_ATTEMPTS}) attempts per task, then it
 is failed; after --intervention-after (default {DEFAULT_INTERVENTION_AFTER}) failed attempts in a row the loop stops.
 Nobody answers permission questions: pass --allow-write / --allow-shell as needed.
 {notify}

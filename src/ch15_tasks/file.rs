@@ -67,6 +67,9 @@ pub struct Task {
     /// The session id of each attempt, oldest first.
     #[serde(default)]
     pub sessions: Vec<String>,
+    /// Where the last attempt's changes were kept when it did not pass (a git ref).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_aside: Option<String>,
     #[serde(default)]
     pub created_at: String,
     #[serde(default)]
@@ -91,6 +94,7 @@ impl Task {
             attempts: 0,
             last_error: None,
             sessions: Vec::new(),
+            set_aside: None,
             created_at: now.clone(),
             updated_at: now,
             extra: Map::new(),

@@ -1,142 +1,161 @@
-//! Git, as the loop uses it: one commit per passed task, and nothing else.
+//! Git, as the loop uses it: one commit per passed task, holding that task's work and nothing
+//! else.
 //!
 //! A commit is the unit a person reviews later, so `tasks run` refuses to start on a tree with
 //! uncommitted changes (they would end up in the first task's commit) unless `--allow-dirty`
-//! says that is fine. The harness's own files — `.mini_agent/` and the task list — are left
-//! out of both the check and the commit: they change every iteration. The commit is
-//! `git add -A` and `<id>: <name>` by author `mini-agent`; the harness never pushes.
-//! Git runs without a terminal to prompt on and without the API key in its environment.
-//!
-//! Git also runs programs that a repository's own `.git/config` names: `core.fsmonitor` on
-//! `status` and `add`, hooks on `commit` (`core.hooksPath`, `.git/hooks/`), a clean filter on
-//! `add`, `gpg.program` when `commit.gpgSign` is set. `git clone` never copies that file, but a
-//! project handed over as an archive or a copied tree carries it, and `tasks run` calls git
-//! before anything else. So every call of the harness switches those off ([`GUARDS`], and the
-//! filter drivers the repository's own config defines): a commit the harness makes runs no
-//! program of the repository's choosing. (Starship and others pass `-c core.fsmonitor=false`
-//! for the same reason.)
+//! says that is fine, and an attempt that does not pass leaves nothing behind for the next
+//! task's commit: its changes are set aside under a ref and the tree is put back
+//! ([`super::set_aside`]). The harness's own files — `.mini_agent/` and the task list — are
+//! left out of the check, the commit and the set-aside: they change every iteration. The
+//! commit is `<id>: <name>` by author `mini-agent`, made with git's plumbing (`write-tree`,
+//! `commit-tree`, `update-ref`), so no hook of the repository runs; the harness never pushes.
+//! Every git call goes through [`GitCall`]: bounded in time, no terminal, no key in its
+//! environment, and none of the programs config can name.
 
+use super::git_process::{Finished, GitCall, filter_guards, git_timeout};
 use crate::ch02_loop::Error;
-use crate::ch03_tools::secrets::remove_keys;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// The author (and committer) of the loop's commits.
 pub const AUTHOR_NAME: &str = "mini-agent";
 pub const AUTHOR_EMAIL: &str = "mini-agent@localhost";
-
-// ANCHOR: guards
-/// Settings given to every git call of the harness: no fsmonitor command, no hooks, no signing
-/// program. Filter drivers are switched off by name (see [`filter_guards`]).
-pub const GUARDS: [&str; 3] = ["core.fsmonitor=false", "core.hooksPath=/dev/null", "commit.gpgSign=false"];
-
-/// `-c` settings that empty every filter driver the repository's own config (and what it
-/// includes) defines; reading config runs nothing. Drivers from the user's own config stay.
-fn filter_guards(root: &Path) -> Vec<String> {
-    let keys =
-        run_git(root, &[], &["config", "--local", "--includes", "--name-only", "--get-regexp", r"^filter\."]);
-    let mut drivers: Vec<String> = keys
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|key| key.strip_prefix("filter.")?.rsplit_once('.').map(|(name, _)| name.to_string()))
-        .collect();
-    drivers.dedup();
-    let empty = |name: &String| {
-        ["clean=", "smudge=", "process=", "required=false"].map(|v| format!("filter.{name}.{v}"))
-    };
-    drivers.iter().flat_map(empty).collect()
-}
-// ANCHOR_END: guards
+/// Where the start of the attempt in progress is kept until it passes or is set aside.
+pub const ATTEMPT_REF: &str = "refs/mini-agent/attempt";
 
 /// A git work tree the loop commits to.
 pub struct Git {
-    root: PathBuf,
+    pub(super) root: PathBuf,
     /// Paths (relative to the root, as pathspecs) that are the harness's, never committed.
     excluded: Vec<String>,
-    /// The `-c` settings given to every call.
-    guards: Vec<String>,
+    /// The repository's git directory (its index, and the harness's private one, live there).
+    pub(super) git_dir: PathBuf,
+    timeout: Duration,
+}
+
+/// Git calls with the filter guards of the moment: a set of calls with no model in between.
+pub(super) struct Calls<'a> {
+    git: &'a Git,
+    guards: Vec<OsString>,
+}
+
+impl<'a> Calls<'a> {
+    /// Calls that read refs and objects only, which no config can make run a program.
+    pub(super) fn unguarded(git: &'a Git) -> Calls<'a> {
+        Calls { git, guards: Vec::new() }
+    }
+
+    pub(super) fn run(&self, call: GitCall) -> Result<Finished, Error> {
+        call.run(&self.git.root, &self.guards, self.git.timeout)
+    }
+
+    /// A call's standard output, trimmed.
+    pub(super) fn text<S: Into<OsString>>(&self, args: impl IntoIterator<Item = S>) -> Result<String, Error> {
+        Ok(self.run(GitCall::new(args))?.text().trim().to_string())
+    }
+
+    /// The object `name` names, or `None` when there is none (`HEAD` before the first commit).
+    pub(super) fn object(&self, name: &str) -> Result<Option<String>, Error> {
+        let found = self.run(GitCall::new(["rev-parse", "-q", "--verify", name]).accepting(&[1]))?;
+        Ok((found.code == 0).then(|| found.text().trim().to_string()))
+    }
+
+    /// `args` followed by the pathspec of the root minus the harness's files.
+    pub(super) fn with_pathspec<'s>(&'s self, args: &[&'s str]) -> Vec<&'s str> {
+        let mut all = args.to_vec();
+        all.extend(["--", "."]);
+        all.extend(self.git.excluded.iter().map(String::as_str));
+        all
+    }
 }
 
 impl Git {
-    /// `Some` when `root` is inside a git work tree (and git is installed).
-    pub fn open(root: &Path, harness_files: &[&Path]) -> Option<Git> {
-        let base: Vec<String> = GUARDS.iter().map(|g| g.to_string()).collect();
-        let inside = run_git(root, &base, &["rev-parse", "--is-inside-work-tree"]).ok()?;
-        if inside.trim() != "true" {
-            return None;
+    /// `Some` when `root` is inside a git work tree (and git is installed); an error when git
+    /// did not answer in time.
+    pub fn open(root: &Path, harness_files: &[&Path]) -> Result<Option<Git>, Error> {
+        let timeout = git_timeout();
+        let asked =
+            GitCall::new(["rev-parse", "--is-inside-work-tree", "--absolute-git-dir"]).accepting(&[128]);
+        let answer = match asked.run(root, &[], timeout) {
+            Ok(answer) if answer.code == 0 => answer.text(),
+            Ok(_) | Err(Error::Io { .. }) => return Ok(None), // not a repository; no git
+            Err(error) => return Err(error),
+        };
+        let mut lines = answer.lines();
+        if lines.next() != Some("true") {
+            return Ok(None);
         }
+        let git_dir = PathBuf::from(lines.next().unwrap_or_default());
         let mut excluded = vec![":(exclude).mini_agent".to_string()];
         for file in harness_files {
             if let Ok(relative) = file.strip_prefix(root) {
                 excluded.push(format!(":(exclude,literal){}", relative.display()));
             }
         }
-        let guards = base.into_iter().chain(filter_guards(root)).collect();
-        Some(Git { root: root.to_path_buf(), excluded, guards })
+        Ok(Some(Git { root: root.to_path_buf(), excluded, git_dir, timeout }))
     }
 
-    fn run(&self, args: &[&str]) -> Result<String, Error> {
-        run_git(&self.root, &self.guards, args)
-    }
-
-    fn pathspec(&self) -> Vec<&str> {
-        let mut spec = vec!["--", "."];
-        spec.extend(self.excluded.iter().map(String::as_str));
-        spec
+    /// Calls guarded against every filter driver config defines now. Asked again for each set
+    /// of calls: an attempt may have written a file that the repository's config includes.
+    pub(super) fn calls(&self) -> Result<Calls<'_>, Error> {
+        Ok(Calls { git: self, guards: filter_guards(&self.root, self.timeout)? })
     }
 
     /// The changed and untracked paths under the root, outside the harness's files.
     pub fn changes(&self) -> Result<Vec<String>, Error> {
-        let mut args = vec!["status", "--porcelain", "--untracked-files=all"];
-        args.extend(self.pathspec());
-        Ok(self.run(&args)?.lines().map(str::to_string).collect())
+        let calls = self.calls()?;
+        let status = calls.with_pathspec(&["status", "--porcelain", "--untracked-files=all"]);
+        Ok(calls.run(GitCall::new(status))?.text().lines().map(str::to_string).collect())
     }
 
     /// The current branch (or `HEAD` when detached; `None` before the first commit).
     pub fn branch(&self) -> Option<String> {
-        self.run(&["rev-parse", "--abbrev-ref", "HEAD"]).ok().map(|b| b.trim().to_string())
+        Calls::unguarded(self).text(["rev-parse", "--abbrev-ref", "HEAD"]).ok()
     }
 
     // ANCHOR: commit
-    /// Stages everything (but the harness's files) and commits it as `message`. Returns the
-    /// new commit's short hash, or `None` when there was nothing to commit.
+    /// Stages everything (but the harness's files) and commits it as `message`, ending the
+    /// attempt in the same ref transaction. Returns the new commit's short hash, or `None`
+    /// when there was nothing to commit.
     pub fn commit_all(&self, message: &str) -> Result<Option<String>, Error> {
-        let mut add = vec!["add", "-A"];
-        add.extend(self.pathspec());
-        self.run(&add)?;
-        let staged = self.run(&["diff", "--cached", "--name-only"])?;
-        if staged.trim().is_empty() {
+        let calls = self.calls()?;
+        calls.run(GitCall::new(calls.with_pathspec(&["add", "-A"])))?;
+        let tree = calls.text(["write-tree"])?;
+        let head = calls.object("HEAD^{commit}")?;
+        if head.is_some() && calls.object("HEAD^{tree}")?.as_deref() == Some(tree.as_str()) {
+            calls.run(GitCall::new(["update-ref", "-d", ATTEMPT_REF]))?;
             return Ok(None);
         }
-        let author = format!("{AUTHOR_NAME} <{AUTHOR_EMAIL}>");
-        let name = format!("user.name={AUTHOR_NAME}");
-        let email = format!("user.email={AUTHOR_EMAIL}");
-        let args = ["-c", &name, "-c", &email, "commit", "-q", "--author", &author, "-m", message];
-        self.run(&args)?;
-        Ok(Some(self.run(&["rev-parse", "--short", "HEAD"])?.trim().to_string()))
+        let commit = calls.commit_tree(&tree, &[head.as_deref()], message)?;
+        // The branch moves and the attempt ends together: a kill -9 between the two cannot
+        // leave a committed attempt that recovery would take for an unfinished one.
+        let transaction = format!("update HEAD {commit}\ndelete {ATTEMPT_REF}\n");
+        let reflog = format!("mini-agent: {message}");
+        calls.run(GitCall::new(["update-ref", "-m", &reflog, "--stdin"]).input(transaction.into_bytes()))?;
+        Ok(Some(calls.text(["rev-parse", "--short", &commit])?))
     }
     // ANCHOR_END: commit
 }
 
-/// `git -C root -c guard… args…`: its stdout, or an error with the first line of its stderr.
-fn run_git(root: &Path, guards: &[String], args: &[&str]) -> Result<String, Error> {
-    let mut command = Command::new("git");
-    command.arg("-C").arg(root);
-    for guard in guards {
-        command.arg("-c").arg(guard);
+impl Calls<'_> {
+    /// A commit of `tree` with `parents` (absent ones skipped), by mini-agent.
+    pub(super) fn commit_tree(
+        &self,
+        tree: &str,
+        parents: &[Option<&str>],
+        message: &str,
+    ) -> Result<String, Error> {
+        let mut args = vec!["commit-tree", "--no-gpg-sign", "-m", message];
+        for parent in parents.iter().flatten() {
+            args.extend(["-p", parent]);
+        }
+        args.push(tree);
+        let call = GitCall::new(args)
+            .env("GIT_AUTHOR_NAME", AUTHOR_NAME)
+            .env("GIT_AUTHOR_EMAIL", AUTHOR_EMAIL)
+            .env("GIT_COMMITTER_NAME", AUTHOR_NAME)
+            .env("GIT_COMMITTER_EMAIL", AUTHOR_EMAIL);
+        Ok(self.run(call)?.text().trim().to_string())
     }
-    command
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    remove_keys(&mut command);
-    let output = command.output().map_err(|e| Error::io("running git", e))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let reason = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("no message");
-        return Err(Error::Config(format!("git {} failed: {reason}", args.first().unwrap_or(&""))));
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }

@@ -11,16 +11,22 @@
 //! * [`pick`] — the next task and new ids, pure functions of the list.
 //! * [`template`] — the attempt's prompt, built in or the project's own.
 //! * [`verify`] — the proof: the verify command with the bash tool's rules.
-//! * [`git`] — one commit per passed task; never a push.
+//! * [`git`] — one commit per passed task, holding its work and nothing else; never a push.
+//! * [`set_aside`] — an attempt that did not pass: its changes kept under a ref, the tree put back.
+//! * [`git_process`] — every git call bounded in time and running nothing config names.
 //! * [`run`] — the loop itself, with its seams: [`run::Attempts`], [`verify::Verifier`],
 //!   [`run::TaskEvents`].
 //! * [`recover`] — a task left in progress by a crash.
 
 pub mod file;
 pub mod git;
+pub mod git_process;
+#[cfg(test)]
+mod git_tests;
 pub mod pick;
 pub mod recover;
 pub mod run;
+pub mod set_aside;
 pub mod template;
 #[cfg(test)]
 mod tests;

@@ -6,9 +6,11 @@
 //! a tool call that started and never finished has an unknown outcome, and nothing goes on
 //! until a person has looked and said so with `--acknowledge-unknown` (the session then gets
 //! the synthetic "unknown" result). Otherwise the cut-off attempt counts as an attempt and
-//! the task is pending again.
+//! the task is pending again — and, when the loop commits, what the attempt had changed is set
+//! aside and the tree put back, as after any attempt that did not pass.
 
 use super::file::{Task, TaskStatus, touch, update};
+use super::git::Git;
 use crate::ch02_loop::Error;
 use crate::ch05_sessions::SessionStore;
 use crate::ch10_recovery::{SessionState, SessionStatus, resume, status_of};
@@ -33,25 +35,40 @@ pub fn stale_tasks(tasks: &[Task], root: &Path) -> Vec<Stale> {
         .collect()
 }
 
-/// Makes every stale task pending again, or refuses (see [`check_session`]). Returns a line
-/// per task put back.
-pub fn recover(tasks_file: &Path, root: &Path, acknowledge_unknown: bool) -> Result<Vec<String>, Error> {
+/// Makes every stale task pending again, or refuses (see [`check_session`]); with `git`, sets
+/// aside what its attempt changed. Returns a line per task put back.
+pub fn recover(
+    tasks_file: &Path,
+    root: &Path,
+    git: Option<&Git>,
+    acknowledge_unknown: bool,
+) -> Result<Vec<String>, Error> {
     let current = super::file::TaskFile::load(tasks_file)?;
     let mut notes = Vec::new();
     for stale in stale_tasks(&current.tasks, root) {
         let session = check_session(&stale, root, acknowledge_unknown)?;
+        let (id, attempt) = (&stale.task.id, stale.task.attempts);
+        let kept = match git {
+            Some(git) => git.set_aside(id, attempt, "cut off: mini-agent stopped during it")?,
+            None => None,
+        };
         update(tasks_file, |file| {
-            let task = file.find_mut(&stale.task.id)?;
+            let task = file.find_mut(id)?;
             task.status = TaskStatus::Pending;
-            let attempt = task.attempts;
             task.last_error = Some(format!(
                 "attempt {attempt} was cut off: mini-agent stopped during it (session {session})"
             ));
+            if kept.is_some() {
+                task.set_aside = kept.as_ref().map(|kept| kept.reference.clone());
+            }
             touch(task);
             Ok(())
         })?;
-        let (id, attempt) = (&stale.task.id, stale.task.attempts);
-        notes.push(format!("task {id} was cut off during attempt {attempt}; it is pending again"));
+        let mut note = format!("task {id} was cut off during attempt {attempt}; it is pending again");
+        if let Some(kept) = &kept {
+            note.push_str(&format!("; {}", kept.describe()));
+        }
+        notes.push(note);
     }
     Ok(notes)
 }

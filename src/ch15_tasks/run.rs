@@ -5,13 +5,16 @@
 //! does with a prompt (the command line runs an ordinary session, exactly as `-p` would), the
 //! proof is whatever [`Verifier`] says, and every state change goes to the task file *before*
 //! the next step, so a `kill -9` at any moment leaves a list that says where things stood:
-//! the task `in_progress`, with the session of the attempt that was running. What happened is
-//! told to a [`TaskEvents`] observer — the screen today; hooks and notifications later hang
-//! on the same seam.
+//! the task `in_progress`, with the session of the attempt that was running. An attempt that
+//! does not pass has its changes set aside and the tree put back ([`super::set_aside`]), so
+//! the next commit holds the next task's work alone. What happened is told to a
+//! [`TaskEvents`] observer — the screen today; hooks and notifications later hang on the same
+//! seam.
 
 use super::file::{Task, TaskFile, TaskStatus, touch, update};
 use super::git::Git;
 use super::pick::next_pending;
+use super::set_aside::SetAside;
 use super::template::render;
 use super::verify::{Verdict, Verifier};
 use crate::ch02_loop::{Error, Outcome, interrupted};
@@ -52,6 +55,12 @@ pub enum TaskEvent<'a> {
     NeedsHuman {
         task: &'a Task,
         reason: &'a str,
+    },
+    /// An attempt that did not pass changed files: they were kept under a ref and the tree
+    /// was put back (`task.set_aside` names the ref).
+    SetAside {
+        task: &'a Task,
+        kept: &'a SetAside,
     },
 }
 // ANCHOR_END: events
@@ -139,6 +148,11 @@ impl Loop<'_> {
             t.attempts = attempt;
             t.sessions.push(session.clone());
         })?;
+        if let Some(git) = self.git
+            && let Err(error) = git.start_attempt(&task.id, attempt)
+        {
+            return Err(self.back_to_pending(&task, "its start could not be recorded", error));
+        }
         self.events.event(TaskEvent::Started { task: &task, session: &session });
         let outcome = self.attempts.run(render(self.template, &task, attempt));
         match outcome {
@@ -167,11 +181,16 @@ impl Loop<'_> {
             Verdict::Interrupted => Err(self.back_to_pending(task, "interrupted", Error::Interrupted)),
             Verdict::Passed => self.passed(task),
             Verdict::Failed(output) => {
+                let kept = self.set_aside(task, "its verify command failed")?;
                 let task = self.update(&task.id, |t| {
                     t.status = TaskStatus::Pending;
                     t.last_error = Some(output.clone());
+                    t.set_aside = kept.as_ref().map(|kept| kept.reference.clone());
                 })?;
                 self.events.event(TaskEvent::AttemptFailed { task: &task, output: &output });
+                if let Some(kept) = &kept {
+                    self.events.event(TaskEvent::SetAside { task: &task, kept });
+                }
                 Ok(Step::FailedAttempt(task.id))
             }
         }
@@ -191,6 +210,7 @@ impl Loop<'_> {
             t.status = TaskStatus::Done;
             t.passes = true;
             t.last_error = None;
+            t.set_aside = None;
         })?;
         self.events.event(TaskEvent::Completed { task: &task, commit: commit.as_deref() });
         Ok(Step::Passed)
@@ -214,8 +234,8 @@ impl Loop<'_> {
 
     fn stop_for_a_human(&mut self, id: &str, failures: u32) -> Result<RunEnd, Error> {
         let reason = format!(
-            "{failures} failed attempts in a row (--intervention-after {}); the last verify output is in \
-             the task's last_error",
+            "{failures} failed attempts in a row (--intervention-after {}); the last error in full: \
+             mini-agent tasks show {id}",
             self.settings.intervention_after
         );
         let task = self.update(id, |t| t.status = TaskStatus::NeedsHuman)?;
@@ -223,17 +243,38 @@ impl Loop<'_> {
         Ok(RunEnd::NeedsHuman { id: id.to_string(), reason })
     }
 
-    /// The attempt did not finish: the task is pending again, and `error` goes on up.
-    fn back_to_pending(&self, task: &Task, why: &str, error: Error) -> Error {
+    /// The attempt did not finish: its changes are set aside, the task is pending again, and
+    /// `error` goes on up.
+    fn back_to_pending(&mut self, task: &Task, why: &str, error: Error) -> Error {
+        let kept = match self.set_aside(task, why) {
+            Ok(kept) => kept,
+            Err(problem) => {
+                return Error::Config(format!("{error}; and its changes could not be set aside: {problem}"));
+            }
+        };
         let note = format!("attempt {} stopped before it was verified: {why}", task.attempts);
         match self.update(&task.id, |t| {
             t.status = TaskStatus::Pending;
             t.last_error = Some(note.clone());
+            t.set_aside = kept.as_ref().map(|kept| kept.reference.clone());
         }) {
-            Ok(_) => error,
+            Ok(task) => {
+                if let Some(kept) = &kept {
+                    self.events.event(TaskEvent::SetAside { task: &task, kept });
+                }
+                error
+            }
             Err(saving) => {
                 Error::Config(format!("{error}; and the task list could not be updated: {saving}"))
             }
+        }
+    }
+
+    /// The attempt's changes, kept under a ref, and the tree put back (when committing).
+    fn set_aside(&self, task: &Task, why: &str) -> Result<Option<SetAside>, Error> {
+        match self.git {
+            Some(git) => git.set_aside(&task.id, task.attempts, why),
+            None => Ok(None),
         }
     }
 

@@ -65,7 +65,14 @@ fn value(task: &Task, attempt: u32, key: &str) -> Option<String> {
         "verify_command" => task.verify_command.clone().unwrap_or_else(|| "(none)".into()),
         "context_files" if task.context_files.is_empty() => "(none)".into(),
         "context_files" => listed(&task.context_files),
-        "last_error" => task.last_error.clone().unwrap_or_else(|| "(none: this is the first attempt)".into()),
+        "last_error" => match (&task.last_error, &task.set_aside) {
+            (None, _) => "(none: this is the first attempt)".into(),
+            (Some(error), None) => error.clone(),
+            (Some(error), Some(kept)) => format!(
+                "{error}\n\n(That attempt's changes were set aside and the work tree put back as it found \
+                 it; `git show {kept}` shows them.)"
+            ),
+        },
         "attempt" => attempt.to_string(),
         _ => return None,
     })

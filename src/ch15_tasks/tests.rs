@@ -4,24 +4,10 @@ use super::file::{Task, TaskFile, TaskStatus, update};
 use super::pick::{check_id, next_id, next_pending};
 use super::run::{Attempts, Loop, RunEnd, Settings, TaskEvent, TaskEvents};
 use super::template::{BUILT_IN_TEMPLATE, render};
-use super::verify::{Verdict, Verifier, head_and_tail};
+use super::verify::{Verdict, Verifier, kept, summary, tail};
 use crate::ch02_loop::{Error, Outcome};
+use crate::temp_dir::TempDir;
 use std::path::PathBuf;
-
-struct Dir(PathBuf);
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-        let dir = std::env::temp_dir().join(format!("mini-agent-tasks-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Dir(dir)
-    }
-}
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn task(id: &str, priority: i64, verify: &str) -> Task {
     let mut task = Task::new(id.into(), format!("task {id}"));
@@ -75,12 +61,13 @@ impl TaskEvents for Log {
             TaskEvent::Completed { task, .. } => format!("completed {}", task.id),
             TaskEvent::Failed { task } => format!("failed {}", task.id),
             TaskEvent::NeedsHuman { task, .. } => format!("needs human {}", task.id),
+            TaskEvent::SetAside { task, kept } => format!("set aside {} {}", task.id, kept.reference),
         });
     }
 }
 
-fn save(dir: &Dir, tasks: Vec<Task>) -> PathBuf {
-    let path = dir.0.join("tasks.json");
+fn save(dir: &TempDir, tasks: Vec<Task>) -> PathBuf {
+    let path = dir.join("tasks.json");
     update(&path, |file| {
         file.tasks = tasks;
         Ok(())
@@ -112,7 +99,7 @@ const DEFAULTS: Settings = Settings { iterations: None, max_attempts: 3, interve
 
 #[test]
 fn three_tasks_pass_pass_on_retry_and_need_a_human() {
-    let dir = Dir::new("three");
+    let dir = TempDir::new("three");
     // File order differs from priority order: `b` (priority 1) goes first.
     let path = save(&dir, vec![task("c", 3, "never"), task("a", 1, "pass"), task("b", 2, "twice")]);
     let (mut attempts, mut log) = (Scripted::default(), Log::default());
@@ -136,7 +123,7 @@ fn three_tasks_pass_pass_on_retry_and_need_a_human() {
 
 #[test]
 fn a_task_out_of_attempts_fails_and_the_loop_goes_on() {
-    let dir = Dir::new("spent");
+    let dir = TempDir::new("spent");
     let path = save(&dir, vec![task("x", 1, "never"), task("y", 2, "pass")]);
     let (mut attempts, mut log) = (Scripted::default(), Log::default());
     let settings = Settings { max_attempts: 2, intervention_after: 5, ..DEFAULTS };
@@ -149,7 +136,7 @@ fn a_task_out_of_attempts_fails_and_the_loop_goes_on() {
 
 #[test]
 fn an_interrupted_attempt_puts_the_task_back_to_pending() {
-    let dir = Dir::new("interrupted");
+    let dir = TempDir::new("interrupted");
     let path = save(&dir, vec![task("a", 1, "pass")]);
     let mut attempts = Scripted { endings: vec![Outcome::Interrupted], ..Scripted::default() };
     let end = run_loop(&path, &mut attempts, &mut Log::default(), DEFAULTS);
@@ -169,8 +156,8 @@ fn an_interrupted_attempt_puts_the_task_back_to_pending() {
 
 #[test]
 fn a_damaged_file_names_its_line_and_is_left_alone() {
-    let dir = Dir::new("damaged");
-    let path = dir.0.join("tasks.json");
+    let dir = TempDir::new("damaged");
+    let path = dir.join("tasks.json");
     let text =
         "{\"tasks\": [\n  {\"id\": \"1\", \"name\": \"a\"},\n  {\"id\": \"2\", \"name\": \"b\",}\n]}\n";
     std::fs::write(&path, text).unwrap();
@@ -190,8 +177,8 @@ fn a_damaged_file_names_its_line_and_is_left_alone() {
 
 #[test]
 fn agent_loop_feature_lists_round_trip() {
-    let dir = Dir::new("features");
-    let path = dir.0.join("feature_list.json");
+    let dir = TempDir::new("features");
+    let path = dir.join("feature_list.json");
     let text = r#"{"project": "demo", "features": [
         {"id": 7, "name": "login", "priority": 2, "passes": true, "category": "auth"},
         {"id": 8, "name": "logout", "priority": 1, "verify_command": "make test"}]}"#;
@@ -229,6 +216,38 @@ fn ids_are_checked_and_long_outputs_cut() {
     assert!(check_id("fix-login_2.b").is_ok());
     assert!(check_id("a b").is_err() && check_id("").is_err() && check_id("x\ny").is_err());
     let long = format!("{}{}", "h".repeat(3000), "t".repeat(3000));
-    let cut = head_and_tail(&long);
-    assert!(cut.len() < 4_100 && cut.starts_with('h') && cut.ends_with('t') && cut.contains("bytes cut"));
+    let cut = kept(&long);
+    assert!(
+        cut.len() < 4_100
+            && cut.starts_with('h')
+            && cut.ends_with('t')
+            && cut.contains("2000 characters cut")
+    );
+    assert_eq!(kept("short"), "short");
+}
+
+#[test]
+fn a_failed_check_shows_its_last_lines_and_one_summary_line() {
+    let output: String = (1..=40).map(|n| format!("line {n}\n")).collect::<String>() + "\n[exit code 1]\n";
+    let (lines, before) = tail(&output);
+    assert_eq!((lines.len(), before), (12, 29), "blank lines are not shown");
+    assert_eq!((lines[0].as_str(), lines[11].as_str()), ("line 30", "[exit code 1]"));
+    let (wide, _) = tail(&"x".repeat(1_000));
+    assert_eq!(wide[0].chars().count(), 201, "cut to 200 characters and a mark");
+    assert_eq!(summary(&output, 80), "line 40 [exit code 1]");
+    assert_eq!(summary("attempt 1 was cut off\n", 80), "attempt 1 was cut off");
+    assert_eq!(summary(&"y".repeat(100), 10), "yyyyyyyyyy…");
+}
+
+#[test]
+fn the_demo_model_does_a_task_worded_in_its_grammar() {
+    let mut task = task("1", 0, "test -f z.txt");
+    task.name = "create z.txt containing z".into();
+    let prompt = render(BUILT_IN_TEMPLATE, &task, 1);
+    let message = crate::demo::demo_message(&[serde_json::json!({"role": "user", "content": prompt})], false);
+    let call = &message["tool_calls"][0]["function"];
+    assert_eq!(
+        (call["name"].as_str(), call["arguments"].as_str()),
+        (Some("write_file"), Some(r#"{"content":"z","path":"z.txt"}"#))
+    );
 }

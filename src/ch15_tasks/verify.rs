@@ -5,17 +5,22 @@
 //! group, a timeout, a bounded capture, keys removed from its environment and redacted from
 //! its output. What it printed becomes the next attempt's `{{last_error}}`, so it is cut once
 //! more to a size that fits a prompt and a JSON file: the head says what ran, the tail says
-//! what failed.
+//! what failed. A person is shown less at once: the last [`TAIL_LINES`] lines when the check
+//! fails ([`tail`]), one line in `tasks list` ([`summary`]), the whole in `tasks show`.
 
 use crate::ch02_loop::ToolStatus;
 use crate::ch03_tools::Workspace;
+use crate::text::{head_and_tail, shorten};
 
 /// The longest a verify command may run (the bash tool's own ceiling).
 pub const VERIFY_TIMEOUT_SECS: u64 = 600;
 
-/// How much of the output is kept as `last_error`: head and tail.
+/// How much of the output is kept as `last_error`: its first and last characters.
 const KEPT_HEAD: usize = 1_000;
 const KEPT_TAIL: usize = 3_000;
+/// What a failed check shows at once: its last lines, each cut to a width.
+pub const TAIL_LINES: usize = 12;
+pub const TAIL_LINE_CHARS: usize = 200;
 
 /// How a verify command ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,24 +50,38 @@ impl Verifier for CommandVerifier<'_> {
         match (code, output.status) {
             (_, ToolStatus::Interrupted) => Verdict::Interrupted,
             (Some(0), _) => Verdict::Passed,
-            _ => Verdict::Failed(head_and_tail(&output.content)),
+            _ => Verdict::Failed(kept(&output.content)),
         }
     }
 }
 // ANCHOR_END: verify
 
-/// `text` cut to its first [`KEPT_HEAD`] and last [`KEPT_TAIL`] bytes, on character boundaries.
-pub fn head_and_tail(text: &str) -> String {
-    if text.len() <= KEPT_HEAD + KEPT_TAIL {
-        return text.to_string();
+/// `text` cut to its first [`KEPT_HEAD`] and last [`KEPT_TAIL`] characters.
+pub fn kept(text: &str) -> String {
+    match head_and_tail(text, KEPT_HEAD + KEPT_TAIL, KEPT_HEAD, KEPT_TAIL) {
+        Some((head, cut, tail)) => format!("{head}\n[… {cut} characters cut …]\n{tail}"),
+        None => text.to_string(),
     }
-    let mut head = KEPT_HEAD;
-    while !text.is_char_boundary(head) {
-        head -= 1;
-    }
-    let mut tail = text.len() - KEPT_TAIL;
-    while !text.is_char_boundary(tail) {
-        tail += 1;
-    }
-    format!("{}\n[… {} bytes cut …]\n{}", &text[..head], tail - head, &text[tail..])
 }
+
+// ANCHOR: tail
+/// The last [`TAIL_LINES`] lines of a check's output that are not blank, each at most
+/// [`TAIL_LINE_CHARS`] characters, and how many came before them. Unsanitised: the caller prints them.
+pub fn tail(output: &str) -> (Vec<String>, usize) {
+    let lines: Vec<&str> = output.lines().filter(|line| !line.trim().is_empty()).collect();
+    let before = lines.len().saturating_sub(TAIL_LINES);
+    (lines[before..].iter().map(|line| shorten(line, TAIL_LINE_CHARS)).collect(), before)
+}
+
+/// A last error on one line of at most `max_chars`: its last line that says something, with
+/// the status line (`[exit code 1]`) after the line before it.
+pub fn summary(error: &str, max_chars: usize) -> String {
+    let mut lines = error.lines().map(str::trim).filter(|line| !line.is_empty()).rev();
+    let last = lines.next().unwrap_or_default();
+    let line = match lines.next() {
+        Some(before) if last.starts_with('[') && last.ends_with(']') => format!("{before} {last}"),
+        _ => last.to_string(),
+    };
+    shorten(&crate::text::one_line(&line), max_chars)
+}
+// ANCHOR_END: tail

@@ -14,7 +14,9 @@ impl TaskEvents for Hooks {
             TaskEvent::Completed { task, .. } => (HookEvent::TaskCompleted, task, None),
             TaskEvent::Failed { task } => (HookEvent::TaskFailed, task, None),
             TaskEvent::NeedsHuman { task, reason } => (HookEvent::NeedsHuman, task, Some(reason)),
-            TaskEvent::Started { .. } | TaskEvent::AttemptFailed { .. } => return,
+            TaskEvent::Started { .. } | TaskEvent::AttemptFailed { .. } | TaskEvent::SetAside { .. } => {
+                return;
+            }
         };
         let mut fields = Map::from_iter([("task".to_string(), json!(task))]);
         if let Some(reason) = reason {

@@ -79,6 +79,7 @@ impl TaskEvents for Notifier {
                 self.started = Some(Instant::now());
                 return;
             }
+            TaskEvent::SetAside { .. } => return,
             TaskEvent::AttemptFailed { .. } => {
                 self.attempt_ended(false);
                 return self.write_metrics();
