@@ -24,7 +24,7 @@ pub fn help() -> String {
         #[cfg(feature = "ch14")]
         "  mini-agent sessions [--root DIR]      list this root's sessions: id, date, state, turns, prompt",
         #[cfg(feature = "ch15")]
-        "  mini-agent tasks add|list|status|run|reset   work through a task list unattended (tasks --help)",
+        "  mini-agent tasks add|list|status|show|run|reset  work through a task list unattended (tasks --help)",
         "",
         // ANCHOR_END: help
         "EXAMPLES",

@@ -489,8 +489,9 @@ impl TaskEvents for Report {
                     task.name
                 ),
             ),
-            TaskEvent::NeedsHuman { task, reason } => {
-                ("needs_human", task, format!("task {}: {reason}: {}", task.id, task.name))
+            // The reason is the run's last line (`run_tasks`), said once.
+            TaskEvent::NeedsHuman { task, .. } => {
+                ("needs_human", task, format!("task {} stops the loop: {}", task.id, task.name))
             }
         };
         say(&format!("mini-agent: {line}"));

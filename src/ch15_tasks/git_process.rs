@@ -171,6 +171,8 @@ impl GitCall {
             command.env("GIT_INDEX_FILE", index);
         }
         remove_keys(&mut command);
+        // ANCHOR_END: run_git
+        // ANCHOR: run_git_bounded
         let mut child = command.spawn().map_err(|e| Error::io("running git (is it installed?)", e))?;
         let group = child.id() as i32;
         let (done, streams) = mpsc::channel();
@@ -204,7 +206,7 @@ impl GitCall {
         }
         Ok(Finished { code, stdout })
     }
-    // ANCHOR_END: run_git
+    // ANCHOR_END: run_git_bounded
 }
 
 /// Reads a stream to its end on a thread, keeping at most [`OUTPUT_MAX_BYTES`]; says on

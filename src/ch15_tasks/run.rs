@@ -18,7 +18,7 @@ use super::set_aside::SetAside;
 use super::template::render;
 use super::verify::{Verdict, Verifier};
 use crate::ch02_loop::{Error, Outcome, interrupted};
-use crate::text::one_line;
+use crate::text::{one_line, plural};
 use std::path::Path;
 
 /// One attempt's session: opened first (so its id is in the task file before anything
@@ -234,8 +234,8 @@ impl Loop<'_> {
 
     fn stop_for_a_human(&mut self, id: &str, failures: u32) -> Result<RunEnd, Error> {
         let reason = format!(
-            "{failures} failed attempts in a row (--intervention-after {}); the last error in full: \
-             mini-agent tasks show {id}",
+            "{} in a row (--intervention-after {}); the last error in full: mini-agent tasks show {id}",
+            plural(failures as usize, "failed attempt"),
             self.settings.intervention_after
         );
         let task = self.update(id, |t| t.status = TaskStatus::NeedsHuman)?;
