@@ -31,6 +31,8 @@ pub struct Git {
     excluded: Vec<String>,
     /// The repository's git directory (its index, and the harness's private one, live there).
     pub(super) git_dir: PathBuf,
+    /// The root's path from the top of the work tree (`sub/`, or empty).
+    pub(super) prefix: String,
     timeout: Duration,
 }
 
@@ -75,8 +77,8 @@ impl Git {
     /// did not answer in time.
     pub fn open(root: &Path, harness_files: &[&Path]) -> Result<Option<Git>, Error> {
         let timeout = git_timeout();
-        let asked =
-            GitCall::new(["rev-parse", "--is-inside-work-tree", "--absolute-git-dir"]).accepting(&[128]);
+        let asking = ["rev-parse", "--is-inside-work-tree", "--absolute-git-dir", "--show-prefix"];
+        let asked = GitCall::new(asking).accepting(&[128]);
         let answer = match asked.run(root, &[], timeout) {
             Ok(answer) if answer.code == 0 => answer.text(),
             Ok(_) | Err(Error::Io { .. }) => return Ok(None), // not a repository; no git
@@ -87,13 +89,14 @@ impl Git {
             return Ok(None);
         }
         let git_dir = PathBuf::from(lines.next().unwrap_or_default());
+        let prefix = lines.next().unwrap_or_default().to_string();
         let mut excluded = vec![":(exclude).mini_agent".to_string()];
         for file in harness_files {
             if let Ok(relative) = file.strip_prefix(root) {
                 excluded.push(format!(":(exclude,literal){}", relative.display()));
             }
         }
-        Ok(Some(Git { root: root.to_path_buf(), excluded, git_dir, timeout }))
+        Ok(Some(Git { root: root.to_path_buf(), excluded, git_dir, prefix, timeout }))
     }
 
     /// Calls guarded against every filter driver config defines now. Asked again for each set

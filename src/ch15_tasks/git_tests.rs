@@ -153,6 +153,54 @@ fn added_paths_behind_a_symlink_or_in_a_repository_of_their_own_are_left() {
 }
 
 #[test]
+fn an_attempt_that_edits_the_ignore_rules_cannot_hide_its_files_or_expose_the_users() {
+    let (dir, repo) = repository();
+    let root = dir.path();
+    dir.write("build.log", "the user's, ignored\n");
+    dir.write("cache.log", "the user's too\n");
+    repo.start_attempt("6", 1).unwrap();
+    // It drops `*.log` from .gitignore, hides its own folder there, and stages an ignored file.
+    dir.write(".gitignore", "node_modules/\n");
+    dir.write("node_modules/dep/index.js", "x\n");
+    git(root, &["add", "-f", "cache.log"]);
+    let kept = repo.set_aside("6", 1, "failed").unwrap().expect("changes");
+    assert_eq!(read(&dir, ".gitignore").as_deref(), Some("*.log\n"));
+    assert_eq!(
+        read(&dir, "build.log").as_deref(),
+        Some("the user's, ignored\n"),
+        "ignored before: untouched"
+    );
+    assert_eq!(read(&dir, "cache.log").as_deref(), Some("the user's too\n"));
+    assert!(!dir.join("node_modules").exists(), "what the attempt hid from git is its own: it goes");
+    assert_eq!(git(root, &["status", "--porcelain"]), "?? .mini_agent/\n");
+    let shown = git(root, &["show", "--name-status", "--format=", &kept.reference]);
+    assert_eq!(
+        shown, "M\t.gitignore\nA\tnode_modules/dep/index.js\n",
+        "the record: the attempt's, not the user's"
+    );
+    assert_eq!(kept.files, 2);
+}
+
+#[test]
+fn a_root_below_the_top_of_the_repository_is_set_aside_alone() {
+    let (dir, _) = repository();
+    let root = dir.path();
+    let sub = root.join("sub");
+    let repo = Git::open(&sub, &[]).unwrap().expect("a repository");
+    repo.start_attempt("7", 1).unwrap();
+    dir.write("outside.txt", "not the root's\n");
+    dir.write("sub/.gitignore", "hidden/\n");
+    dir.write("sub/hidden/x.txt", "x\n");
+    dir.write("sub/deep.txt", "changed\n");
+    let kept = repo.set_aside("7", 1, "failed").unwrap().expect("changes");
+    assert_eq!(read(&dir, "outside.txt").as_deref(), Some("not the root's\n"), "outside the root: untouched");
+    assert_eq!(read(&dir, "sub/deep.txt").as_deref(), Some("deep\n"));
+    assert!(!dir.join("sub/.gitignore").exists() && !dir.join("sub/hidden").exists());
+    let shown = git(root, &["show", "--name-status", "--format=", &kept.reference]);
+    assert_eq!(shown, "A\tsub/.gitignore\nM\tsub/deep.txt\nA\tsub/hidden/x.txt\n");
+}
+
+#[test]
 fn ids_make_valid_distinct_ref_names() {
     assert_eq!(ref_component("12"), "12");
     assert_eq!(ref_component("fix-login_2"), "fix-login_2");

@@ -9,9 +9,10 @@
 //! stops (Ctrl+C, a server error) or is cut off by a crash is then set aside
 //! ([`Git::set_aside`]): the tree as the attempt left it becomes a commit on top of that start,
 //! kept at `refs/mini-agent/failed/<task>/<attempt>` — `git show` on it is exactly what the
-//! attempt changed — and the files it added go, the ones it changed or removed come back, the
-//! index and `HEAD` are as they were. Files git ignores, `.mini_agent/` and the task list are
-//! never touched. Snapshots are made in a private index, so the person's own is read, never
+//! attempt changed — and the files it changed or removed come back, the index and `HEAD` are as
+//! they were, and the files it added go. What counts as added is decided with the start's
+//! ignore rules, since an attempt may edit `.gitignore`: files git ignored before the attempt,
+//! `.mini_agent/` and the task list are never touched. Snapshots are made in a private index, so the person's own is read, never
 //! written, until it is put back. Every step is a plain git object or a ref update, so a
 //! `kill -9` in the middle leaves the start recorded, and the next run sets aside again.
 
@@ -20,6 +21,7 @@ use super::git_process::GitCall;
 use crate::ch02_loop::Error;
 use crate::text::plural;
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// Where an attempt's changes were kept.
@@ -68,8 +70,12 @@ struct Start {
 struct Change {
     old_mode: String,
     new_mode: String,
+    old_oid: String,
+    new_oid: String,
     added: bool,
-    path: String,
+    deleted: bool,
+    /// Relative to the root, as git wrote it (not necessarily UTF-8).
+    path: Vec<u8>,
 }
 
 /// The mode of a gitlink: a repository inside the work tree.
@@ -115,23 +121,54 @@ impl Git {
     pub fn set_aside(&self, id: &str, attempt: u32, why: &str) -> Result<Option<SetAside>, Error> {
         let calls = self.calls()?;
         let Some(start) = Start::read(&calls)? else { return Ok(None) };
-        let now_tree = self.snapshot(&calls)?;
+        let left_tree = self.snapshot(&calls)?;
         let now_head = calls.object("HEAD^{commit}")?;
-        let changes = calls.changes(&start.tree, &now_tree)?;
-        let mut kept = None;
-        if !changes.is_empty() || now_head != start.head {
-            // The attempt's own commits, if it made any, stay reachable as a second parent.
-            let theirs = now_head.as_deref().filter(|_| now_head != start.head);
-            let message = format!("mini-agent: task {id}, attempt {attempt}, set aside ({why})\n");
-            let commit = calls.commit_tree(&now_tree, &[Some(&start.commit), theirs], &message)?;
-            let reference = calls.keep(id, attempt, &commit)?;
-            kept = Some(SetAside { reference, files: changes.len(), left: Vec::new() });
+        let changes = calls.changes(&start.tree, &left_tree)?;
+        if changes.is_empty() && now_head == start.head {
+            self.put_back(&calls, &start, &[])?;
+            calls.run(GitCall::new(["update-ref", "-d", ATTEMPT_REF]))?;
+            return Ok(None);
         }
-        let left = self.restore(&calls, &start, &changes)?;
+        // Kept before any file is touched; the attempt's own commits stay reachable.
+        let theirs = now_head.as_deref().filter(|_| now_head != start.head);
+        let message = format!("mini-agent: task {id}, attempt {attempt}, set aside ({why})\n");
+        let parents = [Some(start.commit.as_str()), theirs];
+        let reference = calls.keep(id, attempt, &calls.commit_tree(&left_tree, &parents, &message)?)?;
+        self.put_back(&calls, &start, &changes)?;
+        // ANCHOR_END: set_aside
+        // ANCHOR: set_aside_new
+        // With the start's ignore rules back (an attempt may edit or add a .gitignore), what is
+        // new in the tree is the attempt's: that is what goes, and what the record holds.
+        let mut left = Vec::new();
+        let rules: Vec<&Change> = changes.iter().filter(|c| c.added && is_ignore_file(&c.path)).collect();
+        for change in &rules {
+            if !remove_added(&self.root, &change.path) {
+                left.push(String::from_utf8_lossy(&change.path).into_owned());
+            }
+        }
+        let after = self.snapshot(&calls)?;
+        let new: Vec<Change> = calls.changes(&start.tree, &after)?.into_iter().filter(|c| c.added).collect();
+        let edited: Vec<&Change> = changes.iter().filter(|c| !c.added).chain(rules.iter().copied()).collect();
+        let mut seen: Vec<&[u8]> =
+            new.iter().chain(rules.iter().copied()).map(|c| c.path.as_slice()).collect();
+        let mut added: Vec<&[u8]> = changes.iter().filter(|c| c.added).map(|c| c.path.as_slice()).collect();
+        seen.sort();
+        added.sort();
+        if seen != added {
+            let record = self.record(&calls, &after, &edited)?;
+            let commit = calls.commit_tree(&record, &parents, &message)?;
+            let kept = "mini-agent: an attempt set aside";
+            calls.run(GitCall::new(["update-ref", "-m", kept, &reference, &commit]))?;
+        }
+        for change in &new {
+            if change.new_mode == GITLINK || !remove_added(&self.root, &change.path) {
+                left.push(String::from_utf8_lossy(&change.path).into_owned());
+            }
+        }
         calls.run(GitCall::new(["update-ref", "-d", ATTEMPT_REF]))?;
-        Ok(kept.map(|kept| SetAside { left, ..kept }))
+        Ok(Some(SetAside { reference, files: edited.len() + new.len(), left }))
     }
-    // ANCHOR_END: set_aside
+    // ANCHOR_END: set_aside_new
 
     /// The refs that keep task `id`'s set-aside attempts, oldest first.
     pub fn set_aside_refs(&self, id: &str) -> Result<Vec<String>, Error> {
@@ -144,25 +181,55 @@ impl Git {
     /// The work tree under the root as `git add -A` sees it, as a tree, built in a private
     /// copy of the index.
     fn snapshot(&self, calls: &Calls) -> Result<String, Error> {
-        let private = self.git_dir.join(format!("mini-agent-{}.index", std::process::id()));
-        let copied = match fs::copy(self.git_dir.join("index"), &private) {
-            Ok(_) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs::remove_file(&private).or(Ok(())),
-            Err(e) => Err(e),
-        };
-        copied.map_err(|e| Error::io(format!("copying the index of {}", self.root.display()), e))?;
-        let tree = (|| {
-            calls.run(GitCall::new(calls.with_pathspec(&["add", "-A"])).index(&private))?;
-            Ok(calls.run(GitCall::new(["write-tree"]).index(&private))?.text().trim().to_string())
-        })();
+        self.with_private_index("snapshot", |index| {
+            match fs::copy(self.git_dir.join("index"), index) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(format!("copying the index of {}", self.root.display()), e)),
+            }
+            calls.run(GitCall::new(calls.with_pathspec(&["add", "-A"])).index(index))?;
+            Ok(calls.run(GitCall::new(["write-tree"]).index(index))?.text().trim().to_string())
+        })
+    }
+
+    /// The tree `after` (the start and what is new since) with the attempt's `edited` files as
+    /// it left them: the record of an attempt that changed the ignore rules.
+    fn record(&self, calls: &Calls, after: &str, edited: &[&Change]) -> Result<String, Error> {
+        let mut entries = Vec::new();
+        for change in edited {
+            // `--index-info` paths are from the top of the repository; a removed path is mode 0.
+            let (mode, oid) = if change.deleted {
+                ("0", &change.old_oid)
+            } else {
+                (change.new_mode.as_str(), &change.new_oid)
+            };
+            entries.extend_from_slice(format!("{mode} {oid}\t{}", self.prefix).as_bytes());
+            entries.extend_from_slice(&change.path);
+            entries.push(b'\n');
+        }
+        self.with_private_index("record", |index| {
+            calls.run(GitCall::new(["read-tree", after]).index(index))?;
+            calls.run(GitCall::new(["update-index", "--index-info"]).index(index).input(entries))?;
+            Ok(calls.run(GitCall::new(["write-tree"]).index(index))?.text().trim().to_string())
+        })
+    }
+
+    /// Runs `work` with the path of a private index file, removed afterwards.
+    fn with_private_index<T>(
+        &self,
+        name: &str,
+        work: impl FnOnce(&Path) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let private = self.git_dir.join(format!("mini-agent-{}-{name}.index", std::process::id()));
         let _ = fs::remove_file(&private);
-        tree
+        let result = work(&private);
+        let _ = fs::remove_file(&private);
+        result
     }
 
     // ANCHOR: restore
-    /// Puts `HEAD`, the work tree and the index back to `start`. Returns the added paths that
-    /// were left in place.
-    fn restore(&self, calls: &Calls, start: &Start, changes: &[Change]) -> Result<Vec<String>, Error> {
+    /// Puts `HEAD`, the files the attempt changed or removed, and the index back to `start`.
+    fn put_back(&self, calls: &Calls, start: &Start, changes: &[Change]) -> Result<(), Error> {
         if let Some(name) = &start.head_ref
             && calls.head_ref()?.as_deref() != Some(name.as_str())
         {
@@ -181,29 +248,18 @@ impl Git {
                 calls.run(GitCall::new(args))?;
             }
         }
-        // What the attempt added goes; what it changed or removed comes back from the start.
-        let mut left = Vec::new();
-        for change in changes.iter().filter(|c| c.added) {
-            if change.new_mode == GITLINK || !remove_added(&self.root, &change.path) {
-                left.push(change.path.clone());
-            }
-        }
-        let back: Vec<&str> =
-            changes.iter().filter(|c| !c.added && c.old_mode != GITLINK).map(|c| c.path.as_str()).collect();
+        let back: Vec<&[u8]> =
+            changes.iter().filter(|c| !c.added && c.old_mode != GITLINK).map(|c| c.path.as_slice()).collect();
         if !back.is_empty() {
-            let private = self.git_dir.join(format!("mini-agent-{}.start.index", std::process::id()));
-            let written = (|| {
-                calls.run(GitCall::new(["read-tree", &start.tree]).index(&private))?;
-                let paths = back.join("\0").into_bytes();
-                calls
-                    .run(GitCall::new(["checkout-index", "-f", "-z", "--stdin"]).index(&private).input(paths))
-            })();
-            let _ = fs::remove_file(&private);
-            written?;
+            let paths = back.join(&0u8);
+            self.with_private_index("start", |index| {
+                calls.run(GitCall::new(["read-tree", &start.tree]).index(index))?;
+                calls.run(GitCall::new(["checkout-index", "-f", "-z", "--stdin"]).index(index).input(paths))
+            })?;
         }
         // The index as it was (stat information kept where the content matches).
         calls.run(GitCall::new(["read-tree", "--reset", &start.index_tree]))?;
-        Ok(left)
+        Ok(())
     }
     // ANCHOR_END: restore
 }
@@ -241,8 +297,17 @@ impl Calls<'_> {
 
     /// The paths under the root (not the harness's) that differ from tree `from` to tree `to`.
     fn changes(&self, from: &str, to: &str) -> Result<Vec<Change>, Error> {
-        let args =
-            self.with_pathspec(&["diff-tree", "-r", "-z", "--raw", "--no-renames", "--relative", from, to]);
+        let args = self.with_pathspec(&[
+            "diff-tree",
+            "-r",
+            "-z",
+            "--raw",
+            "--no-abbrev",
+            "--no-renames",
+            "--relative",
+            from,
+            to,
+        ]);
         let raw = self.run(GitCall::new(args))?.stdout;
         let mut fields = raw.split(|&byte| byte == 0).filter(|field| !field.is_empty());
         let mut changes = Vec::new();
@@ -250,12 +315,15 @@ impl Calls<'_> {
         while let (Some(header), Some(path)) = (fields.next(), fields.next()) {
             let header = String::from_utf8_lossy(header);
             let words: Vec<&str> = header.trim_start_matches(':').split(' ').collect();
-            let [old_mode, new_mode, _, _, status] = words[..] else { continue };
+            let [old_mode, new_mode, old_oid, new_oid, status] = words[..] else { continue };
             changes.push(Change {
                 old_mode: old_mode.to_string(),
                 new_mode: new_mode.to_string(),
+                old_oid: old_oid.to_string(),
+                new_oid: new_oid.to_string(),
                 added: status == "A",
-                path: String::from_utf8_lossy(path).into_owned(),
+                deleted: status == "D",
+                path: path.to_vec(),
             });
         }
         Ok(changes)
@@ -306,10 +374,15 @@ pub fn ref_component(id: &str) -> String {
     if out.is_empty() { "%".to_string() } else { out }
 }
 
+/// Whether `path` is a `.gitignore`: a file that decides what the snapshots see.
+fn is_ignore_file(path: &[u8]) -> bool {
+    path.rsplit(|&byte| byte == b'/').next() == Some(b".gitignore".as_slice())
+}
+
 /// Removes a file (or symlink) the attempt added, and the directories that left empty. False
 /// when it was left: the path goes through a symlink or is not a plain file or link.
-fn remove_added(root: &Path, relative: &str) -> bool {
-    let path = root.join(relative);
+fn remove_added(root: &Path, relative: &[u8]) -> bool {
+    let path = root.join(std::ffi::OsStr::from_bytes(relative));
     let Some(parent) = path.parent() else { return false };
     if !only_real_directories(root, parent) {
         return false;
