@@ -317,3 +317,17 @@ fn the_demo_does_a_task_in_its_own_words_and_a_task_without_a_check_is_warned_ab
     let run = Test::new().args(["tasks", "run", "--demo"]).run_in(unchecked.workspace);
     run.expect_code(0).stderr_has("task 2 passed (it has no verify command: nothing was checked)");
 }
+
+#[test]
+fn a_repository_that_ignores_the_harness_directory_still_gets_its_commits() {
+    // Found while measuring issue 22 on a clone of this repository: `git add -A -- .
+    // ':(exclude).mini_agent'` fails ("The following paths are ignored") when .mini_agent/ is
+    // ignored, since git reports an ignored path that any pathspec names, exclusions included.
+    let workspace = repository();
+    std::fs::write(workspace.path().join(".git/info/exclude"), ".no-user-config/\n.mini_agent/\n").unwrap();
+    let workspace = add(workspace, &["create a.txt", "--verify", "test -f a.txt"]);
+    let steps = vec![call("write_file", json!({"path": "a.txt", "content": "a\n"})), text("done")];
+    let run = Test::new().args(["tasks", "run", "--allow-write"]).server(steps).run_in(workspace);
+    run.expect_code(0).stderr_has("task 1 passed, committed");
+    assert_eq!(git(run.root(), &["show", "--name-only", "--format=", "HEAD"]).trim(), "a.txt");
+}

@@ -266,6 +266,12 @@ fn a_fifo_where_git_reads_config_does_not_hang_the_loop() {
         .run_in(status.workspace);
     run.expect_code(1).stderr_has("did not finish within 2 s");
     assert!(run.requests.is_empty(), "stopped before the first attempt");
+    // A FIFO in the work tree where git reads attributes, as an archive can carry one.
+    let workspace = add_to_repository("anything");
+    let fifo = workspace.path().join(".gitattributes");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let run = Test::new().args(["tasks", "run"]).env(bound[0].0, bound[0].1).server(vec![]).run_in(workspace);
+    run.expect_code(1).stderr_has("did not finish within 2 s");
 }
 
 /// A repository with one commit and one task named `name` (verify `true`).

@@ -90,10 +90,10 @@ impl Git {
         }
         let git_dir = PathBuf::from(lines.next().unwrap_or_default());
         let prefix = lines.next().unwrap_or_default().to_string();
-        let mut excluded = vec![":(exclude).mini_agent".to_string()];
+        let mut excluded = vec![format!(":(exclude,glob){}/**", escaped_glob(".mini_agent"))];
         for file in harness_files {
             if let Ok(relative) = file.strip_prefix(root) {
-                excluded.push(format!(":(exclude,literal){}", relative.display()));
+                excluded.push(format!(":(exclude,glob){}", escaped_glob(&relative.to_string_lossy())));
             }
         }
         Ok(Some(Git { root: root.to_path_buf(), excluded, git_dir, prefix, timeout }))
@@ -139,6 +139,22 @@ impl Git {
         Ok(Some(calls.text(["rev-parse", "--short", &commit])?))
     }
     // ANCHOR_END: commit
+}
+
+/// `path` as a glob that matches it alone, its first character escaped too. `git add` reports
+/// an ignored path that a pathspec names up to its first wildcard — exclusions included — as an
+/// error ("The following paths are ignored"), so a plain `:(exclude).mini_agent` broke every
+/// commit in a repository that ignores `.mini_agent/`. A pathspec with no literal start names
+/// nothing that way.
+fn escaped_glob(path: &str) -> String {
+    let mut out = String::new();
+    for (at, c) in path.chars().enumerate() {
+        if at == 0 || matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 impl Calls<'_> {

@@ -246,7 +246,8 @@ impl Loop<'_> {
     /// The attempt did not finish: its changes are set aside, the task is pending again, and
     /// `error` goes on up.
     fn back_to_pending(&mut self, task: &Task, why: &str, error: Error) -> Error {
-        let kept = match self.set_aside(task, why) {
+        // The commit message gets a plain reason; the whole error goes to the task list.
+        let kept = match self.set_aside(task, "it stopped before it was verified") {
             Ok(kept) => kept,
             Err(problem) => {
                 return Error::Config(format!("{error}; and its changes could not be set aside: {problem}"));

@@ -21,6 +21,7 @@ use super::git_process::GitCall;
 use crate::ch02_loop::Error;
 use crate::text::plural;
 use std::fs;
+use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -182,11 +183,7 @@ impl Git {
     /// copy of the index.
     fn snapshot(&self, calls: &Calls) -> Result<String, Error> {
         self.with_private_index("snapshot", |index| {
-            match fs::copy(self.git_dir.join("index"), index) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(format!("copying the index of {}", self.root.display()), e)),
-            }
+            copy_index(&self.git_dir.join("index"), index)?;
             calls.run(GitCall::new(calls.with_pathspec(&["add", "-A"])).index(index))?;
             Ok(calls.run(GitCall::new(["write-tree"]).index(index))?.text().trim().to_string())
         })
@@ -372,6 +369,37 @@ pub fn ref_component(id: &str) -> String {
         }
     }
     if out.is_empty() { "%".to_string() } else { out }
+}
+
+/// An index larger than this is not copied (Linux's is about 8 MiB, Chromium's some 40).
+const INDEX_MAX_BYTES: u64 = 1 << 30;
+
+/// Copies the repository's index to a private one: a regular file, not followed through a
+/// symlink, opened without waiting (a FIFO planted as `.git/index` would block a plain open).
+/// A missing index is an empty one.
+fn copy_index(from: &Path, to: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let failed = |e| Error::io(format!("copying the git index {}", from.display()), e);
+    let mut source = match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(from)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(failed(e)),
+    };
+    let meta = source.metadata().map_err(failed)?;
+    if !meta.is_file() || meta.len() > INDEX_MAX_BYTES {
+        return Err(Error::Config(format!(
+            "the git index {} is not a regular file of at most {} GiB; tasks run cannot set an attempt aside",
+            from.display(),
+            INDEX_MAX_BYTES >> 30
+        )));
+    }
+    let mut target = fs::OpenOptions::new().write(true).create_new(true).open(to).map_err(failed)?;
+    std::io::copy(&mut (&mut source).take(INDEX_MAX_BYTES), &mut target).map_err(failed)?;
+    Ok(())
 }
 
 /// Whether `path` is a `.gitignore`: a file that decides what the snapshots see.
