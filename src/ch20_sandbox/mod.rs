@@ -125,7 +125,7 @@ impl Sandbox {
         let temp = PrivateTemp::create().map_err(|source| {
             Error::io("cannot create the sandbox's private temp dir".to_string(), source)
         })?;
-        let protected = protected_paths(root);
+        let protected = protected_paths(root, crate::ch16_hooks::approval::user_config_dir());
         #[cfg(target_os = "linux")]
         {
             let writable: Vec<&Path> =
@@ -269,7 +269,8 @@ impl Confinement for Sandbox {
 /// What commands may not write inside the root, though the root is writable: the agent's
 /// own directory, the two places where a write becomes code that the person runs later
 /// without seeing it in a diff (`.git/hooks`, `.git/config`), and the user's mini-agent config
-/// directory when the root contains it (a session started in `~`). And `.git` itself, pinned:
+/// directory when the root contains it (a session started in `~`, or a test's config inside
+/// its workspace). And `.git` itself, pinned:
 /// still writable (`git commit`), but a mount point, so it cannot be moved aside and replaced
 /// by a copy with other hooks.
 pub(crate) struct Protected {
@@ -277,11 +278,18 @@ pub(crate) struct Protected {
     read_only: Vec<PathBuf>,
 }
 
-fn protected_paths(root: &Path) -> Protected {
+fn protected_paths(root: &Path, config_dir: Option<PathBuf>) -> Protected {
     let state = root.join(".mini_agent");
-    let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&state);
-    let mut read_only = vec![state, root.join(".git/hooks"), root.join(".git/config")];
-    read_only.extend(crate::ch16_hooks::approval::user_config_dir().and_then(|dir| dir.canonicalize().ok()));
+    let mut read_only = vec![state.clone(), root.join(".git/hooks"), root.join(".git/config")];
+    // The agent's directory and the user's config directory are made now if missing, so that
+    // they can be protected: one a command created would be the command's. The config dir only
+    // where its parent exists (`~/.config`): a whole missing tree is not the user's config.
+    let private = |dir: &Path| std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
+    let _ = private(&state);
+    let parent_exists = |dir: &PathBuf| dir.parent().is_some_and(Path::is_dir);
+    if let Some(config) = config_dir.filter(|dir| parent_exists(dir) && private(dir).is_ok()) {
+        read_only.extend(config.canonicalize().ok());
+    }
     // Only what exists, as itself: a symlink would be followed by the mount, elsewhere.
     let real = |path: &PathBuf| {
         path.starts_with(root) && path.symlink_metadata().is_ok_and(|meta| !meta.is_symlink())

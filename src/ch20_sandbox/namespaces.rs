@@ -194,7 +194,12 @@ unsafe fn helper(uid_map: &[u8], gid_map: &[u8], mounts: &[(CString, libc::c_ulo
 fn read_report(mut report: io::PipeReader) -> io::Result<()> {
     // One read: the helper writes its report in one go (atomically: it is under PIPE_BUF).
     let mut buffer = [0u8; 3];
-    let n = io::Read::read(&mut report, &mut buffer)?;
+    let n = loop {
+        match io::Read::read(&mut report, &mut buffer) {
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue, // a signal
+            other => break other?,
+        }
+    };
     match buffer[..n] {
         [0] => Ok(()),
         [step, low, high] => {

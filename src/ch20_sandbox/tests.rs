@@ -288,3 +288,20 @@ fn links_made_inside_the_root_do_not_lead_out_of_it() {
     let unconfined = bash(&mut plain(&root), &attack);
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "original\na\nb\n", "{}", unconfined.content);
 }
+
+#[test]
+fn a_config_dir_inside_the_root_is_made_and_protected_before_a_command_could_make_it() {
+    let root = TempDir::new("sandbox");
+    std::fs::create_dir(root.path().join(".config")).unwrap();
+    let config = root.path().join(".config/mini-agent");
+    let protected = protected_paths(root.path(), Some(config.clone()));
+    assert!(config.is_dir(), "made now, by the agent");
+    assert!(protected.read_only.contains(&config), "{:?}", protected.read_only);
+    assert!(protected.read_only.contains(&root.path().join(".mini_agent")));
+    let elsewhere = TempDir::new("config");
+    let protected = protected_paths(root.path(), Some(elsewhere.path().join("mini-agent")));
+    assert_eq!(protected.read_only, [root.path().join(".mini_agent")], "outside the root, Landlock keeps it");
+    let missing_tree = root.path().join("no-such/mini-agent");
+    protected_paths(root.path(), Some(missing_tree.clone()));
+    assert!(!missing_tree.exists(), "a config dir whose parent is missing is not made");
+}
