@@ -95,7 +95,8 @@ impl Mode {
 pub struct Coverage {
     /// Landlock's filesystem rules (ABI 1, Linux 5.13).
     pub files: bool,
-    /// Landlock's TCP connect and bind rules (ABI 4, Linux 6.7).
+    /// Landlock's TCP connect and bind rules (ABI 4, Linux 6.7): a second lock beside the
+    /// filter, which also holds for a socket not made by `socket(2)`.
     pub tcp: bool,
     /// Landlock's scopes: signals and abstract UNIX sockets (ABI 6, Linux 6.12).
     pub signals: bool,
@@ -161,11 +162,13 @@ impl Sandbox {
                 "everything (the sandbox needs Linux's Landlock)"
             });
         }
-        if !self.allow_net && !c.tcp {
-            missing.push("TCP connect and bind (needs Landlock ABI 4, Linux 6.7)");
-        }
+        // The filter refuses every socket but AF_UNIX, TCP included; Landlock's TCP rule is a
+        // second lock, so only a missing filter leaves a hole.
         if !self.allow_net && !c.sockets {
-            missing.push("UDP and raw sockets (needs seccomp on x86_64, aarch64 or riscv64)");
+            missing.push(match c.tcp {
+                true => "UDP and raw sockets (needs seccomp on x86_64, aarch64 or riscv64)",
+                false => "the network (needs seccomp on x86_64, aarch64 or riscv64)",
+            });
         }
         if !c.signals {
             missing.push("signals to other processes (needs Landlock ABI 6, Linux 6.12)");
@@ -187,33 +190,35 @@ impl Sandbox {
 
     /// The one line said at start-up: what is protected on this machine and what is not.
     pub fn start_up_line(&self) -> String {
-        let mut enforced = Vec::new();
         let c = self.coverage;
+        let mut enforced: Vec<String> = Vec::new();
         if c.files {
             enforced.push(match self.mode.writes_root() {
-                true => "writes only in the workspace and a private TMPDIR",
-                false => "writes only in a private TMPDIR",
+                true => "writes only in the workspace and a private TMPDIR".into(),
+                false => "writes only in a private TMPDIR".into(),
             });
         }
         if self.allow_net {
-            enforced.push("network allowed (--allow-net)");
-        } else if c.tcp && c.sockets {
-            enforced.push("no network");
+            enforced.push("network allowed (--allow-net)".into());
+        } else if c.sockets {
+            enforced.push("no network".into());
+        } else if c.tcp {
+            enforced.push("no TCP".into());
         }
         if c.signals {
-            enforced.push("no signals outside");
+            enforced.push("no signals outside".into());
         }
         let read_only = &self.protected.read_only;
         let state = read_only.iter().map(|path| shown(path)).collect::<Vec<_>>().join(", ");
+        // Without Landlock the read-only mounts are not claimed: nothing forbids unmounting them.
         if c.state && c.files && !read_only.is_empty() {
-            enforced.push("read-only agent state");
+            enforced.push(format!("read-only agent state ({state})"));
         }
         let mode = self.mode.name();
         let missing = self.missing();
-        let state_note = match (c.state, self.mode.writes_root() && c.files) {
-            (true, _) if !state.is_empty() => format!(" ({state})"),
-            (false, true) => format!(" ({state} writable: {})", self.state_error()),
-            _ => String::new(),
+        let state_note = match c.files && !c.state && self.mode.writes_root() {
+            true => format!("; {state} writable by commands: {}", self.state_error()),
+            false => String::new(),
         };
         if missing.is_empty() {
             format!("mini-agent: sandbox {mode}: {}{state_note}", enforced.join(", "))

@@ -139,7 +139,7 @@ fn the_agents_state_and_git_hooks_are_read_only_but_git_commit_works() {
     assert!(git(&["init", "-q"]).status.success());
     let sandbox = Arc::new(Sandbox::new(root.path(), Mode::Workspace, false).unwrap());
     if !sandbox.coverage().state {
-        assert!(sandbox.start_up_line().contains("writable"), "{}", sandbox.start_up_line());
+        assert!(sandbox.start_up_line().contains("writable by commands"), "{}", sandbox.start_up_line());
         eprintln!("note: no user namespaces here; the state is unprotected and the line says so");
         return;
     }
@@ -304,4 +304,33 @@ fn a_config_dir_inside_the_root_is_made_and_protected_before_a_command_could_mak
     let missing_tree = root.path().join("no-such/mini-agent");
     protected_paths(root.path(), Some(missing_tree.clone()));
     assert!(!missing_tree.exists(), "a config dir whose parent is missing is not made");
+}
+
+#[test]
+fn the_line_names_what_is_missing_and_the_filter_alone_still_means_no_network() {
+    let root = TempDir::new("sandbox");
+    let mut sandbox = Sandbox::new(root.path(), Mode::Workspace, false).unwrap();
+    sandbox.coverage = Coverage { files: true, tcp: false, signals: false, sockets: true, state: true };
+    assert_eq!(sandbox.missing(), ["signals to other processes (needs Landlock ABI 6, Linux 6.12)"]);
+    assert!(
+        sandbox
+            .start_up_line()
+            .contains("it does: writes only in the workspace and a private TMPDIR, no network")
+    );
+    sandbox.coverage = Coverage { files: true, tcp: true, signals: true, sockets: false, state: true };
+    assert_eq!(sandbox.missing(), ["UDP and raw sockets (needs seccomp on x86_64, aarch64 or riscv64)"]);
+    assert!(sandbox.start_up_line().contains("no TCP"), "{}", sandbox.start_up_line());
+    sandbox.coverage = Coverage::default();
+    assert_eq!(sandbox.missing().len(), 3, "files, the network, signals: {:?}", sandbox.missing());
+    assert!(sandbox.start_up_line().contains("it does: nothing"), "{}", sandbox.start_up_line());
+}
+
+#[test]
+fn without_namespaces_the_line_says_the_state_is_writable() {
+    let root = TempDir::new("sandbox");
+    let mut sandbox = Sandbox::new(root.path(), Mode::Workspace, false).unwrap();
+    sandbox.coverage = Coverage { files: true, tcp: true, signals: true, sockets: true, state: false };
+    let line = sandbox.start_up_line();
+    assert!(line.starts_with("mini-agent: sandbox workspace: writes only in the workspace"), "{line}");
+    assert!(line.contains("; .mini_agent/ writable by commands: "), "{line}");
 }
