@@ -28,6 +28,8 @@ mod model_replies;
 mod notify;
 // Issue 11: a real model on a real server.
 mod daily_model;
+// Issue 22: real servers and small local models.
+mod daily_model_2;
 mod repl;
 mod robustness_journal;
 mod sessions;

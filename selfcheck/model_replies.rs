@@ -93,12 +93,12 @@ fn a_busy_server_is_retried_and_the_retry_is_shown() {
 }
 
 #[test]
-fn a_connection_cut_before_the_reply_fails_saying_the_server_may_have_acted() {
+fn a_connection_cut_before_the_reply_fails_saying_it_is_not_sent_again() {
     let run = Test::new()
         .args(["-p", "x"])
         .env("MINI_AGENT_REQUEST_MAX_RETRIES", "2")
         .server(vec![Step::Close, text("a retry would get this")])
         .run();
-    run.expect_code(1).stderr_has("mini-agent: model request failed").stderr_has("may have acted");
+    run.expect_code(1).stderr_has("mini-agent: model request failed").stderr_has("it is not sent again");
     assert_eq!(run.requests.len(), 1, "a request that may have been acted on is not retried");
 }

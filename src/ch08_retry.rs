@@ -14,11 +14,17 @@
 //!   cut in the middle is a network error, never retried;
 //! * a `Retry-After` longer than a minute: we say how long instead of hanging silently.
 //!
+//! One 500 is retried although 500s are not: llama.cpp's "The model produced output that does
+//! not match the expected … format". The server sampled a reply and could not read it as the
+//! model's tool-call syntax. That is a slip of sampling, not a broken server, and the request
+//! did nothing else, so the next sample is worth asking for.
+//!
 //! The waits grow exponentially with some randomness ("jitter") so that many clients that
 //! failed together do not all come back at the same instant. Every retry is an event, so the
 //! terminal shows it and the journal records it.
 
 use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request, interrupted};
+use crate::ch02_model::errors::output_not_parsed;
 use crate::random::XorShift;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -111,7 +117,8 @@ fn decide(error: Error, attempt: u32, max_retries: u32, statuses: &[u16]) -> Res
         Error::Refused(message) if attempt < max_retries => {
             return Ok(Retry { wait: backoff(attempt), reason: message });
         }
-        // Network: the server may have acted. Interrupted: the user said stop. The others
+        // Network: the request had left, and the server may already be running it.
+        // Interrupted: the user said stop. The others
         // would fail the same way again.
         Error::Refused(_)
         | Error::Network(_)
@@ -133,7 +140,10 @@ fn decide(error: Error, attempt: u32, max_retries: u32, statuses: &[u16]) -> Res
         };
         Err(Error::Http { status, message, retry_after_ms, code: code.clone() })
     };
-    if !statuses.contains(&status) {
+    // llama.cpp's 500 for a reply it sampled but could not parse is a slip of sampling, not a
+    // failing server: nothing ran, and the next sample usually parses.
+    let slip = status == 500 && output_not_parsed(&message);
+    if !statuses.contains(&status) && !slip {
         return give_up(None);
     }
     if code.as_deref() == Some("insufficient_quota") {
@@ -157,7 +167,11 @@ fn decide(error: Error, attempt: u32, max_retries: u32, statuses: &[u16]) -> Res
         Some(wait) => wait,
         None => backoff(attempt),
     };
-    Ok(Retry { wait, reason: format!("{status} {message}") })
+    let reason = match slip {
+        true => format!("{status} {message} (a sampling slip of the model, nothing ran: asking again)"),
+        false => format!("{status} {message}"),
+    };
+    Ok(Retry { wait, reason })
 }
 // ANCHOR_END: decide_retry_after
 
@@ -251,6 +265,25 @@ mod tests {
             assert!(matches!(result, Err(Error::Http { status: s, .. }) if s == status));
             assert_eq!((requests, retries.0.len()), (1, 0));
         }
+    }
+
+    #[test]
+    fn llama_cpps_unparsed_output_is_retried_within_the_bound_and_said_so() {
+        // llama-server's exact body when the model's tool call does not parse.
+        let slip = || {
+            let body = serde_json::json!({"error": {"code": 500, "message":
+                "The model produced output that does not match the expected peg-native format",
+                "type": "server_error"}});
+            Step::Reply { status: 500, headers: vec![], body: body.to_string() }
+        };
+        let (result, retries, requests) = run(vec![slip(), slip(), Step::text("ok")], 2);
+        assert_eq!(result.expect("the third sample parses").content.as_deref(), Some("ok"));
+        assert_eq!((requests, retries.0.len()), (3, 2));
+        assert!(retries.0[0].2.ends_with("(a sampling slip of the model, nothing ran: asking again)"));
+        let (result, retries, requests) = run(vec![slip(), slip(), slip(), Step::text("ok")], 2);
+        assert_eq!((requests, retries.0.len()), (3, 2), "bounded by the retry count");
+        let text = result.expect_err("still slipping").to_string();
+        assert!(text.contains("(still failing after 2 retries) — the server could not read"), "{text}");
     }
 
     #[test]

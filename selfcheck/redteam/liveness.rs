@@ -126,7 +126,7 @@ fn a_reply_that_never_ends_is_given_up_at_the_request_limit() {
         eprintln!("figure: a never-ending reply (stream: {stream}) given up after {took:.2?}, limit 2 s");
         run.expect_code(1).stderr_has("time limit (MINI_AGENT_REQUEST_TIMEOUT_SECS)");
         assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(10), "{took:?}");
-        assert_eq!(run.requests.len(), 1, "a request the server may have acted on is not sent again");
+        assert_eq!(run.requests.len(), 1, "a request the server may already be running is not sent again");
     }
 }
 

@@ -1,6 +1,7 @@
 //! Chapter 2 — the crate's one error type, and the words each variant becomes: what happened,
 //! to what, and what to do next. `main` turns it into one line and an exit code.
 
+use crate::ch02_model::errors::output_not_parsed;
 use std::fmt;
 
 // ANCHOR: error
@@ -21,7 +22,7 @@ pub enum Error {
         retry_after_ms: Option<u64>,
         code: Option<String>,
     },
-    /// The connection failed, timed out or was cut; the server may have acted.
+    /// The connection failed, timed out or was cut after the request left: not sent again.
     Network(String),
     /// The connection was refused or could not be made: nothing was sent, a retry is safe.
     Refused(String),
@@ -64,7 +65,22 @@ impl fmt::Display for Error {
                     }
                     401 | 403 => write!(f, " — check OPENAI_API_KEY"),
                     404 => write!(f, " — check --base-url and --model"),
+                    // A web server that is not a model API: `python -m http.server` says 501.
+                    405 | 501 => write!(
+                        f,
+                        " — this server does not take API requests here; is --base-url an \
+                         OpenAI-compatible endpoint (one usually ending in /v1)?"
+                    ),
+                    400 if message.contains("plain HTTP request was sent to HTTPS port") => {
+                        write!(f, " — the server speaks HTTPS: use https:// in --base-url")
+                    }
                     429 => write!(f, " — rate limited; wait and try again"),
+                    500 if output_not_parsed(message) => write!(
+                        f,
+                        " — the server could not read the model's output as a reply in its \
+                         tool-call format: a sampling slip of the model, nothing ran; try again \
+                         (larger models slip less)"
+                    ),
                     500..=599 => write!(f, " — the server failed; try again later"),
                     _ => Ok(()),
                 }

@@ -3,8 +3,9 @@
 //! A server that refuses us answers with a status and a body in one of several shapes (JSON of
 //! various dialects, an HTML error page, plain text); a transport failure is a refused
 //! connection, a name that does not resolve, or a silence longer than the idle timeout. Each
-//! becomes one line that quotes the server's own words, shortened, and says whether the
-//! server may have acted (chapter 8 retries only what it safely can).
+//! becomes one line that quotes the server's own words, shortened, and says what to do next:
+//! check the address, the key or the server, or try again. A failure after the request left
+//! says that it was not sent again (chapter 8 retries only what it safely can), and why.
 
 use super::{CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, IDLE_TIMEOUT_VARIABLE, REQUEST_LIMIT_VARIABLE};
 use crate::ch02_loop::Error;
@@ -28,13 +29,17 @@ pub fn error_from_response(response: ureq::http::Response<ureq::Body>) -> Error 
         return redirected(status.as_u16(), header("location"));
     }
     let body = response.into_body().read_to_vec().map(|b| String::from_utf8_lossy(&b).into_owned());
-    let (message, code) = server_message(&body.unwrap_or_default());
+    let body = body.unwrap_or_default();
+    let (message, code) = server_message(&body);
     let message = message.unwrap_or_else(|| status.canonical_reason().unwrap_or("(no message)").to_owned());
     // Error pages often repeat the status ("<title>502 Bad Gateway</title>"); say it once.
-    let message = match message.strip_prefix(status.as_str()).and_then(|rest| rest.strip_prefix(' ')) {
+    let mut message = match message.strip_prefix(status.as_str()).and_then(|rest| rest.strip_prefix(' ')) {
         Some(rest) if !rest.is_empty() => rest.to_owned(),
         _ => message,
     };
+    if messages_api_error(&body) {
+        message.push_str(MESSAGES_API_ERROR);
+    }
     Error::Http {
         status: status.as_u16(),
         message,
@@ -44,6 +49,27 @@ pub fn error_from_response(response: ureq::http::Response<ureq::Body>) -> Error 
     }
 }
 // ANCHOR_END: errors
+
+/// Said of an error whose body has the shape of Anthropic's Messages API, which a Chat
+/// Completions client did not expect: the base URL points at a server of the other API.
+pub const MESSAGES_API_ERROR: &str =
+    " (an error in the shape of Anthropic's Messages API: that API is reached with --api anthropic)";
+
+/// `{"type": "error", "error": {…}}`: Anthropic's error shape (OpenAI's has no top-level type).
+fn messages_api_error(body: &str) -> bool {
+    let value = serde_json::from_str::<Value>(body.trim()).unwrap_or_default();
+    value.get("type").and_then(Value::as_str) == Some("error")
+}
+
+// ANCHOR: output_not_parsed
+/// llama.cpp's `500 The model produced output that does not match the expected <format>
+/// format`: the server sampled a reply, then could not read it as the model's tool-call
+/// syntax. A slip of sampling, not a broken server: the request did nothing else, and the
+/// next sample usually parses (chapter 8 retries it).
+pub fn output_not_parsed(message: &str) -> bool {
+    message.starts_with("The model produced output that does not match the expected")
+}
+// ANCHOR_END: output_not_parsed
 
 // ANCHOR: redirected
 /// A 3xx: we do not follow it (see [`new_agent`]); the user learns where the server pointed,
@@ -160,11 +186,10 @@ pub fn network_error(url: &str, error: ureq::Error, idle: Duration) -> Error {
             ));
         }
         // std reports a failed DNS lookup as a plain I/O error with this text; the request
-        // never left this machine, so it is not "the server may have acted".
-        ureq::Error::Io(io) if io.to_string().starts_with("failed to lookup address information") => {
-            format!("cannot resolve the host of {url} — check --base-url and your network")
-        }
-        ureq::Error::HostNotFound => {
+        // never left this machine, so there is nothing the server could have done.
+        dns if matches!(dns, ureq::Error::HostNotFound)
+            || dns.to_string().contains("failed to lookup address information") =>
+        {
             format!("cannot resolve the host of {url} — check --base-url and your network")
         }
         ureq::Error::Timeout(Timeout::Connect | Timeout::Resolve) => {
@@ -175,28 +200,40 @@ pub fn network_error(url: &str, error: ureq::Error, idle: Duration) -> Error {
         }
         ureq::Error::Timeout(Timeout::PerWrite) => {
             format!(
-                "the server took no byte of the request for {} s ({IDLE_TIMEOUT_VARIABLE}); the server may have acted",
+                "the server took no byte of the request for {} s ({IDLE_TIMEOUT_VARIABLE}); check the \
+                 server, then try again",
                 seconds(idle)
             )
         }
         ureq::Error::Timeout(Timeout::Global) => return limit_error(),
         // The only other timeout we set is the per-read one: the server fell silent.
         ureq::Error::Timeout(_) => return idle_error(idle),
-        other => format!("{url}: {other} (the server may have acted)"),
+        // A TLS client reading a plain-HTTP answer ("HTTP/1.1 400…") sees a record type that
+        // does not exist: the base URL says https:// to a server that speaks plain HTTP.
+        tls if url.starts_with("https://") && tls.to_string().contains("InvalidContentType") => {
+            format!(
+                "{url}: the server answered in plain HTTP, not HTTPS — use http:// instead of https:// \
+                 in --base-url"
+            )
+        }
+        other => format!("{url}: {other} — {SENT_NOT_REPEATED}; check the server, then try again"),
     };
     Error::Network(text)
 }
-
 // ANCHOR_END: network_error
+/// Why a failure after the request left is not retried, in plain words.
+pub const SENT_NOT_REPEATED: &str =
+    "the request had been sent, so it is not sent again (the server may already be running it)";
+
 // ANCHOR: idle_error
 /// The server sent nothing for `idle`: one line that names the variable that sets the bound.
 pub fn idle_error(idle: Duration) -> Error {
-    Error::Network(format!("{}; the server may have acted", idle_message(idle)))
+    Error::Network(format!("{}; {SENT_NOT_REPEATED}", idle_message(idle)))
 }
 
 /// The request took longer in all than `MINI_AGENT_REQUEST_TIMEOUT_SECS` allows.
 pub fn limit_error() -> Error {
-    Error::Network(format!("{}; the server may have acted", limit_message()))
+    Error::Network(format!("{}; {SENT_NOT_REPEATED}", limit_message()))
 }
 
 /// "the reply did not end within the request's time limit (MINI_AGENT_REQUEST_TIMEOUT_SECS)".

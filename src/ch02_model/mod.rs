@@ -271,9 +271,10 @@ pub fn read_capped(
             ureq::Error::BodyExceedsLimit(_) => reply_too_large(),
             ureq::Error::Timeout(ureq::Timeout::Global) => limit_error(),
             ureq::Error::Timeout(_) => idle_error(idle),
-            error => {
-                Error::Network(format!("reading the reply from {url}: {error} (the server may have acted)"))
-            }
+            error => Error::Network(format!(
+                "reading the reply from {url}: {error} — {}; check the server, then try again",
+                errors::SENT_NOT_REPEATED
+            )),
         },
     )
 }

@@ -27,6 +27,14 @@ pub fn parse_reply(body: &str) -> Result<Reply, Error> {
     let choice = match value.get("choices") {
         Some(Value::Array(choices)) => choices.first().ok_or_else(|| malformed("choices is empty"))?,
         Some(_) => return Err(malformed("choices is not a list")),
+        // A Messages API reply (`"type": "message"` with a list of content blocks).
+        None if value.get("type").and_then(Value::as_str) == Some("message") => {
+            return Err(Error::Model(format!(
+                "the server answered in the shape of Anthropic's Messages API, not Chat Completions \
+                 (that API is reached with --api anthropic): {}",
+                quote(body)
+            )));
+        }
         None => return Err(malformed("the reply has no choices[0].message")),
     };
     let message = match choice.get("message") {

@@ -104,6 +104,84 @@ fn an_html_500_reports_its_title() {
     );
 }
 
+/// What `python -m http.server` answers to a POST: a web server, not a model API.
+const PYTHON_501: &str = "<!DOCTYPE HTML>\n<html lang=\"en\">\n    <head>\n        <meta charset=\"utf-8\">\n        \
+    <title>Error response</title>\n    </head>\n    <body>\n        <h1>Error response</h1>\n        \
+    <p>Error code: 501</p>\n        <p>Message: Unsupported method (&#x27;POST&#x27;).</p>\n        \
+    <p>Error code explanation: 501 - Server does not support this operation.</p>\n    </body>\n</html>\n";
+
+#[test]
+fn a_web_server_that_is_not_an_api_asks_whether_the_base_url_is_one() {
+    let (reply, _) = ask(vec![Step::Reply { status: 501, headers: vec![], body: PYTHON_501.into() }]);
+    assert_eq!(
+        reply.expect_err("501").to_string(),
+        "model request failed: 501 Error response — this server does not take API requests here; is \
+         --base-url an OpenAI-compatible endpoint (one usually ending in /v1)?"
+    );
+}
+
+#[test]
+fn https_to_a_plain_http_server_says_to_use_http() {
+    // A plain HTTP server answers the TLS handshake with an HTTP error, as Python's does.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    let port = listener.local_addr().expect("address").port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut stream, _) = listener.accept().expect("a connection");
+        let _ = stream.read(&mut [0; 4096]);
+        let _ = stream.write_all(b"HTTP/1.0 400 Bad request version\r\nContent-Length: 0\r\n\r\n");
+    });
+    let config =
+        ClientConfig { base_url: format!("https://127.0.0.1:{port}/v1"), api_key: None, model: "m".into() };
+    let error = ChatClient::new(config)
+        .expect("client")
+        .complete(&Request { messages: &[], tools: &[] }, &mut Quiet::default())
+        .expect_err("no TLS");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "model request failed: https://127.0.0.1:{port}/v1/chat/completions: the server answered in \
+             plain HTTP, not HTTPS — use http:// instead of https:// in --base-url"
+        )
+    );
+}
+
+#[test]
+fn the_other_apis_shape_is_named_in_errors_and_replies() {
+    // Anthropic's own error for a path it does not serve, and a Messages reply.
+    let not_found = json!({"type": "error", "error": {"type": "not_found_error", "message": "Not Found"}});
+    let (reply, _) = ask(vec![Step::Reply { status: 404, headers: vec![], body: not_found.to_string() }]);
+    let text = reply.expect_err("404").to_string();
+    assert!(
+        text.contains("an error in the shape of Anthropic's Messages API")
+            && text.contains("--api anthropic"),
+        "{text}"
+    );
+    let message = json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude",
+        "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn"});
+    let (reply, _) = ask(vec![reply_with(&message.to_string())]);
+    let text = reply.expect_err("not chat completions").to_string();
+    assert!(
+        text.starts_with(
+            "unusable model reply: the server answered in the shape of Anthropic's Messages API"
+        ),
+        "{text}"
+    );
+    // OpenAI's own errors carry no such note.
+    let (reply, _) = ask(vec![Step::error(404, "The model `x` does not exist")]);
+    assert!(!reply.expect_err("404").to_string().contains("Anthropic"));
+}
+
+#[test]
+fn llama_cpps_unparsed_output_500_says_what_it_means() {
+    let body = json!({"error": {"code": 500, "message":
+        "The model produced output that does not match the expected peg-native format", "type": "server_error"}});
+    let (reply, _) = ask(vec![Step::Reply { status: 500, headers: vec![], body: body.to_string() }]);
+    let text = reply.expect_err("500").to_string();
+    assert!(text.contains("a sampling slip of the model, nothing ran; try again"), "{text}");
+    assert!(!text.contains("the server failed"), "{text}");
+}
+
 #[test]
 fn error_codes_are_kept() {
     let body = json!({"error": {"message": "You exceeded your current quota", "type": "insufficient_quota",
@@ -211,7 +289,8 @@ fn silence_before_the_headers_or_inside_the_body_hits_the_idle_timeout() {
         let error = result.expect_err(what).to_string();
         assert_eq!(
             error,
-            "model request failed: no byte from the server for 0.3 s (MINI_AGENT_IDLE_TIMEOUT_SECS); the server may have acted",
+            "model request failed: no byte from the server for 0.3 s (MINI_AGENT_IDLE_TIMEOUT_SECS); the \
+             request had been sent, so it is not sent again (the server may already be running it)",
             "{what}"
         );
         assert!(took < Duration::from_secs(5), "{what}: {took:?}");

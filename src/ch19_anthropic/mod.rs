@@ -26,6 +26,7 @@ pub mod request;
 mod tests;
 
 use crate::ch02_loop::{Error, Model, Observer, Reply, Request};
+use crate::ch02_model::errors::MESSAGES_API_ERROR;
 use crate::ch02_model::{
     DEFAULT_IDLE_TIMEOUT, api_key_required, error_from_response, network_error, new_agent, read_capped,
     run_interruptibly,
@@ -169,21 +170,41 @@ impl AnthropicClient {
         if response.status().is_success() {
             Ok(response)
         } else {
-            Err(own_words(error_from_response(response)))
+            Err(own_words(error_from_response(response), &self.url))
         }
     }
     // ANCHOR_END: send
 }
 
-/// Chapter 2's 401 advice names OPENAI_API_KEY; here the user needs the other variables.
-fn own_words(error: Error) -> Error {
+// ANCHOR: own_words
+/// Chapter 2's advice is for Chat Completions; here the user needs other words. A 401 names
+/// this API's variables. A 404, 405 or 501 that is not about the model is a server with no
+/// Messages API at this address: most often an OpenAI-compatible one (llama.cpp, vLLM, Ollama
+/// and OpenAI answer `/v1/messages` so, or not at all). Chapter 2's note that an error has this
+/// API's shape is expected here, and dropped.
+fn own_words(error: Error, url: &str) -> Error {
     match error {
         Error::Http { status: status @ (401 | 403), message, .. } => Error::Config(format!(
             "model request failed: {status} {message} — check ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN"
         )),
+        Error::Http { status: status @ (404 | 405 | 501), message, .. } if !message.starts_with("model:") => {
+            Error::Config(format!(
+                "model request failed: {status} {} — {url} is not a Messages API endpoint; if the \
+                 server speaks OpenAI's Chat Completions (llama.cpp, vLLM, Ollama, OpenAI), drop \
+                 --api anthropic, else check --base-url",
+                message.trim_end_matches(MESSAGES_API_ERROR)
+            ))
+        }
+        Error::Http { status, message, retry_after_ms, code } => Error::Http {
+            status,
+            message: message.trim_end_matches(MESSAGES_API_ERROR).to_owned(),
+            retry_after_ms,
+            code,
+        },
         other => other,
     }
 }
+// ANCHOR_END: own_words
 
 // ANCHOR: complete
 impl Model for AnthropicClient {

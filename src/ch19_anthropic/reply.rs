@@ -21,6 +21,13 @@ pub fn parse_message(body: &str) -> Result<Reply, Error> {
         .map_err(|_| Error::Model(format!("the server's reply is not JSON: {}", quote(body))))?;
     let malformed = |what: &str| Error::Model(format!("malformed reply ({what}): {}", quote(body)));
     let Some(blocks) = value.get("content").and_then(Value::as_array) else {
+        if value.get("choices").is_some() {
+            return Err(Error::Model(format!(
+                "the server answered in the shape of OpenAI's Chat Completions, not the Messages \
+                 API: it is an OpenAI-compatible server; drop --api anthropic: {}",
+                quote(body)
+            )));
+        }
         return Err(malformed("the reply has no content list"));
     };
     let (mut text, mut tool_calls) = (String::new(), Vec::new());

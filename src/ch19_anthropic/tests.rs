@@ -308,6 +308,40 @@ fn a_refused_key_names_the_anthropic_variables() {
 }
 
 #[test]
+fn an_openai_style_server_is_named_as_one() {
+    // OpenAI's, llama.cpp's (older builds) and vLLM's answers to POST /v1/messages.
+    for body in [
+        json!({"error": {"message": "Invalid URL (POST /v1/messages)", "type": "invalid_request_error",
+            "param": null, "code": null}}),
+        json!({"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}}),
+        json!({"detail": "Not Found"}),
+    ] {
+        let (reply, _, _) =
+            ask(vec![Step::Reply { status: 404, headers: vec![], body: body.to_string() }], false);
+        let error = reply.expect_err("404").to_string();
+        assert!(
+            error.contains("/v1/messages is not a Messages API endpoint")
+                && error.contains("drop --api anthropic"),
+            "{error}"
+        );
+    }
+    // A server that answers any path with a Chat Completions reply.
+    let (reply, _, _) = ask(vec![Step::text("hello")], false);
+    let error = reply.expect_err("chat completions").to_string();
+    assert!(
+        error.contains("in the shape of OpenAI's Chat Completions") && error.contains("drop --api anthropic"),
+        "{error}"
+    );
+    // Anthropic's own 404 for an unknown model keeps its words, without chapter 2's note.
+    let body =
+        json!({"type": "error", "error": {"type": "not_found_error", "message": "model: claude-nine"}});
+    let (reply, _, _) =
+        ask(vec![Step::Reply { status: 404, headers: vec![], body: body.to_string() }], false);
+    let error = reply.expect_err("404").to_string();
+    assert!(error.contains("404 model: claude-nine") && !error.contains("shape"), "{error}");
+}
+
+#[test]
 fn hostile_servers_cannot_hang_the_agent_or_take_its_memory() {
     // A stream that never ends: the idle timeout cuts it.
     let list = events(&["tick"], &[], "end_turn");
