@@ -41,8 +41,10 @@ impl FakeLlama {
             let refused = tokens > n_ctx;
             seen.lock().unwrap().push((tokens, refused));
             if refused {
+                // llama.cpp's own body (tools/server), numbers and all.
                 let body = json!({"error": {"code": 400, "type": "exceed_context_size_error",
-                    "message": format!("the request exceeds the available context size ({tokens} tokens, n_ctx {n_ctx}), try increasing it")}});
+                    "message": format!("request ({tokens} tokens) exceeds the available context size ({n_ctx} tokens), try increasing it"),
+                    "n_prompt_tokens": tokens, "n_ctx": n_ctx}});
                 return Step::Reply { status: 400, headers: Vec::new(), body: body.to_string() };
             }
             let first = request["messages"][0]["content"].as_str().unwrap_or_default();
@@ -144,7 +146,7 @@ fn a_server_window_too_small_for_anything_is_named_in_the_error() {
     let run = Test::new().args(["-p", "hello"]).base_url(&fake.server.url).run();
     // The system prompt and schemas alone are over 300 tokens: nothing can make it fit, and
     // the error says the server's window is the limit (not MINI_AGENT_CONTEXT_TOKENS).
-    run.expect_code(1).stderr_has("server refused a request as too long");
+    run.expect_code(1).stderr_has("the server said its window is 300 tokens").stderr_has("a larger context");
     assert!(!run.stderr.contains("/new"), "{}", run.stderr);
     assert_eq!(fake.counts().len(), 1, "no blind retry of what cannot fit");
 }

@@ -3,11 +3,14 @@
 //! with the bodies those servers send.
 //!
 //! * errors that say what to do: a web server that is not a model API, llama.cpp's 500 for
-//!   output it could not parse (retried: a sampling slip, nothing ran).
+//!   output it could not parse (retried: a sampling slip, nothing ran);
+//! * a context overflow whose error states the server's window: the retry fits that window,
+//!   which is kept, and the bare prompt is never summarised.
 
 use crate::harness::{Test, text};
-use mini_agent::scripted_server::Step;
-use serde_json::json;
+use mini_agent::scripted_server::{ScriptedServer, Step};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
 
 /// llama-server's body when the model's tool call does not parse (`common/chat.cpp`).
 fn unparsed_output() -> Step {
@@ -41,4 +44,61 @@ fn llama_cpps_unparsed_output_is_asked_again_and_said_what_it_is() {
         .run();
     run.expect_code(0).stderr_has("retry 1").stderr_has("a sampling slip of the model");
     assert_eq!((run.stdout.trim(), run.requests.len()), ("hello", 2));
+}
+
+// ---- item 12: context overflow, learned ----
+
+/// A server's count of each request, and whether it was a summary request.
+type Counts = Arc<Mutex<Vec<(u64, bool)>>>;
+
+/// A llama-server with `n_ctx` tokens: it counts a request as a token per digit and line break
+/// and four bytes per token for the rest, answers with that count as `usage`, refuses what is
+/// larger with its own 400 (the body of `tools/server`), and records its count of each request
+/// and whether it was a summary request.
+fn small_llama(n_ctx: u64, mut script: Vec<Value>) -> (ScriptedServer, Counts) {
+    let counts = Arc::new(Mutex::new(Vec::new()));
+    let seen = counts.clone();
+    script.reverse();
+    let server = ScriptedServer::start(move |request: &Value| {
+        let text = request["messages"].to_string() + &request["tools"].to_string();
+        let singles = text.bytes().filter(|b| b.is_ascii_digit() || *b == b'\n').count() as u64;
+        let tokens = singles + (text.len() as u64 - singles).div_ceil(4);
+        let summary = request["messages"][0]["content"].as_str().is_some_and(|s| s.starts_with("You summarise"));
+        seen.lock().unwrap().push((tokens, summary));
+        if tokens > n_ctx {
+            let body = json!({"error": {"code": 400, "message": format!(
+                "request ({tokens} tokens) exceeds the available context size ({n_ctx} tokens), try increasing it"),
+                "type": "exceed_context_size_error", "n_prompt_tokens": tokens, "n_ctx": n_ctx}});
+            return Step::Reply { status: 400, headers: vec![], body: body.to_string() };
+        }
+        let message = script.pop().unwrap_or_else(|| json!({"role": "assistant", "content": "out of script"}));
+        let body = json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": tokens, "completion_tokens": 5, "total_tokens": tokens + 5}});
+        Step::Reply { status: 200, headers: vec![], body: body.to_string() }
+    })
+    .expect("server");
+    (server, counts)
+}
+
+#[test]
+fn an_overflow_that_states_the_window_is_retried_within_it_and_the_window_is_kept() {
+    // MINI_AGENT_CONTEXT_TOKENS left at its default (128,000) against a 2,048-token server.
+    let seq = |n: u32| {
+        let arguments = json!({"command": format!("seq {n} {}", n + 2999)}).to_string();
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{n}"), "type": "function",
+            "function": {"name": "bash", "arguments": arguments}}]})
+    };
+    let answer = json!({"role": "assistant", "content": "counted twice"});
+    let (server, counts) = small_llama(2048, vec![seq(1), seq(5000), answer]);
+    let run = Test::new().args(["--allow-shell", "-p", "count"]).base_url(&server.url).run();
+    let counts = counts.lock().unwrap().clone();
+    println!("figure: a 2048-token llama-server's counts of each request (tokens, summary?): {counts:?}");
+    run.expect_code(0).stderr_has("the server's window is 2048 tokens");
+    assert_eq!(run.stdout.trim(), "counted twice");
+    assert!(
+        counts.iter().all(|&(_, summary)| !summary),
+        "a summary of the bare prompt was asked for: {counts:?}"
+    );
+    let refused = counts.iter().filter(|&&(tokens, _)| tokens > 2048).count();
+    assert_eq!(refused, 1, "refused once; the stated window held for the rest of the run: {counts:?}");
 }

@@ -5,7 +5,7 @@
 use super::cut::*;
 use super::estimate::*;
 use super::record::*;
-use super::shrink::{calibration, fit_pieces, is_context_overflow, scaled, summary_words};
+use super::shrink::{calibration, fit_pieces, is_context_overflow, scaled, stated_limits, summary_words};
 use super::squeeze::{squeeze, squeeze_budget};
 use super::transcript::*;
 use crate::ch02_loop::{Error, Event, Message, Model, Observer, Reply, Request};
@@ -61,10 +61,18 @@ pub struct Compacting<M: Model> {
     measured: Option<Measured>,
     /// Server tokens per estimated token, learnt from `usage` (1.0 until then).
     ratio: f64,
-    /// The window as the server showed it by refusing a request as too long, when smaller.
-    learned_window: Option<u64>,
+    /// The window as the server showed it by refusing a request as too long, when smaller:
+    /// the number it stated, or a tenth below what it refused. Kept for the rest of the run.
+    learned_window: Option<Learned>,
     /// Tokens each latest tool result may take, when nothing else was left to shrink.
     squeeze: Option<u64>,
+}
+
+/// A window learnt from the server: its size, and whether the server stated it.
+#[derive(Clone, Copy)]
+struct Learned {
+    tokens: u64,
+    stated: bool,
 }
 
 pub(super) struct Measured {
@@ -99,11 +107,17 @@ impl<M: Model> Compacting<M> {
     }
 
     fn too_large(&self, estimate: u64) -> Error {
-        match self.learned_window.filter(|&learned| learned < self.context_tokens) {
-            Some(learned) => Error::Config(format!(
+        match self.learned_window.filter(|learned| learned.tokens < self.context_tokens) {
+            Some(Learned { tokens, stated: true }) => Error::Config(format!(
+                "the conversation does not fit in the server's context window even after compaction \
+                 (about {estimate} tokens; the server said its window is {tokens} tokens); give the \
+                 server a larger context (llama.cpp -c, vLLM --max-model-len, Ollama num_ctx), or \
+                 start a new session"
+            )),
+            Some(Learned { tokens, stated: false }) => Error::Config(format!(
                 "the conversation does not fit in the server's context window even after compaction \
                  (about {estimate} tokens; the server refused a request as too long, so its window is \
-                 taken as about {learned} tokens); start a new session"
+                 taken as about {tokens} tokens); start a new session"
             )),
             None => too_large(estimate, self.context_tokens),
         }
@@ -111,7 +125,7 @@ impl<M: Model> Compacting<M> {
 
     /// The window compaction works to: the configured one, or what the server showed.
     fn window(&self) -> u64 {
-        self.learned_window.map_or(self.context_tokens, |learned| learned.min(self.context_tokens))
+        self.learned_window.map_or(self.context_tokens, |learned| learned.tokens.min(self.context_tokens))
     }
 
     fn lock(&self) -> MutexGuard<'_, CompactionState> {
@@ -198,6 +212,11 @@ impl<M: Model> Compacting<M> {
             let needed = fixed + pieces.iter().map(|piece| estimate_text_tokens(piece)).sum::<u64>();
             return Err(self.too_large(needed));
         };
+        // Nothing older than the user's own words (the bare prompt): a summary would only
+        // paraphrase the request, so none is asked for.
+        if history[already..cut].iter().all(|message| matches!(message, Message::User { .. })) {
+            return Ok(None);
+        }
         // ANCHOR_END: compact_fit
         // ANCHOR: compact_request
         let transcript = header + &fit_pieces(&pieces[..cut - already], budget, estimate_text_tokens);
@@ -379,13 +398,25 @@ impl<M: Model> Model for Compacting<M> {
         self.fit(request, observer)?;
         match self.send(request, observer) {
             Err(error) if is_context_overflow(&error) => {
-                // The server's window is smaller than what was just sent, whatever it was said
-                // to be: from now on it is taken a tenth smaller than that. Compact, try again.
+                // The server's window is smaller than what was just sent, whatever it was said to
+                // be. When its error states the window, that is the window from now on; else it
+                // is taken a tenth smaller than what was sent. Its count of what was sent, when
+                // stated, calibrates the estimate. Compact, try again.
                 let sent = estimate_request_tokens(&self.view(request.messages), request.tools);
-                let learned = (scaled(sent, self.ratio) / 10 * 9).max(MIN_LEARNED_WINDOW).min(self.window());
-                self.learned_window = Some(learned);
+                let (stated, counted) = stated_limits(&error);
+                if let Some(ratio) = counted.and_then(|count| calibration(count, sent)) {
+                    self.ratio = ratio;
+                }
+                let tokens = stated.unwrap_or_else(|| scaled(sent, self.ratio) / 10 * 9);
+                let tokens = tokens.max(MIN_LEARNED_WINDOW).min(self.window());
+                self.learned_window = Some(Learned { tokens, stated: stated.is_some() });
                 self.measured = None;
-                let text = format!("{error}; compacting and retrying once");
+                let text = match stated {
+                    Some(_) => format!(
+                        "{error}; the server's window is {tokens} tokens: compacting and retrying once"
+                    ),
+                    None => format!("{error}; compacting and retrying once"),
+                };
                 observer.event(Event::Warning(&text))?;
                 self.fit(request, observer)?;
                 self.send(request, observer).map_err(|error| match error {

@@ -106,6 +106,36 @@ pub(crate) fn is_context_overflow(error: &Error) -> bool {
 }
 // ANCHOR_END: overflow
 
+// ANCHOR: stated_limits
+/// What an overflow error says in numbers: the server's window, and its count of the prompt
+/// that was refused, in the wordings of llama.cpp (`request (13392 tokens) exceeds the available
+/// context size (8192 tokens)`), OpenAI and vLLM (`This model's maximum context length is 8192
+/// tokens. However, your messages resulted in 9000 tokens` / `your prompt contains at least
+/// 8185 input tokens`) and Anthropic (`prompt is too long: 210000 tokens > 200000 maximum`).
+pub(crate) fn stated_limits(error: &Error) -> (Option<u64>, Option<u64>) {
+    let Error::Http { message, .. } = error else { return (None, None) };
+    let message = message.to_ascii_lowercase();
+    let window = ["available context size (", "maximum context length is ", "tokens > "]
+        .iter()
+        .find_map(|phrase| number_after(&message, phrase));
+    let prompt =
+        ["request (", "your messages resulted in ", "prompt contains at least ", "prompt is too long: "]
+            .iter()
+            .find_map(|phrase| number_after(&message, phrase))
+            // vLLM's older wording: "you requested 2100 tokens (2000 in the messages, 100 in the completion)".
+            .or_else(|| number_after(&message, "tokens (").filter(|_| message.contains("in the messages")));
+    (window, prompt)
+}
+
+/// The whole number right after `phrase` in `text` (thousands separators allowed).
+fn number_after(text: &str, phrase: &str) -> Option<u64> {
+    let rest = &text[text.find(phrase)? + phrase.len()..];
+    let digits: String =
+        rest.chars().take_while(|c| c.is_ascii_digit() || *c == ',').filter(|c| *c != ',').collect();
+    digits.parse().ok()
+}
+// ANCHOR_END: stated_limits
+
 /// The calibration ratio learnt from one request: the server's prompt count over our estimate.
 pub(crate) fn calibration(server_tokens: u64, estimated: u64) -> Option<f64> {
     (estimated > 0 && server_tokens > 0)
@@ -205,6 +235,40 @@ mod tests {
         };
         assert!(!is_context_overflow(&rate_limit));
         assert!(!is_context_overflow(&Error::Network("maximum context length".into())));
+    }
+
+    #[test]
+    fn the_window_and_the_count_are_read_from_every_usual_wording() {
+        let http = |message: &str| Error::Http {
+            status: 400,
+            message: message.into(),
+            #[cfg(feature = "ch08")]
+            retry_after_ms: None,
+            code: None,
+        };
+        for (message, expected) in [
+            // llama.cpp (tools/server), OpenAI, vLLM today and before, Anthropic.
+            (
+                "request (13392 tokens) exceeds the available context size (8192 tokens), try increasing it",
+                (Some(8192), Some(13392)),
+            ),
+            (
+                "This model's maximum context length is 128000 tokens. However, your messages resulted in 130,512 tokens. Please reduce the length of the messages.",
+                (Some(128_000), Some(130_512)),
+            ),
+            (
+                "This model's maximum context length is 4096 tokens. However, you requested 8 output tokens and your prompt contains at least 4089 input tokens, for a total of at least 4097 tokens.",
+                (Some(4096), Some(4089)),
+            ),
+            (
+                "This model's maximum context length is 2048 tokens. However, you requested 2100 tokens (2000 in the messages, 100 in the completion). Please reduce the length of the messages or completion.",
+                (Some(2048), Some(2000)),
+            ),
+            ("prompt is too long: 210000 tokens > 200000 maximum", (Some(200_000), Some(210_000))),
+            ("the request exceeds the available context size, try increasing it", (None, None)),
+        ] {
+            assert_eq!(stated_limits(&http(message)), expected, "{message}");
+        }
     }
 
     #[test]

@@ -91,8 +91,8 @@ fn session(turns: usize) -> Vec<Message> {
     history
 }
 
-fn send(
-    model: &mut Compacting<Inner>,
+fn send<M: Model>(
+    model: &mut Compacting<M>,
     history: &[Message],
     observer: &mut dyn Observer,
 ) -> Result<Reply, Error> {
@@ -401,4 +401,65 @@ fn the_window_comes_from_the_environment_value_or_the_default() {
         let Err(Error::Config(text)) = parse_context_tokens(Some(bad)) else { panic!("{bad:?} accepted") };
         assert!(text.contains("MINI_AGENT_CONTEXT_TOKENS"), "{text}");
     }
+}
+
+/// A llama-server with a context of `n_ctx` tokens and a tokenizer that counts a fifth more
+/// than the agent's estimate: it refuses a larger request with llama.cpp's own 400, and
+/// records its count of every request (and whether it was a summary request).
+struct SmallServer {
+    n_ctx: u64,
+    counts: Vec<(u64, bool)>,
+}
+
+impl Model for SmallServer {
+    fn complete(&mut self, request: &Request, _: &mut dyn Observer) -> Result<Reply, Error> {
+        let tokens = estimate_request_tokens(request.messages, request.tools) * 6 / 5;
+        let summary = matches!(request.messages.first(), Some(Message::System { content }) if content == SUMMARY_INSTRUCTIONS);
+        self.counts.push((tokens, summary));
+        if tokens > self.n_ctx {
+            return Err(Error::Http {
+                status: 400,
+                message: format!(
+                    "request ({tokens} tokens) exceeds the available context size ({} tokens), try increasing it",
+                    self.n_ctx
+                ),
+                #[cfg(feature = "ch08")]
+                retry_after_ms: None,
+                code: Some("400".into()),
+            });
+        }
+        let content = if summary { "summary" } else { "ok" };
+        Ok(Reply { content: Some(content.into()), ..Reply::default() })
+    }
+}
+
+#[test]
+fn the_window_a_server_states_is_the_one_the_retry_fits_and_it_is_kept() {
+    // The issue: a 2,048-token llama-server, MINI_AGENT_CONTEXT_TOKENS left at 128,000; the
+    // first request with a long tool result was refused, and the retry sent ~11,000 tokens
+    // again, after asking for a summary of the bare prompt.
+    let call =
+        ToolCall { id: "c1".into(), name: "bash".into(), arguments: r#"{"command":"seq 3000"}"#.into() };
+    let numbers: String = (1..=3000).map(|n| format!("{n}\n")).collect();
+    let mut history = vec![
+        Message::System { content: "You are a coding agent.".into() },
+        Message::User { content: "count to 3000".into() },
+        Message::Assistant { content: None, tool_calls: vec![call] },
+        Message::Tool { tool_call_id: "c1".into(), content: numbers },
+    ];
+    let mut model = Compacting::new(SmallServer { n_ctx: 2048, counts: Vec::new() }, DEFAULT_CONTEXT_TOKENS);
+    let mut notices = Notices::default();
+    send(&mut model, &history, &mut notices).expect("the retry fits");
+    let counts = model.inner.counts.clone();
+    println!("figure: a 2048-token server's counts (tokens, summary?): {counts:?}");
+    assert!(counts[0].0 > 2048 && counts.len() == 2, "refused once, then the retry: {counts:?}");
+    assert!(counts.iter().all(|&(_, summary)| !summary), "no summary of the bare prompt: {counts:?}");
+    assert!(counts[1].0 <= 2048, "the retry fits the stated window: {counts:?}");
+    assert!(notices.notices[0].1.contains("the server's window is 2048 tokens"), "{:?}", notices.notices);
+    // The next request of the session, larger again, is fitted before it is sent.
+    history.push(Message::Assistant { content: Some("counted".into()), tool_calls: vec![] });
+    history.push(Message::User { content: "and again".into() });
+    send(&mut model, &history, &mut notices).expect("fitted first");
+    let counts = &model.inner.counts;
+    assert!(counts.len() == 3 && counts[2].0 <= 2048, "the window was kept: {counts:?}");
 }
