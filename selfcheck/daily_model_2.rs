@@ -5,7 +5,8 @@
 //! * errors that say what to do: a web server that is not a model API, llama.cpp's 500 for
 //!   output it could not parse (retried: a sampling slip, nothing ran);
 //! * a context overflow whose error states the server's window: the retry fits that window,
-//!   which is kept, and the bare prompt is never summarised.
+//!   which is kept, and the bare prompt is never summarised;
+//! * a server reading a long prompt is waited for past the idle timeout, streamed or not.
 
 use crate::harness::{Test, text};
 use mini_agent::scripted_server::{ScriptedServer, Step};
@@ -101,4 +102,28 @@ fn an_overflow_that_states_the_window_is_retried_within_it_and_the_window_is_kep
     );
     let refused = counts.iter().filter(|&&(tokens, _)| tokens > 2048).count();
     assert_eq!(refused, 1, "refused once; the stated window held for the rest of the run: {counts:?}");
+}
+
+// ---- item 14: the first byte is bounded apart from the gaps after it ----
+
+#[test]
+fn a_server_reading_the_prompt_longer_than_the_idle_timeout_is_waited_for() {
+    // The issue: at 40 tokens/s a 16k-token prompt is read for 400 s, past the 300 s idle
+    // timeout, while the server is healthy. Here: 1 s of idle timeout, 2.5 s of reading.
+    for stream in [false, true] {
+        let reply = if stream {
+            let chunk = json!({"choices": [{"index": 0, "delta": {"content": "read it all"}, "finish_reason": "stop"}]});
+            Step::Stream { chunks: vec![chunk.to_string()], delay_ms: 2_500, finish: true }
+        } else {
+            Step::delayed(2_500, text("read it all"))
+        };
+        let mut test =
+            Test::new().env("MINI_AGENT_IDLE_TIMEOUT_SECS", "1").server(vec![reply]).args(["-p", "go"]);
+        if stream {
+            test = test.args(["--stream"]);
+        }
+        let run = test.run();
+        run.expect_code(0);
+        assert_eq!(run.stdout.trim(), "read it all", "stream: {stream}");
+    }
 }

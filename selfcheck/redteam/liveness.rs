@@ -1,10 +1,12 @@
 //! Red-team cases: see `main.rs` for the rule this file holds.
 //!
 //! Liveness: nothing the server, the model or a signal does can hang the agent. A server that
-//! stalls or drips is cut by `MINI_AGENT_IDLE_TIMEOUT_SECS` (the wait for the next byte, never
-//! the length of the reply), one that never finishes by `MINI_AGENT_REQUEST_TIMEOUT_SECS` when
-//! an unattended run sets it; globs match in O(n·m); walks stop on Ctrl+C; SIGTERM and SIGHUP
-//! end a turn the way Ctrl+C does.
+//! never begins a reply is cut by the first-byte bound (`MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS`,
+//! by default the idle timeout plus a second per 100 bytes of request), one that stalls or
+//! drips after it by `MINI_AGENT_IDLE_TIMEOUT_SECS` (the wait for the next byte, never the
+//! length of the reply), one that never finishes by `MINI_AGENT_REQUEST_TIMEOUT_SECS` when an
+//! unattended run sets it; globs match in O(n·m); walks stop on Ctrl+C; SIGTERM and SIGHUP end
+//! a turn the way Ctrl+C does.
 
 use crate::harness::{Test, text};
 use mini_agent::scripted_server::Step;
@@ -24,9 +26,27 @@ fn ends_within_the_idle_bound(label: &str, test: Test) {
     assert_eq!(error_lines, 1, "one line:\n{}", run.stderr);
 }
 
+/// The same bar for a reply that never begins, with a 3 s first-byte bound.
+fn ends_within_the_first_byte_bound(label: &str, test: Test) {
+    let started = Instant::now();
+    let run = test.env("MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS", "3").args(["-p", "go"]).run();
+    let took = started.elapsed();
+    eprintln!("figure: {label}: ended after {took:.2?} with MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS=3");
+    run.expect_code(1).stderr_has(
+        "no reply from the server within 3 s of the request (MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS)",
+    );
+    assert!(took < Duration::from_secs(10), "{label}: {took:?}");
+    assert!(took >= Duration::from_secs(3), "{label}: the bound is the first-byte bound, got {took:?}");
+    let error_lines = run.stderr.lines().filter(|l| l.contains("no reply from the server")).count();
+    assert_eq!(error_lines, 1, "one line:\n{}", run.stderr);
+}
+
 #[test]
-fn a_server_that_never_sends_the_headers_is_cut_by_the_idle_timeout() {
-    ends_within_the_idle_bound("no headers", Test::new().server(vec![Step::delayed(60_000, text("late"))]));
+fn a_server_that_never_sends_the_headers_is_cut_by_the_first_byte_bound() {
+    ends_within_the_first_byte_bound(
+        "no headers",
+        Test::new().server(vec![Step::delayed(60_000, text("late"))]),
+    );
 }
 
 #[test]
@@ -41,15 +61,30 @@ fn a_body_that_drips_slower_than_the_bound_is_cut() {
 }
 
 #[test]
-fn a_stream_that_stalls_after_the_headers_is_cut_by_the_idle_timeout() {
+fn a_stream_that_stalls_after_the_headers_is_cut_by_the_first_byte_bound() {
+    // Headers, then no event: for a stream the first byte is the body's.
     let stalled = Step::Stream { chunks: vec!["{}".into()], delay_ms: 60_000, finish: true };
-    ends_within_the_idle_bound("stalled stream", Test::new().args(["--stream"]).server(vec![stalled]));
+    ends_within_the_first_byte_bound("stalled stream", Test::new().args(["--stream"]).server(vec![stalled]));
 }
 
 #[test]
-fn a_stream_that_never_sends_the_headers_is_cut_by_the_idle_timeout() {
+fn a_stream_that_stalls_after_its_first_chunk_is_cut_by_the_idle_timeout() {
+    let chunk =
+        serde_json::json!({"choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": null}]});
+    let stalled = Step::Stream { chunks: vec![chunk.to_string(); 2], delay_ms: 3_500, finish: true };
+    ends_within_the_idle_bound(
+        "stream stalled after a chunk",
+        Test::new().args(["--stream"]).env("MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS", "30").server(vec![stalled]),
+    );
+}
+
+#[test]
+fn a_stream_that_never_sends_the_headers_is_cut_by_the_first_byte_bound() {
     let late = Step::delayed(60_000, Step::Stream { chunks: vec![], delay_ms: 0, finish: true });
-    ends_within_the_idle_bound("stream without headers", Test::new().args(["--stream"]).server(vec![late]));
+    ends_within_the_first_byte_bound(
+        "stream without headers",
+        Test::new().args(["--stream"]).server(vec![late]),
+    );
 }
 
 /// The streamed reply of `answer`, as the SSE chunks a server sends.
@@ -93,13 +128,15 @@ fn timed_prompt(test: Test, reply: Step, stream: bool) -> (crate::harness::Run, 
 #[test]
 fn the_bound_is_the_variable_not_a_hidden_constant() {
     let run = Test::new()
-        .env("MINI_AGENT_IDLE_TIMEOUT_SECS", "1")
+        .env("MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS", "1")
         .server(vec![Step::delayed(2_500, text("too late"))])
         .args(["-p", "go"])
         .run();
-    run.expect_code(1).stderr_has("no byte from the server for 1 s (MINI_AGENT_IDLE_TIMEOUT_SECS)");
+    run.expect_code(1).stderr_has(
+        "no reply from the server within 1 s of the request (MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS)",
+    );
     let run = Test::new()
-        .env("MINI_AGENT_IDLE_TIMEOUT_SECS", "4")
+        .env("MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS", "4")
         .server(vec![Step::delayed(2_500, text("in time"))])
         .args(["-p", "go"])
         .run();

@@ -294,7 +294,11 @@ pub fn parse_request_limit(value: Option<&str>) -> Result<Option<Duration>, Erro
 }
 
 /// A variable's whole seconds (`None` when unset or empty); `unset` says what that means.
-fn whole_seconds(variable: &str, value: Option<&str>, unset: &str) -> Result<Option<Duration>, Error> {
+pub(crate) fn whole_seconds(
+    variable: &str,
+    value: Option<&str>,
+    unset: &str,
+) -> Result<Option<Duration>, Error> {
     match value.map(str::trim) {
         None | Some("") => Ok(None),
         Some(text) => match text.parse::<u64>() {

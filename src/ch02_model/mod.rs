@@ -19,6 +19,7 @@
 //! - [`wire`]: the request body in the shape the server expects;
 //! - [`reply`]: reading the reply, field by field;
 //! - [`errors`]: turning HTTP and transport failures into messages that say where to look;
+//! - [`waiting`]: how long a reply may take to begin, and to go on;
 //! - [`text_calls`]: noticing a tool call the server left as text.
 
 pub mod errors;
@@ -26,12 +27,15 @@ pub mod reply;
 #[cfg(test)]
 mod tests;
 pub mod text_calls;
+pub mod waiting;
 pub mod wire;
 
 use crate::ch02_loop::{Error, Model, Observer, Reply, Request, interrupted};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
+use waiting::{backstop, first_byte_timeout, read_counted, run_watched};
 use wire::{RequestBody, StreamOptions, WireMessage};
 
 #[cfg(feature = "ch08")]
@@ -55,10 +59,10 @@ pub const IDLE_TIMEOUT_VARIABLE: &str = "MINI_AGENT_IDLE_TIMEOUT_SECS";
 /// seconds; unset: no bound). For runs nobody watches: a server that keeps a reply alive with
 /// a byte or a keep-alive now and then, but never finishes it, is given up on.
 pub const REQUEST_LIMIT_VARIABLE: &str = "MINI_AGENT_REQUEST_TIMEOUT_SECS";
-/// How often a waiting caller looks at the Ctrl+C flag.
 /// The largest reply read, streamed or not (chapter 11 applies the same cap): a server that
 /// sends more gets a clear error instead of the machine's memory.
 pub const MAX_REPLY_BYTES: usize = 10 << 20;
+/// How often a waiting caller looks at the Ctrl+C flag (and at how long it has waited).
 pub const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 
 // ANCHOR: config
@@ -83,6 +87,8 @@ pub struct ChatClient {
     pub idle_timeout: Duration,
     /// The longest one request may take in all, if set ([`REQUEST_LIMIT_VARIABLE`]).
     pub request_limit: Option<Duration>,
+    /// The longest wait for a reply's first byte, when the user fixed it (see [`waiting`]).
+    pub first_byte_timeout: Option<Duration>,
 }
 // ANCHOR_END: config
 
@@ -140,7 +146,15 @@ impl ChatClient {
             model: config.model,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             request_limit: None,
+            first_byte_timeout: None,
         })
+    }
+
+    /// Fixes the wait for a reply's first byte (`MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS`; `None`:
+    /// the idle timeout plus a second per 100 bytes of request).
+    pub fn with_first_byte_timeout(mut self, first_byte: Option<Duration>) -> Self {
+        self.first_byte_timeout = first_byte;
+        self
     }
 
     /// Changes how long the server may stay silent (`MINI_AGENT_IDLE_TIMEOUT_SECS`; tests use
@@ -176,8 +190,10 @@ impl ChatClient {
     /// `Error::Http` with the server's own message; a transport failure becomes
     /// `Error::Network`. Every read from the socket, headers and body, waits at most
     /// `per_read_timeout` (default: the idle timeout): ureq restarts that clock on each read,
-    /// so it bounds silence, not the length of a reply. The request limit, when set, is
-    /// ureq's global timeout: one clock from connecting to the last byte of the body.
+    /// so it bounds silence, not the length of a reply (callers that tell the first byte from
+    /// the rest pass a backstop past both bounds, see [`waiting`]). Every write waits at most
+    /// the idle timeout. The request limit, when set, is ureq's global timeout: one clock from
+    /// connecting to the last byte of the body.
     pub fn send(
         &self,
         body: &[u8],
@@ -189,12 +205,12 @@ impl ChatClient {
         if let Some(key) = &self.api_key {
             post = post.header("authorization", format!("Bearer {key}"));
         }
-        let per_read = per_read_timeout.unwrap_or(self.idle_timeout);
-        // The same bound for sending: a server that stops taking the request body is as stuck
+        let (per_read, idle) = (per_read_timeout.unwrap_or(self.idle_timeout), self.idle_timeout);
+        // The idle bound for sending: a server that stops taking the request body is as stuck
         // as one that stops answering.
-        let config = post.config().timeout_per_read(Some(per_read)).timeout_per_write(Some(per_read));
+        let config = post.config().timeout_per_read(Some(per_read)).timeout_per_write(Some(idle));
         post = config.timeout_global(self.request_limit).build();
-        let response = post.send(body).map_err(|error| network_error(&self.url, error, per_read))?;
+        let response = post.send(body).map_err(|error| network_error(&self.url, error, idle))?;
         if response.status().is_success() { Ok(response) } else { Err(error_from_response(response)) }
     }
     // ANCHOR_END: send
@@ -218,12 +234,15 @@ pub fn new_agent() -> ureq::Agent {
 impl Model for ChatClient {
     fn complete(&mut self, request: &Request, _: &mut dyn Observer) -> Result<Reply, Error> {
         let body = self.request_body(request, false);
-        let client = self.clone();
-        let text = run_interruptibly(move || {
-            let response = client.send(&body, "application/json", None)?;
-            read_body(&client.url, response, client.idle_timeout)
-        })??;
-        parse_reply(&text)
+        let (client, idle) = (self.clone(), self.idle_timeout);
+        let first_byte = first_byte_timeout(self.first_byte_timeout, idle, body.len());
+        let fixed = self.first_byte_timeout.is_some();
+        let text = run_watched((first_byte, fixed), idle, move |received| {
+            let response = client.send(&body, "application/json", Some(backstop(first_byte, idle)))?;
+            received.fetch_add(1, Ordering::SeqCst); // the headers are a first byte
+            read_counted(&client.url, response, idle, &received)
+        })?;
+        parse_reply(&String::from_utf8_lossy(&text))
     }
 }
 // ANCHOR_END: complete
@@ -232,6 +251,15 @@ impl Model for ChatClient {
 /// Runs `work` on its own thread and waits for it, giving up as soon as Ctrl+C is pressed.
 /// The abandoned thread finishes (or times out) on its own; its result is dropped.
 pub fn run_interruptibly<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, Error> {
+    wait_for(work, || Ok(()))
+}
+
+/// The waiting itself: `watch` is asked between slices whether to go on (chapter 2's
+/// [`waiting`] bounds the first byte and the gaps there).
+pub(crate) fn wait_for<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+    mut watch: impl FnMut() -> Result<(), Error>,
+) -> Result<T, Error> {
     if interrupted() {
         return Err(Error::Interrupted);
     }
@@ -246,7 +274,7 @@ pub fn run_interruptibly<T: Send + 'static>(work: impl FnOnce() -> T + Send + 's
         match result.recv_timeout(INTERRUPT_POLL) {
             Ok(value) => return Ok(value),
             Err(mpsc::RecvTimeoutError::Timeout) if interrupted() => return Err(Error::Interrupted),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => watch()?,
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 return Err(Error::Network("the model request thread stopped unexpectedly".into()));
             }
@@ -255,28 +283,13 @@ pub fn run_interruptibly<T: Send + 'static>(work: impl FnOnce() -> T + Send + 's
 }
 // ANCHOR_END: interruptible
 
-fn read_body(url: &str, response: ureq::http::Response<ureq::Body>, idle: Duration) -> Result<String, Error> {
-    let bytes = read_capped(url, response, idle)?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
 /// The whole body, at most [`MAX_REPLY_BYTES`]; a larger one is a model error, not a network one.
 pub fn read_capped(
     url: &str,
     response: ureq::http::Response<ureq::Body>,
     idle: Duration,
 ) -> Result<Vec<u8>, Error> {
-    response.into_body().with_config().limit(MAX_REPLY_BYTES as u64).read_to_vec().map_err(
-        |error| match error {
-            ureq::Error::BodyExceedsLimit(_) => reply_too_large(),
-            ureq::Error::Timeout(ureq::Timeout::Global) => limit_error(),
-            ureq::Error::Timeout(_) => idle_error(idle),
-            error => Error::Network(format!(
-                "reading the reply from {url}: {error} — {}; check the server, then try again",
-                errors::SENT_NOT_REPEATED
-            )),
-        },
-    )
+    read_counted(url, response, idle, &AtomicUsize::new(0))
 }
 
 pub fn reply_too_large() -> Error {

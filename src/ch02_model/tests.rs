@@ -279,22 +279,83 @@ fn ask_within(idle: Duration, steps: Vec<Step>) -> (Result<Reply, Error>, Durati
 }
 
 #[test]
-fn silence_before_the_headers_or_inside_the_body_hits_the_idle_timeout() {
-    let idle = Duration::from_millis(300);
-    for (what, step) in [
-        ("no headers", Step::delayed(60_000, Step::text("late"))),
-        ("stalled body", Step::drip(60_000, Step::text("never whole"))),
-    ] {
-        let (result, took) = ask_within(idle, vec![step]);
-        let error = result.expect_err(what).to_string();
-        assert_eq!(
-            error,
-            "model request failed: no byte from the server for 0.3 s (MINI_AGENT_IDLE_TIMEOUT_SECS); the \
-             request had been sent, so it is not sent again (the server may already be running it)",
-            "{what}"
-        );
-        assert!(took < Duration::from_secs(5), "{what}: {took:?}");
-        println!("figure: {what}: idle timeout of 300 ms fired after {took:?}");
+fn silence_inside_the_body_hits_the_idle_timeout() {
+    let (result, took) =
+        ask_within(Duration::from_millis(300), vec![Step::drip(60_000, Step::text("never whole"))]);
+    assert_eq!(
+        result.expect_err("stalled").to_string(),
+        "model request failed: no byte from the server for 0.3 s (MINI_AGENT_IDLE_TIMEOUT_SECS); the \
+         request had been sent, so it is not sent again (the server may already be running it)"
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    println!("figure: a body stalled after the headers: the idle timeout of 300 ms fired after {took:?}");
+}
+
+/// `-p` with a prompt of `bytes` bytes against `steps`, with a 300 ms idle timeout and the
+/// first-byte wait `first_byte` (`None`: the rule).
+fn ask_with_prompt(
+    bytes: usize,
+    first_byte: Option<Duration>,
+    steps: Vec<Step>,
+) -> (Result<Reply, Error>, Duration) {
+    let server = ScriptedServer::scripted(steps).expect("server starts");
+    let messages = [Message::User { content: "x".repeat(bytes) }];
+    let started = std::time::Instant::now();
+    let result = client(&server)
+        .with_idle_timeout(Duration::from_millis(300))
+        .with_first_byte_timeout(first_byte)
+        .complete(&Request { messages: &messages, tools: &[] }, &mut Quiet::default());
+    (result, started.elapsed())
+}
+
+#[test]
+fn a_server_reading_a_long_prompt_is_waited_for_past_the_idle_timeout() {
+    // The issue: at 40 tokens/s a 16k-token prompt took longer than the idle timeout to read,
+    // and the healthy server was given up on. 2,000 bytes of prompt give it 20 s more than the
+    // 300 ms idle timeout; it answers after 1.5 s.
+    let (result, took) = ask_with_prompt(2_000, None, vec![Step::delayed(1_500, Step::text("read it"))]);
+    assert_eq!(result.expect("waited for").content.as_deref(), Some("read it"));
+    println!("figure: a first byte after {took:?} was waited for, idle timeout 300 ms");
+    let bound = waiting::first_byte_timeout(None, DEFAULT_IDLE_TIMEOUT, 64_000);
+    assert_eq!(bound, Duration::from_secs(940));
+    println!("figure: the first byte of a 64 KB request (about 16,000 tokens) may take {bound:?}");
+}
+
+#[test]
+fn no_first_byte_within_its_bound_fails_saying_what_sets_it() {
+    let (result, took) = ask_with_prompt(10, None, vec![Step::delayed(60_000, Step::text("late"))]);
+    let error = result.expect_err("no first byte").to_string();
+    assert!(
+        error.starts_with("model request failed: no reply from the server within ") && error.contains(
+            "(MINI_AGENT_IDLE_TIMEOUT_SECS plus 1 s per 100 bytes of request, for a server that reads the \
+             prompt first; MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS sets it); the request had been sent"
+        ),
+        "{error}"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let (result, took) = ask_with_prompt(
+        10,
+        Some(Duration::from_millis(500)),
+        vec![Step::delayed(60_000, Step::text("late"))],
+    );
+    let error = result.expect_err("no first byte").to_string();
+    assert!(
+        error.contains(
+            "no reply from the server within 0.5 s of the request (MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS)"
+        ),
+        "{error}"
+    );
+    println!("figure: a first byte fixed at 500 ms was given up after {took:?}");
+}
+
+#[test]
+fn the_first_byte_variable_takes_whole_seconds_or_is_unset() {
+    use waiting::parse_first_byte_timeout;
+    assert_eq!(parse_first_byte_timeout(None).ok(), Some(None));
+    assert_eq!(parse_first_byte_timeout(Some("1800")).ok(), Some(Some(Duration::from_secs(1800))));
+    for bad in ["0", "soon", "-5"] {
+        let error = parse_first_byte_timeout(Some(bad)).expect_err(bad).to_string();
+        assert!(error.starts_with("MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS must be a whole number"), "{error}");
     }
 }
 

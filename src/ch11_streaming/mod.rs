@@ -16,7 +16,9 @@
 //! partial, and none of the half-received tool calls is run.
 
 use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request, ToolCall, interrupted};
+use crate::ch02_model::errors::SENT_NOT_REPEATED;
 use crate::ch02_model::reply::content_text;
+use crate::ch02_model::waiting::{backstop, first_byte_message, first_byte_timeout};
 use crate::ch02_model::{
     ChatClient, ClientConfig, INTERRUPT_POLL, MAX_REPLY_BYTES, idle_message, limit_message, parse_reply,
     parse_usage, quote, read_capped, reply_too_large, server_message,
@@ -361,6 +363,12 @@ impl StreamingClient {
         self.client = self.client.with_request_limit(limit);
         self
     }
+
+    /// Fixes the wait for the first byte (chapter 2's `MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS`).
+    pub fn with_first_byte_timeout(mut self, first_byte: Option<Duration>) -> Self {
+        self.client = self.client.with_first_byte_timeout(first_byte);
+        self
+    }
 }
 
 /// What the worker thread hands over.
@@ -383,26 +391,32 @@ impl Model for StreamingClient {
         if interrupted() {
             return Err(Error::Interrupted);
         }
-        let client = self.client.clone();
+        let (client, idle) = (self.client.clone(), self.client.idle_timeout);
+        let fixed = self.client.first_byte_timeout;
+        let first_byte = (first_byte_timeout(fixed, idle, body.len()), fixed.is_some());
         let send = Box::new(move |read_timeout| client.send(&body, "text/event-stream", Some(read_timeout)));
-        let pieces = start_worker(self.client.url.clone(), send, self.client.idle_timeout)?;
-        receive(pieces, StreamAssembler::default(), self.client.idle_timeout, observer)
+        let pieces = start_worker(self.client.url.clone(), send, backstop(first_byte.0, idle), idle)?;
+        receive(pieces, StreamAssembler::default(), first_byte, idle, observer)
     }
 }
 // ANCHOR_END: client_start
 
 // ANCHOR: client_wait
 
-/// Feeds the worker's pieces to `reply` until the stream ends, watching Ctrl+C and the idle
-/// timeout. `reply` is any [`Assemble`]: chapter 19 reads Anthropic's events with this loop.
+/// Feeds the worker's pieces to `reply` until the stream ends, watching Ctrl+C, the wait for
+/// the first byte (`first_byte`: the bound, and whether the user fixed it) and the idle
+/// timeout after it. `reply` is any [`Assemble`]: chapter 19 reads Anthropic's events with
+/// this loop.
 pub(crate) fn receive<A: Assemble>(
     pieces: mpsc::Receiver<Piece>,
     mut reply: A,
+    first_byte: (Duration, bool),
     idle: Duration,
     observer: &mut dyn Observer,
 ) -> Result<Reply, Error> {
     let mut parser = SseParser::new();
-    let mut last_data = Instant::now();
+    // Until the first byte, silence is the server reading the prompt (chapter 2's `waiting`).
+    let (mut last_data, mut begun) = (Instant::now(), false);
     // The start of the body, kept until an event arrives, to quote a body that is not SSE.
     let (mut seen_event, mut head) = (false, Vec::new());
     loop {
@@ -412,10 +426,18 @@ pub(crate) fn receive<A: Assemble>(
         }
         let piece = match pieces.recv_timeout(INTERRUPT_POLL) {
             Ok(piece) => piece,
-            Err(mpsc::RecvTimeoutError::Timeout) if last_data.elapsed() < idle => continue,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
+            Err(mpsc::RecvTimeoutError::Timeout)
+                if last_data.elapsed() < if begun { idle } else { first_byte.0 } =>
+            {
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if begun => {
                 let silence = format!("{}; stream cut off ({})", idle_message(idle), reply.progress());
                 return Err(cut_off(&reply, Error::Network(silence), observer));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let silence = first_byte_message(first_byte.0, first_byte.1);
+                return Err(Error::Network(format!("{silence}; {SENT_NOT_REPEATED}")));
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 Piece::Failed(Error::Network("the streaming thread stopped unexpectedly".into()))
@@ -425,7 +447,7 @@ pub(crate) fn receive<A: Assemble>(
         // ANCHOR: client_events
         match piece {
             Piece::Bytes(bytes) => {
-                last_data = Instant::now();
+                (last_data, begun) = (Instant::now(), true);
                 if !seen_event && head.len() < 300 {
                     head.extend_from_slice(&bytes[..bytes.len().min(300 - head.len())]);
                 }
@@ -507,12 +529,13 @@ pub(crate) type SendRequest =
 pub(crate) fn start_worker(
     url: String,
     send: SendRequest,
+    read_timeout: Duration,
     idle: Duration,
 ) -> Result<mpsc::Receiver<Piece>, Error> {
     // Bounded: a server faster than the parser waits in its socket, not in our memory.
     let (deliver, pieces) = mpsc::sync_channel(STREAM_QUEUE_PIECES);
-    // A backstop read timeout, a little longer than ours, so an abandoned worker cannot hang forever.
-    let read_timeout = idle + Duration::from_secs(5);
+    // `read_timeout` is a backstop, a little past our own bounds (chapter 2's `backstop`), so
+    // that an abandoned worker cannot hang for ever.
     thread::Builder::new()
         .name("model-stream".into())
         .spawn(move || {

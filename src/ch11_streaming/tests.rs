@@ -178,29 +178,45 @@ fn a_chunked_stream_broken_mid_chunk_is_cut_off() {
 }
 
 #[test]
-fn a_silent_server_hits_the_idle_timeout() {
+fn a_silent_server_hits_the_first_byte_bound() {
     let started = Instant::now();
     let (result, _, _) = stream(vec![Step::Hang], Duration::from_millis(200));
     assert!(
-        matches!(result, Err(Error::Network(ref m)) if m.contains("no byte from the server for 0.2 s (MINI_AGENT_IDLE_TIMEOUT_SECS)")),
+        matches!(result, Err(Error::Network(ref m)) if m.starts_with("no reply from the server within ")
+            && m.contains("(MINI_AGENT_IDLE_TIMEOUT_SECS plus 1 s per 100 bytes of request")),
         "{result:?}"
     );
-    println!("figure: idle timeout of 200 ms fired after {:?}", started.elapsed());
+    println!("figure: a silent stream was given up after {:?} (idle timeout 200 ms)", started.elapsed());
+}
+
+/// A stream of `step` with an idle timeout of 300 ms and a first byte allowed `first_byte`.
+fn stream_waiting(step: Step, first_byte: Duration) -> Result<Reply, Error> {
+    let server = ScriptedServer::scripted(vec![step]).expect("server");
+    let config = ClientConfig { base_url: server.url.clone(), api_key: None, model: "m".into() };
+    let mut model = StreamingClient::new(config)
+        .expect("client")
+        .with_idle_timeout(Duration::from_millis(300))
+        .with_first_byte_timeout(Some(first_byte));
+    let messages = [Message::User { content: "hi".into() }];
+    model.complete(&Request { messages: &messages, tools: &[] }, &mut Seen::default())
 }
 
 #[test]
-fn a_silence_after_the_headers_hits_the_idle_timeout() {
-    // The headers come at once, then the server waits 2 s before each chunk; we allow 300 ms.
-    let step = Step::Stream {
-        chunks: vec![text("a").to_string(), text("b").to_string()],
-        delay_ms: 2000,
-        finish: true,
-    };
-    let (result, _, _) = stream(vec![step], Duration::from_millis(300));
+fn the_first_chunk_may_take_longer_than_the_gaps_after_it() {
+    // The headers come at once, then 1.5 s before each chunk: the first is within its 30 s
+    // bound (a server reading the prompt), the second comes after 1.5 s of silence, more than
+    // the 300 ms idle timeout.
+    let chunks = vec![text("a").to_string(), text("b").to_string()];
+    let step = Step::Stream { chunks, delay_ms: 1500, finish: true };
+    let result = stream_waiting(step, Duration::from_secs(30));
     assert!(
-        matches!(result, Err(Error::Network(ref m)) if m.contains("no byte from the server")),
+        matches!(result, Err(Error::Network(ref m)) if m.starts_with("no byte from the server for 0.3 s")
+            && m.contains("stream cut off (1 characters of text")),
         "{result:?}"
     );
+    let step = Step::Stream { chunks: vec![text("read it").to_string()], delay_ms: 1500, finish: true };
+    let reply = stream_waiting(step, Duration::from_secs(30)).expect("a first chunk after 1.5 s");
+    assert_eq!(reply.content.as_deref(), Some("read it"));
 }
 
 #[test]

@@ -9,6 +9,7 @@ use super::args::Options;
 use super::endpoint::{DEFAULT_BASE_URL, DEFAULT_MODEL};
 use mini_agent::ch02_loop::{Error, Model};
 use mini_agent::ch02_model::text_calls::TextCallCheck;
+use mini_agent::ch02_model::waiting::{FIRST_BYTE_VARIABLE, parse_first_byte_timeout};
 use mini_agent::ch02_model::{ClientConfig, REQUEST_LIMIT_VARIABLE, parse_request_limit};
 use mini_agent::ch03_tools::secrets::{Keys, Redacted, redactor};
 use mini_agent::ch05_sessions::{OPENAI_API, Origin};
@@ -98,6 +99,7 @@ pub fn anthropic_model(
     let mut client = AnthropicClient::new(&endpoint.base_url, auth.clone(), &endpoint.model)?;
     client.idle_timeout = idle;
     client.request_limit = parse_request_limit(std::env::var(REQUEST_LIMIT_VARIABLE).ok().as_deref())?;
+    client.first_byte_timeout = parse_first_byte_timeout(std::env::var(FIRST_BYTE_VARIABLE).ok().as_deref())?;
     client.stream = options.stream;
     client.max_tokens = parse_max_tokens(std::env::var("MINI_AGENT_MAX_TOKENS").ok().as_deref())?;
     let retries = parse_max_retries(std::env::var("MINI_AGENT_REQUEST_MAX_RETRIES").ok().as_deref())?;

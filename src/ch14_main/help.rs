@@ -119,6 +119,8 @@ pub fn help() -> String {
         "  MINI_AGENT_REQUEST_MAX_RETRIES  retries of a failed model request (default 2; 0 disables)",
         "  MINI_AGENT_IDLE_TIMEOUT_SECS  the longest wait for the next byte of a reply (default 300);",
         "                             a slow reply that keeps coming is never cut",
+        "  MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS  the longest wait for a reply's first byte (default: the",
+        "                             idle timeout plus 1 s per 100 bytes of request, read by the server)",
         "  MINI_AGENT_REQUEST_TIMEOUT_SECS  the longest one request may take in all (unset: no limit)",
         #[cfg(feature = "ch07")]
         "  MINI_AGENT_CONTEXT_TOKENS  the model's context window (default 128000); older messages",

@@ -55,6 +55,7 @@ use early::{Progress, stop_signal};
 use endpoint::{Connection, Keys, connect};
 use mini_agent::ch02_loop::{Error, Model, Outcome, plural};
 use mini_agent::ch02_model::text_calls::TextCallCheck;
+use mini_agent::ch02_model::waiting::{FIRST_BYTE_VARIABLE, parse_first_byte_timeout};
 use mini_agent::ch02_model::{
     ChatClient, IDLE_TIMEOUT_VARIABLE, REQUEST_LIMIT_VARIABLE, parse_idle_timeout, parse_request_limit,
 };
@@ -327,6 +328,7 @@ fn ask_at_the_terminal(config: Config, options: &Options) -> Config {
 fn build_model(connection: &Connection, options: &Options) -> Result<Box<dyn Model>, Error> {
     let idle = parse_idle_timeout(std::env::var(IDLE_TIMEOUT_VARIABLE).ok().as_deref())?;
     let limit = parse_request_limit(std::env::var(REQUEST_LIMIT_VARIABLE).ok().as_deref())?;
+    let first_byte = parse_first_byte_timeout(std::env::var(FIRST_BYTE_VARIABLE).ok().as_deref())?;
     let endpoint = &connection.endpoint;
     // Chapter 19: the same layers around the Messages API client.
     #[cfg(feature = "ch19")]
@@ -336,12 +338,20 @@ fn build_model(connection: &Connection, options: &Options) -> Result<Box<dyn Mod
     #[cfg(feature = "ch11")]
     if options.stream {
         return layers(
-            StreamingClient::new(endpoint.clone())?.with_idle_timeout(idle).with_request_limit(limit),
+            StreamingClient::new(endpoint.clone())?
+                .with_idle_timeout(idle)
+                .with_first_byte_timeout(first_byte)
+                .with_request_limit(limit),
         );
     }
     #[cfg(not(feature = "ch11"))]
     let _ = options; // --stream comes with chapter 11
-    layers(ChatClient::new(endpoint.clone())?.with_idle_timeout(idle).with_request_limit(limit))
+    layers(
+        ChatClient::new(endpoint.clone())?
+            .with_idle_timeout(idle)
+            .with_first_byte_timeout(first_byte)
+            .with_request_limit(limit),
+    )
 }
 
 /// The same layers around either client.

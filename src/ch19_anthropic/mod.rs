@@ -27,11 +27,12 @@ mod tests;
 
 use crate::ch02_loop::{Error, Model, Observer, Reply, Request};
 use crate::ch02_model::errors::MESSAGES_API_ERROR;
+use crate::ch02_model::waiting::{backstop, first_byte_timeout, read_counted, run_watched};
 use crate::ch02_model::{
-    DEFAULT_IDLE_TIMEOUT, api_key_required, error_from_response, network_error, new_agent, read_capped,
-    run_interruptibly,
+    DEFAULT_IDLE_TIMEOUT, api_key_required, error_from_response, network_error, new_agent,
 };
 use crate::ch11_streaming::{receive, start_worker};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// The API's name in a session's record (chapter 5's `Origin`) and for `--api`.
@@ -102,6 +103,8 @@ pub struct AnthropicClient {
     pub idle_timeout: Duration,
     /// Chapter 2's bound on a request's total time (`MINI_AGENT_REQUEST_TIMEOUT_SECS`).
     pub request_limit: Option<Duration>,
+    /// Chapter 2's fixed wait for the first byte (`MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS`), if set.
+    pub first_byte_timeout: Option<Duration>,
 }
 // ANCHOR_END: client
 
@@ -145,12 +148,14 @@ impl AnthropicClient {
             stream: false,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             request_limit: None,
+            first_byte_timeout: None,
         })
     }
 
     // ANCHOR: send
     /// POSTs `body` with Anthropic's headers; the rest is chapter 2's `send`: a per-read bound
-    /// on silence, and an error status turned into the server's own words.
+    /// on silence (the backstop past the first-byte and idle bounds), the idle bound on
+    /// writing, and an error status turned into the server's own words.
     pub fn send(
         &self,
         body: &[u8],
@@ -164,9 +169,10 @@ impl AnthropicClient {
             Some(Auth::Bearer(token)) => post.header("authorization", format!("Bearer {token}")),
             None => post,
         };
-        let config = post.config().timeout_per_read(Some(per_read)).timeout_per_write(Some(per_read));
+        let idle = self.idle_timeout;
+        let config = post.config().timeout_per_read(Some(per_read)).timeout_per_write(Some(idle));
         post = config.timeout_global(self.request_limit).build();
-        let response = post.send(body).map_err(|error| network_error(&self.url, error, per_read))?;
+        let response = post.send(body).map_err(|error| network_error(&self.url, error, idle))?;
         if response.status().is_success() {
             Ok(response)
         } else {
@@ -211,16 +217,21 @@ impl Model for AnthropicClient {
     fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
         let body = request::body(&self.model, self.max_tokens, request, self.stream);
         let (client, idle) = (self.clone(), self.idle_timeout);
+        let fixed = self.first_byte_timeout;
+        let first_byte = (first_byte_timeout(fixed, idle, body.len()), fixed.is_some());
+        let read_timeout = backstop(first_byte.0, idle);
         if self.stream {
             // Chapter 11's worker and receive loop; only the events are Anthropic's.
             let send = Box::new(move |per_read| client.send(&body, "text/event-stream", per_read));
-            let pieces = start_worker(self.url.clone(), send, idle)?;
-            return receive(pieces, events::MessageAssembler::default(), idle, observer);
+            let pieces = start_worker(self.url.clone(), send, read_timeout, idle)?;
+            return receive(pieces, events::MessageAssembler::default(), first_byte, idle, observer);
         }
-        let text = run_interruptibly(move || {
-            let response = client.send(&body, "application/json", idle)?;
-            read_capped(&client.url, response, idle)
-        })??;
+        // Chapter 2's wait: the first byte bounded apart from the gaps after it.
+        let text = run_watched(first_byte, idle, move |received| {
+            let response = client.send(&body, "application/json", read_timeout)?;
+            received.fetch_add(1, Ordering::SeqCst);
+            read_counted(&client.url, response, idle, &received)
+        })?;
         reply::parse_message(&String::from_utf8_lossy(&text))
     }
 }

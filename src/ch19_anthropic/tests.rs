@@ -343,15 +343,19 @@ fn an_openai_style_server_is_named_as_one() {
 
 #[test]
 fn hostile_servers_cannot_hang_the_agent_or_take_its_memory() {
-    // A stream that never ends: the idle timeout cuts it.
+    // A stream that never begins: the first-byte bound cuts it.
     let list = events(&["tick"], &[], "end_turn");
     let endless = Step::drip(60_000, stream_of(&list[..3]));
     let server = ScriptedServer::scripted(vec![endless]).expect("server");
     let mut model = client(&server, true).with_idle(Duration::from_millis(300));
+    model.first_byte_timeout = Some(Duration::from_millis(300));
     let started = std::time::Instant::now();
     let reply = model.complete(&Request { messages: &history(), tools: &[] }, &mut Seen::default());
-    assert!(matches!(reply, Err(Error::Network(ref m)) if m.contains("no byte")), "{reply:?}");
-    println!("figure: a silent stream was given up after {:?} (idle timeout 300 ms)", started.elapsed());
+    assert!(
+        matches!(reply, Err(Error::Network(ref m)) if m.contains("no reply from the server within 0.3 s")),
+        "{reply:?}"
+    );
+    println!("figure: a silent stream was given up after {:?} (first byte 300 ms)", started.elapsed());
     // 50 MB, whole or streamed: refused at the 10 MiB cap.
     let big = "x".repeat(50 << 20);
     let whole = message(json!([{"type": "text", "text": big}]), "end_turn");
