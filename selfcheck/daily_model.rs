@@ -183,7 +183,7 @@ fn a_tool_call_written_as_text_is_named_with_its_likely_cause() {
         "```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n```",
     ] {
         let run = Test::new().args(["-p", "list the files"]).server(vec![text(answer)]).run();
-        run.expect_code(0).stderr_has("written as text").stderr_has("--jinja").stderr_has("Local models");
+        run.expect_code(1).stderr_has("written as text").stderr_has("--jinja").stderr_has("Local models");
     }
     let run = Test::new().args(["-p", "give me JSON"]).server(vec![text(r#"{"name": "Ada"}"#)]).run();
     assert!(!run.stderr.contains("written as text"), "{}", run.stderr);

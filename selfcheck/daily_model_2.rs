@@ -6,7 +6,8 @@
 //!   output it could not parse (retried: a sampling slip, nothing ran);
 //! * a context overflow whose error states the server's window: the retry fits that window,
 //!   which is kept, and the bare prompt is never summarised;
-//! * a server reading a long prompt is waited for past the idle timeout, streamed or not.
+//! * a server reading a long prompt is waited for past the idle timeout, streamed or not;
+//! * a tool call written as text is not a finished task, and what is said of it is true.
 
 use crate::harness::{Test, text};
 use mini_agent::scripted_server::{ScriptedServer, Step};
@@ -126,4 +127,25 @@ fn a_server_reading_the_prompt_longer_than_the_idle_timeout_is_waited_for() {
         run.expect_code(0);
         assert_eq!(run.stdout.trim(), "read it all", "stream: {stream}");
     }
+}
+
+// ---- item 14: a tool call written as text is not a finished task ----
+
+#[test]
+fn a_tool_call_written_as_text_fails_the_run_and_names_what_is_true() {
+    // What Qwen2.5-Coder 0.5B wrote behind the README's own `llama-server --jinja` command:
+    // fenced JSON, not its template's <tool_call> tags. The run exited 0 and told the user to
+    // add --jinja, which they had.
+    let fenced = "```json\n{\"name\": \"list_files\", \"arguments\": {\"path\": \".\"}}\n```";
+    let run = Test::new().args(["-p", "list the files"]).server(vec![text(fenced)]).run();
+    run.expect_code(1)
+        .stderr_has("written as text, so nothing ran and the task is not done")
+        .stderr_has("as plain JSON, not in its chat template's tool-call format")
+        .stderr_has("or the model is too small to write that format");
+    assert!(run.stdout.is_empty(), "no answer is printed: {}", run.stdout);
+    // In the template's own tags the model did its part: the server's template or flags did not.
+    let tagged = "<tool_call>\n{\"name\": \"list_files\", \"arguments\": {}}\n</tool_call>";
+    let run = Test::new().args(["-p", "list the files"]).server(vec![text(tagged)]).run();
+    run.expect_code(1).stderr_has("in its chat template's <tool_call> tags, and the server left it as text");
+    assert!(!run.stderr.contains("too small"), "{}", run.stderr);
 }

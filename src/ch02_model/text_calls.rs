@@ -8,11 +8,17 @@
 //! that is a final answer, so the agent would print JSON and exit 0, having done nothing.
 //!
 //! [`TextCallCheck`] wraps a model and looks at each final answer. When the whole answer
-//! parses as a call to one of the tools offered, it says so (a `warning` notice, on stderr)
-//! with the likely cause and where the README explains it. It does not run the call: text is
-//! not a tool call, and guessing what a model meant is how an agent does what nobody asked.
+//! parses as a call to one of the tools offered, the turn fails: nothing was done, so it is not
+//! a finished task, and `-p` must not exit 0 as if it were. The error says what is true, which
+//! depends on how the call was written. In the `<tool_call>` tags of the model's chat template,
+//! the model did its part and the server did not parse it (the template or the server's
+//! flags). As plain JSON, the model did not write its template's format at all: either the
+//! template has no tool support, or the model is too small to follow it (Qwen2.5-Coder 0.5B
+//! with llama.cpp's `--jinja` wrote calls as fenced JSON in 5 runs of 5). The call is not run:
+//! text is not a tool call, and guessing what a model meant is how an agent does what nobody
+//! asked.
 
-use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request};
+use crate::ch02_loop::{Error, Model, Observer, Reply, Request};
 use serde_json::Value;
 
 // ANCHOR: text_calls
@@ -24,34 +30,56 @@ pub struct TextCallCheck<M> {
 impl<M: Model> Model for TextCallCheck<M> {
     fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
         let reply = self.inner.complete(request, observer)?;
-        if reply.tool_calls.is_empty()
-            && let Some(name) = reply.content.as_deref().and_then(|text| text_tool_call(text, request.tools))
-        {
-            let text = format!(
-                "the model's answer is a call to {name} written as text, so nothing ran. The server \
-                 did not turn the model's tool-call syntax into tool calls: for llama.cpp, start \
-                 llama-server with --jinja (and a chat template that supports tools); for vLLM, \
-                 --enable-auto-tool-choice --tool-call-parser. See the README, section \"Local models\"."
-            );
-            observer.event(Event::Warning(&text))?;
+        let answer = reply.content.as_deref().filter(|_| reply.tool_calls.is_empty());
+        match answer.and_then(|text| text_tool_call(text, request.tools)) {
+            Some(call) => Err(Error::Model(written_as_text(&call))),
+            None => Ok(reply),
         }
-        Ok(reply)
     }
+}
+
+/// What is true of a call written as text, and what to do about it.
+pub(crate) fn written_as_text(call: &TextCall) -> String {
+    let name = &call.name;
+    let cause = match call.tagged {
+        true => {
+            "in its chat template's <tool_call> tags, and the server left it as text: for \
+                 llama.cpp, start llama-server with --jinja and a chat template that supports tools; \
+                 for vLLM, add --enable-auto-tool-choice and the --tool-call-parser of the model"
+        }
+        false => {
+            "as plain JSON, not in its chat template's tool-call format, which is what the \
+                  server turns into tool calls. Either the template has no tool support (llama-server \
+                  needs --jinja; vLLM --enable-auto-tool-choice --tool-call-parser), or the model is \
+                  too small to write that format (common under ~3B parameters): use a larger model"
+        }
+    };
+    format!(
+        "the model's answer is a call to {name} written as text, so nothing ran and the task is not \
+         done. It wrote the call {cause}. See the README, section \"Local models\"."
+    )
 }
 // ANCHOR_END: text_calls
 
 // ANCHOR: text_tool_call
-/// The name of the offered tool that `text` calls, when the whole text is such a call:
-/// bare JSON, fenced in ```` ``` ```` / ```` ```json ````, or in `<tool_call>` tags; an object
+/// A call to an offered tool, written as text; `tagged` when in `<tool_call>` tags.
+pub(crate) struct TextCall {
+    pub name: String,
+    pub tagged: bool,
+}
+
+/// The call to an offered tool that `text` is, when the whole text is such a call: bare JSON,
+/// fenced in ```` ``` ```` / ```` ```json ````, or in `<tool_call>` tags; an object
 /// (`{"name"…}` or `{"function": {"name"…}}`) or a list of them.
-pub(crate) fn text_tool_call(text: &str, tools: &[Value]) -> Option<String> {
+pub(crate) fn text_tool_call(text: &str, tools: &[Value]) -> Option<TextCall> {
     let mut body = text.trim();
     if let Some(fenced) = body.strip_prefix("```") {
         // The info string (`json`) runs to the end of the first line.
         body = fenced.split_once('\n')?.1.trim_end().strip_suffix("```")?.trim();
     }
-    if let Some(tagged) = body.strip_prefix("<tool_call>") {
-        body = tagged.trim_end().strip_suffix("</tool_call>").unwrap_or(tagged).trim();
+    let tagged = body.starts_with("<tool_call>");
+    if let Some(inside) = body.strip_prefix("<tool_call>") {
+        body = inside.trim_end().strip_suffix("</tool_call>").unwrap_or(inside).trim();
     }
     if !body.starts_with(['{', '[']) {
         return None;
@@ -66,7 +94,7 @@ pub(crate) fn text_tool_call(text: &str, tools: &[Value]) -> Option<String> {
         .or_else(|| first.get("function").and_then(|f| f.get("name")))
         .and_then(Value::as_str)?;
     let mut offered = tools.iter().filter_map(|tool| tool.pointer("/function/name").and_then(Value::as_str));
-    offered.any(|tool| tool == name).then(|| name.to_owned())
+    offered.any(|tool| tool == name).then(|| TextCall { name: name.to_owned(), tagged })
 }
 // ANCHOR_END: text_tool_call
 
@@ -88,7 +116,12 @@ mod tests {
             "<tool_call>\n{\"name\": \"bash\", \"arguments\": {}}\n</tool_call>",
             r#"[{"name": "bash", "arguments": {}}]"#,
         ] {
-            assert_eq!(text_tool_call(text, &tools()).as_deref(), Some("bash"), "{text}");
+            let call = text_tool_call(text, &tools()).expect(text);
+            assert_eq!(
+                (call.name.as_str(), call.tagged),
+                ("bash", text.starts_with("<tool_call>")),
+                "{text}"
+            );
         }
     }
 
@@ -101,7 +134,7 @@ mod tests {
             "Here it is:\n```json\n{\"name\": \"bash\"}\n```",
             "{not json",
         ] {
-            assert_eq!(text_tool_call(text, &tools()), None, "{text}");
+            assert!(text_tool_call(text, &tools()).is_none(), "{text}");
         }
     }
 }
