@@ -199,10 +199,12 @@ impl Workspace {
         if args.old_string.is_empty() {
             return Err("old_string is empty; to create a file use write_file".into());
         }
+        // The file first: "nothing to change" about a file that is not there would send the
+        // model looking for a difference in its strings instead of for the file.
+        let bytes = read_text(self.open_confined(&real)?, &shown_path)?;
         if args.old_string == args.new_string {
             return Err("old_string and new_string are the same; nothing to change".into());
         }
-        let bytes = read_text(self.open_confined(&real)?, &shown_path)?;
         let text = String::from_utf8(bytes)
             .map_err(|_| format!("`{shown_path}` is not valid UTF-8; rewrite it with write_file or bash"))?;
         // Counted, not collected: a one-byte old_string in a 10 MB file matches 10 million times.
