@@ -7,7 +7,8 @@
 //! * a context overflow whose error states the server's window: the retry fits that window,
 //!   which is kept, and the bare prompt is never summarised;
 //! * a server reading a long prompt is waited for past the idle timeout, streamed or not;
-//! * a tool call written as text is not a finished task, and what is said of it is true.
+//! * a tool call written as text is not a finished task, and what is said of it is true;
+//! * `-c` after Ctrl+C: the model reads that the turn was interrupted.
 
 use crate::harness::{Test, text};
 use mini_agent::scripted_server::{ScriptedServer, Step};
@@ -148,4 +149,36 @@ fn a_tool_call_written_as_text_fails_the_run_and_names_what_is_true() {
     let run = Test::new().args(["-p", "list the files"]).server(vec![text(tagged)]).run();
     run.expect_code(1).stderr_has("in its chat template's <tool_call> tags, and the server left it as text");
     assert!(!run.stderr.contains("too small"), "{}", run.stderr);
+}
+
+// ---- item 14: after Ctrl+C, the model reads that the turn was interrupted ----
+
+#[test]
+fn continuing_after_ctrl_c_tells_the_model_the_turn_was_interrupted() {
+    let interrupted =
+        Test::new().args(["-p", "count the files"]).server(vec![Step::Hang]).interrupt_after(1).run();
+    interrupted.expect_code(130);
+    let run = Test::new()
+        .args(["-c", "-p", "never mind, say hi"])
+        .server(vec![text("hi")])
+        .run_in(interrupted.workspace);
+    run.expect_code(0);
+    let roles: Vec<(String, String)> = crate::harness::messages(&run.requests[0])
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap_or_default().to_owned(),
+                m["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .filter(|(role, _)| role != "system")
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            ("user".to_owned(), "count the files".to_owned()),
+            ("assistant".to_owned(), mini_agent::ch02_loop::INTERRUPTED_MARK.to_owned()),
+            ("user".to_owned(), "never mind, say hi".to_owned()),
+        ]
+    );
 }

@@ -134,7 +134,9 @@ fn ctrl_c_during_a_model_reply_that_never_comes_brings_the_prompt_back() {
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     let sent: Vec<Value> = messages(&requests[1]).iter().map(|m| m["content"].clone()).collect();
-    assert_eq!(sent[1..], [json!("think hard"), json!("try again")]);
+    // The model reads that its turn was cut short (issue 22), not two user messages in a row.
+    let mark = json!(mini_agent::ch02_loop::INTERRUPTED_MARK);
+    assert_eq!(sent[1..], [json!("think hard"), mark, json!("try again")]);
 }
 
 #[test]

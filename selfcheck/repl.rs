@@ -107,5 +107,6 @@ fn ctrl_c_during_a_repl_turn_is_recorded_and_the_repl_goes_on() {
         .interrupt_after(1)
         .run();
     run.expect_code(0).stderr_has("interrupted");
-    assert_eq!(run.journal_types(), ["session", "system", "user", "interrupted"]);
+    // The mark the model reads next (an assistant message), then the fact, for --status.
+    assert_eq!(run.journal_types(), ["session", "system", "user", "assistant", "interrupted"]);
 }

@@ -114,12 +114,23 @@ pub fn run_turn(
         match step() {
             Ok(Some(outcome)) => return outcome,
             Ok(None) => {}
-            Err(Error::Interrupted) => return Outcome::Interrupted,
+            Err(Error::Interrupted) => {
+                // The next message the model reads follows this turn: it must know the turn was
+                // cut short, not answered (and no server sees two user messages in a row).
+                let mark = Some(INTERRUPTED_MARK.to_string());
+                let _ =
+                    append(history, observer, Message::Assistant { content: mark, tool_calls: Vec::new() });
+                return Outcome::Interrupted;
+            }
             Err(error) => return Outcome::Failed(error),
         }
     }
     Outcome::TurnLimit
 }
+
+/// What the model reads where the user stopped a turn with Ctrl+C.
+pub const INTERRUPTED_MARK: &str =
+    "[interrupted: the user stopped this turn (Ctrl+C) before it was finished]";
 
 fn append(history: &mut Vec<Message>, observer: &mut dyn Observer, message: Message) -> Result<(), Error> {
     history.push(message);

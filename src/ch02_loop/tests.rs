@@ -99,3 +99,31 @@ fn a_model_error_fails_the_turn() {
     );
     assert!(matches!(outcome, Outcome::Failed(Error::Model(_))));
 }
+
+#[test]
+fn an_interrupted_turn_leaves_a_mark_the_model_reads_next() {
+    /// A model whose request the user interrupts.
+    struct Interrupted;
+    impl Model for Interrupted {
+        fn complete(&mut self, _: &Request, _: &mut dyn Observer) -> Result<Reply, Error> {
+            Err(Error::Interrupted)
+        }
+    }
+    let mut history = vec![Message::User { content: "go".into() }];
+    let outcome = run_turn(
+        &mut Interrupted,
+        &mut RecordingTools::default(),
+        &mut history,
+        &mut Quiet::default(),
+        &Limits { max_turns: 5 },
+    );
+    assert!(matches!(outcome, Outcome::Interrupted), "{outcome:?}");
+    // Without it, the next message would follow the first as a second user message in a row.
+    assert_eq!(
+        history,
+        [
+            Message::User { content: "go".into() },
+            Message::Assistant { content: Some(INTERRUPTED_MARK.into()), tool_calls: vec![] },
+        ]
+    );
+}

@@ -196,8 +196,11 @@ fn edit_replaces_a_unique_match_and_explains_failures() {
 fn an_edit_of_a_missing_file_says_it_is_missing_whatever_the_strings() {
     let (_root, mut workspace) = setup();
     for (old, new) in [("a", "a"), ("a", "b")] {
-        let missing =
-            run(&mut workspace, "edit_file", json!({"path": "gone.py", "old_string": old, "new_string": new}));
+        let missing = run(
+            &mut workspace,
+            "edit_file",
+            json!({"path": "gone.py", "old_string": old, "new_string": new}),
+        );
         assert_eq!(missing.status, ToolStatus::Error);
         assert_eq!(missing.content, "`gone.py` does not exist; list_files shows what does", "{old} → {new}");
     }
