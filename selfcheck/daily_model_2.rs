@@ -8,7 +8,8 @@
 //!   which is kept, and the bare prompt is never summarised;
 //! * a server reading a long prompt is waited for past the idle timeout, streamed or not;
 //! * a tool call written as text is not a finished task, and what is said of it is true;
-//! * `-c` after Ctrl+C: the model reads that the turn was interrupted.
+//! * `-c` after Ctrl+C: the model reads that the turn was interrupted;
+//! * a model stuck repeating a call is asked once more without tools, for the answer it has.
 
 use crate::harness::{Test, text};
 use mini_agent::scripted_server::{ScriptedServer, Step};
@@ -181,4 +182,42 @@ fn continuing_after_ctrl_c_tells_the_model_the_turn_was_interrupted() {
             ("user".to_owned(), "never mind, say hi".to_owned()),
         ]
     );
+}
+
+// ---- item 14: a stuck model is asked once more, without tools ----
+
+#[test]
+fn a_model_stuck_on_one_call_is_asked_without_tools_and_its_answer_printed() {
+    // The issue: the repeat guard stopped the run and printed nothing, though `echo 42` had
+    // given the answer five times.
+    let echo = || crate::harness::call("bash", json!({"command": "echo 42"}));
+    let run = Test::new()
+        .args(["--allow-shell", "-p", "what does echo 42 print?"])
+        .server(vec![echo(), echo(), echo(), echo(), echo(), text("It prints 42.")])
+        .run();
+    run.expect_code(0).stderr_has("asking it once more, with tools off, for its answer");
+    assert_eq!(run.stdout.trim(), "It prints 42.");
+    assert_eq!(run.requests.len(), 6);
+    assert!(run.requests[5].get("tools").is_none(), "the last request offers no tools");
+    let last = crate::harness::messages(&run.requests[5]).last().cloned().unwrap_or_default();
+    assert!(last["content"].as_str().is_some_and(|c| c.contains("Tools are off now")), "{last}");
+}
+
+#[test]
+fn an_edit_that_changes_nothing_is_a_repeat_with_replace_all_flipped() {
+    let edit = |all: bool| {
+        crate::harness::call(
+            "edit_file",
+            json!({"path": "a.py", "old_string": "x = 1", "new_string": "x = 1", "replace_all": all}),
+        )
+    };
+    let run = Test::new()
+        .args(["--allow-write", "-p", "set x to 1"])
+        .file("a.py", "x = 1\n")
+        .server(vec![edit(false), edit(true), edit(false), edit(true), edit(false), text("x is already 1.")])
+        .run();
+    run.expect_code(0);
+    assert_eq!(run.stdout.trim(), "x is already 1.");
+    let results = run.tool_results();
+    assert!(results[2].contains("3 times in a row"), "{results:#?}");
 }

@@ -29,7 +29,8 @@ pub enum Error {
     /// The reply ended for `reason` (`length`, `content_filter`) before the model finished:
     /// `chars` characters of text arrived, and `dropped_calls` unfinished tool calls were not run.
     ReplyCut { reason: String, chars: usize, dropped_calls: usize },
-    /// The model repeated one call with the same result `repeats` times in a row (chapter 7).
+    /// The model repeated one call with the same result `repeats` times in a row, and gave no
+    /// answer when asked without tools (chapter 7).
     #[cfg(feature = "ch07")]
     Stuck { name: String, repeats: usize },
     /// The server answered, but not with something we can use.
@@ -120,8 +121,9 @@ impl fmt::Display for Error {
             #[cfg(feature = "ch07")]
             Error::Stuck { name, repeats } => write!(
                 f,
-                "stopped: the model called {name} {repeats} times in a row with the same arguments and \
-                 the same result, and went on after being told; the task may be unfinished"
+                "stopped: the model called {name} {repeats} times in a row with the same result, went on \
+                 after being told, and gave no answer when asked once more without tools; the task may \
+                 be unfinished"
             ),
             Error::Model(text) => write!(f, "unusable model reply: {text}"),
             Error::Io { context, source } => write!(f, "{context}: {source}"),

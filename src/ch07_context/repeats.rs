@@ -10,16 +10,25 @@
 //!   call with the same result (the same call twice in one reply counts once), the tool
 //!   result carries a note telling the model that it is repeating itself. Models usually take
 //!   the hint: the note is in the very text they read next.
-//! * [`StopRepeats`] is an observer. If the streak reaches [`STOP_AT`], it refuses the next
-//!   request, and the turn ends with `Error::Stuck` (exit 2, like the turn limit: the task may
-//!   be unfinished, and the person decides what to say next).
+//! * [`AnswerWithoutTools`] wraps the model. When the streak reaches [`STOP_AT`], the next
+//!   request goes out once more with no tools offered: the model is asked for its answer from
+//!   what the session has (a small model stuck calling `echo 42` usually has the 42 in hand).
+//!   That answer ends the turn. No answer (or a tool call, or one written as text) stops it
+//!   with `Error::Stuck` (exit 2, like the turn limit: the task may be unfinished, and the
+//!   person decides what to say next).
 //!
 //! The two share one small state. Stopping happens *before the next request*, never in the
 //! middle of a batch of calls: every call has its result, and the history stays valid.
 //! Only identical results count: polling a file that changes, or retrying a test that starts
-//! passing, is not a loop.
+//! passing, is not a loop. Identical arguments do not have to: a call that changed nothing (a
+//! read, or a write or edit the tool refused) with the same result is a repeat whatever its
+//! arguments say (an edit whose strings are equal fails the same way with `replace_all` true
+//! or false).
 
-use crate::ch02_loop::{Error, Event, Observer, ToolCall, ToolOutput, Tools};
+use crate::ch02_loop::{
+    Error, Event, Model, Observer, Reply, Request, ToolCall, ToolOutput, ToolStatus, Tools,
+};
+use crate::ch02_model::text_calls::text_tool_call;
 use serde_json::Value;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -43,17 +52,20 @@ pub(crate) struct RepeatState {
 
 // ANCHOR: repeat_record
 impl RepeatState {
-    /// Counts `call` with its result; returns the length of the streak it is part of. The
+    /// Counts `call` with its output; returns the length of the streak it is part of. The
     /// same call twice in *one* reply is one request, not a model going round in circles.
-    fn record(&mut self, call: &ToolCall, result: &str) -> usize {
+    fn record(&mut self, call: &ToolCall, output: &ToolOutput) -> usize {
         let mut hasher = DefaultHasher::new();
         call.name.hash(&mut hasher);
-        // `{"a":1}` and `{ "a": 1 }` are the same call: compare the parsed arguments.
-        match serde_json::from_str::<Value>(&call.arguments) {
-            Ok(arguments) => arguments.to_string().hash(&mut hasher),
-            Err(_) => call.arguments.hash(&mut hasher),
+        // A call that changed nothing is the same call whatever its arguments say.
+        if !changes_nothing(call, output.status) {
+            // `{"a":1}` and `{ "a": 1 }` are the same call: compare the parsed arguments.
+            match serde_json::from_str::<Value>(&call.arguments) {
+                Ok(arguments) => arguments.to_string().hash(&mut hasher),
+                Err(_) => call.arguments.hash(&mut hasher),
+            }
         }
-        result.hash(&mut hasher);
+        output.content.hash(&mut hasher);
         let print = hasher.finish();
         self.streak = match (self.last == Some(print), std::mem::take(&mut self.new_reply)) {
             (true, true) => self.streak + 1,
@@ -63,6 +75,17 @@ impl RepeatState {
         self.last = Some(print);
         self.name.clone_from(&call.name);
         self.streak
+    }
+}
+
+/// Calls with no effect, whatever their arguments: chapter 3's reading tools, and its writing
+/// tools when they refused (a refused write or edit wrote nothing). A command (`bash`) or an
+/// MCP tool may have changed something even when it failed: its arguments always count.
+fn changes_nothing(call: &ToolCall, status: ToolStatus) -> bool {
+    match call.name.as_str() {
+        "read_file" | "list_files" | "search" => true,
+        "write_file" | "edit_file" => status == ToolStatus::Error,
+        _ => false,
     }
 }
 
@@ -87,9 +110,9 @@ impl<T: Tools> RepeatNotes<T> {
         *self.state.lock().unwrap_or_else(PoisonError::into_inner) = RepeatState::default();
     }
 
-    /// The observer that stops the turn when the streak reaches [`STOP_AT`].
-    pub fn stopper(&self) -> StopRepeats {
-        StopRepeats(self.state.clone())
+    /// `model` for one turn, asked once more without tools when the streak reaches [`STOP_AT`].
+    pub fn answer_without_tools<'a>(&self, model: &'a mut dyn Model) -> AnswerWithoutTools<'a> {
+        AnswerWithoutTools { inner: model, state: self.state.clone() }
     }
 }
 // ANCHOR_END: repeat_notes
@@ -102,12 +125,18 @@ impl<T: Tools> Tools for RepeatNotes<T> {
 
     fn run(&mut self, call: &ToolCall) -> ToolOutput {
         let mut output = self.inner.run(call);
-        let streak = self.state.lock().unwrap_or_else(PoisonError::into_inner).record(call, &output.content);
+        let streak = self.state.lock().unwrap_or_else(PoisonError::into_inner).record(call, &output);
+        let next = match streak {
+            s if s >= STOP_AT => "Tools are off now: give your final answer from what you have.".to_string(),
+            _ => format!(
+                "Repeating it will not change the result: use what you have, try something \
+                 different, or give your final answer. At {STOP_AT} in a row tools are turned off."
+            ),
+        };
         if streak >= TELL_AT {
             output.content.push_str(&format!(
                 "\n\n[mini-agent: this is the same {} call with the same result {streak} times in a row. \
-                 Repeating it will not change the result: use what you have, try something different, \
-                 or give your final answer. At {STOP_AT} in a row the turn is stopped.]",
+                 {next}]",
                 call.name
             ));
         }
@@ -116,78 +145,160 @@ impl<T: Tools> Tools for RepeatNotes<T> {
 }
 
 // ANCHOR_END: repeat_notes_run
-// ANCHOR: stop_repeats
-/// Refuses the next request once the model has repeated itself [`STOP_AT`] times.
-pub struct StopRepeats(Shared);
+// ANCHOR: answer_without_tools
+/// The model of one turn, which, once the model is stuck, asks it once more with no tools
+/// offered, for its answer from what the session has. It also tells the shared state when a
+/// reply arrives, so that a repeat is counted once per reply.
+pub struct AnswerWithoutTools<'a> {
+    inner: &'a mut dyn Model,
+    state: Shared,
+}
 
-impl Observer for StopRepeats {
-    fn event(&mut self, event: Event) -> Result<(), Error> {
-        let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        match event {
-            Event::Request { .. } if state.streak >= STOP_AT => {
-                Err(Error::Stuck { name: state.name.clone(), repeats: state.streak })
-            }
-            Event::Reply(_) => {
-                state.new_reply = true;
-                Ok(())
-            }
-            _ => Ok(()),
+impl Model for AnswerWithoutTools<'_> {
+    fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
+        let (streak, name) = {
+            let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            (state.streak, state.name.clone())
+        };
+        if streak < STOP_AT {
+            let reply = self.inner.complete(request, observer)?;
+            self.state.lock().unwrap_or_else(PoisonError::into_inner).new_reply = true;
+            return Ok(reply);
         }
+        let text = format!(
+            "the model called {name} {streak} times in a row with the same result; asking it once \
+             more, with tools off, for its answer from what it has"
+        );
+        observer.event(Event::Warning(&text))?;
+        let reply = self.inner.complete(&Request { messages: request.messages, tools: &[] }, observer)?;
+        let answer = reply.content.as_deref().unwrap_or_default();
+        let answered = reply.tool_calls.is_empty()
+            && !answer.trim().is_empty()
+            && text_tool_call(answer, request.tools).is_none();
+        if answered { Ok(reply) } else { Err(Error::Stuck { name, repeats: streak }) }
     }
 }
-// ANCHOR_END: stop_repeats
+// ANCHOR_END: answer_without_tools
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ch02_loop::{Limits, Message, Model, Outcome, Reply, Request, ToolStatus, run_turn};
+    use crate::ch02_loop::{Limits, Message, Outcome, run_turn};
 
-    /// Always the same answer, however often it is asked.
-    struct Constant(usize);
+    /// Always the same answer, however often it is asked; `status` for every call.
+    struct Constant(usize, ToolStatus, &'static str);
     impl Tools for Constant {
         fn schemas(&self) -> Vec<Value> {
-            Vec::new()
+            vec![serde_json::json!({"type": "function", "function": {"name": "bash"}})]
         }
         fn run(&mut self, _: &ToolCall) -> ToolOutput {
             self.0 += 1;
-            ToolOutput { content: "42".into(), status: ToolStatus::Ok }
+            ToolOutput { content: self.2.into(), status: self.1 }
         }
     }
 
-    /// A model that calls `bash` with `arguments(n)` on its n-th request, forever.
-    struct Caller(fn(usize) -> String, usize);
+    /// A model that calls `name` with `arguments(n)` on its n-th request while tools are
+    /// offered, and answers `without_tools` (or calls again, when `None`) when none are.
+    struct Caller {
+        name: &'static str,
+        arguments: fn(usize) -> String,
+        requests: usize,
+        without_tools: Option<&'static str>,
+        tools_offered: Vec<bool>,
+    }
     impl Model for Caller {
-        fn complete(&mut self, _: &Request, _: &mut dyn Observer) -> Result<Reply, Error> {
-            self.1 += 1;
-            let call =
-                ToolCall { id: format!("c{}", self.1), name: "bash".into(), arguments: (self.0)(self.1) };
+        fn complete(&mut self, request: &Request, _: &mut dyn Observer) -> Result<Reply, Error> {
+            self.requests += 1;
+            self.tools_offered.push(!request.tools.is_empty());
+            if let (true, Some(answer)) = (request.tools.is_empty(), self.without_tools) {
+                return Ok(Reply { content: Some(answer.into()), ..Reply::default() });
+            }
+            let arguments = (self.arguments)(self.requests);
+            let call = ToolCall { id: format!("c{}", self.requests), name: self.name.into(), arguments };
             Ok(Reply { tool_calls: vec![call], ..Reply::default() })
         }
     }
 
-    fn run(arguments: fn(usize) -> String) -> (Outcome, Vec<Message>, usize) {
-        let mut tools = RepeatNotes::new(Constant(0));
-        let mut stopper = tools.stopper();
-        let mut history = vec![Message::User { content: "go".into() }];
-        let mut model = Caller(arguments, 0);
-        let outcome = run_turn(&mut model, &mut tools, &mut history, &mut stopper, &Limits { max_turns: 20 });
-        (outcome, history, tools.inner.0)
+    fn caller(
+        name: &'static str,
+        arguments: fn(usize) -> String,
+        without_tools: Option<&'static str>,
+    ) -> Caller {
+        Caller { name, arguments, requests: 0, without_tools, tools_offered: Vec::new() }
     }
 
-    #[test]
-    fn the_model_is_told_at_the_third_repeat_and_stopped_at_the_fifth() {
-        let (outcome, history, runs) = run(|n| format!("{{\"command\": \"echo 42\"{}}}", " ".repeat(n)));
-        assert!(matches!(outcome, Outcome::Failed(Error::Stuck { ref name, repeats: 5 }) if name == "bash"));
-        assert_eq!(runs, 5);
-        let results: Vec<&str> = history
+    /// A turn of `model` against `tools` (20 requests at most); its outcome and history.
+    fn turn(model: &mut Caller, tools: Constant) -> (Outcome, Vec<Message>, RepeatNotes<Constant>) {
+        let mut tools = RepeatNotes::new(tools);
+        let mut history = vec![Message::User { content: "go".into() }];
+        let mut model = tools.answer_without_tools(model);
+        let outcome =
+            run_turn(&mut model, &mut tools, &mut history, &mut Quiet::default(), &Limits { max_turns: 20 });
+        (outcome, history, tools)
+    }
+
+    use crate::ch02_loop::fakes::Quiet;
+
+    fn results(history: &[Message]) -> Vec<&str> {
+        history
             .iter()
             .filter_map(|m| match m {
                 Message::Tool { content, .. } => Some(content.as_str()),
                 _ => None,
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn the_model_is_told_at_the_third_repeat_and_asked_without_tools_at_the_fifth() {
+        let mut model = caller("bash", |n| format!("{{\"command\": \"echo 42\"{}}}", " ".repeat(n)), None);
+        let (outcome, history, tools) = turn(&mut model, Constant(0, ToolStatus::Ok, "42"));
+        // It called again when asked without tools: stopped.
+        assert!(matches!(outcome, Outcome::Failed(Error::Stuck { ref name, repeats: 5 }) if name == "bash"));
+        assert_eq!(tools.inner.0, 5);
+        assert_eq!(model.tools_offered, [true, true, true, true, true, false]);
+        let results = results(&history);
         assert_eq!(results[..2], ["42", "42"]);
         assert!(results[2].contains("3 times in a row") && results[4].contains("5 times in a row"));
+        assert!(results[4].contains("Tools are off now: give your final answer"), "{}", results[4]);
+    }
+
+    #[test]
+    fn a_stuck_model_that_answers_without_tools_ends_the_turn_with_that_answer() {
+        // The issue: the repeat guard stopped a run that printed nothing, the 42 in hand.
+        let mut model = caller("bash", |_| r#"{"command": "echo 42"}"#.into(), Some("It prints 42."));
+        let (outcome, _, _) = turn(&mut model, Constant(0, ToolStatus::Ok, "42"));
+        assert!(matches!(outcome, Outcome::Completed(ref text) if text == "It prints 42."), "{outcome:?}");
+        assert_eq!(model.tools_offered, [true, true, true, true, true, false]);
+        // A call written as text is no answer either.
+        let mut model = caller(
+            "bash",
+            |_| r#"{"command": "echo 42"}"#.into(),
+            Some(r#"{"name": "bash", "arguments": {}}"#),
+        );
+        let (outcome, _, _) = turn(&mut model, Constant(0, ToolStatus::Ok, "42"));
+        assert!(matches!(outcome, Outcome::Failed(Error::Stuck { .. })), "{outcome:?}");
+    }
+
+    #[test]
+    fn a_call_that_changes_nothing_is_a_repeat_whatever_its_arguments() {
+        // An edit whose strings are equal, replace_all flipped each time: the same refusal.
+        let flip = |n: usize| {
+            format!(
+                r#"{{"path": "a.py", "old_string": "x", "new_string": "x", "replace_all": {}}}"#,
+                n.is_multiple_of(2)
+            )
+        };
+        let nothing = "old_string and new_string are the same; nothing to change";
+        let mut model = caller("edit_file", flip, Some("The file already says x."));
+        let (outcome, _, tools) = turn(&mut model, Constant(0, ToolStatus::Error, nothing));
+        assert!(matches!(outcome, Outcome::Completed(_)), "{outcome:?}");
+        assert_eq!(tools.inner.0, 5, "asked without tools after the fifth");
+        // A command's arguments always count: it may have changed something even when it failed.
+        let mut model = caller("bash", |n| format!(r#"{{"command": "false {}"}}"#, n % 2), Some("done"));
+        let (outcome, _, tools) = turn(&mut model, Constant(0, ToolStatus::Error, "[exit code 1]"));
+        assert!(matches!(outcome, Outcome::TurnLimit), "{outcome:?}");
+        assert_eq!(tools.inner.0, 20);
     }
 
     #[test]
@@ -203,19 +314,21 @@ mod tests {
                 })
             }
         }
-        let mut tools = RepeatNotes::new(Constant(0));
-        let mut stopper = tools.stopper();
+        let mut tools = RepeatNotes::new(Constant(0, ToolStatus::Ok, "42"));
         let mut history = vec![Message::User { content: "go".into() }];
+        let mut batch = Batch(0);
+        let mut model = tools.answer_without_tools(&mut batch);
         let outcome =
-            run_turn(&mut Batch(0), &mut tools, &mut history, &mut stopper, &Limits { max_turns: 5 });
+            run_turn(&mut model, &mut tools, &mut history, &mut Quiet::default(), &Limits { max_turns: 5 });
         assert!(matches!(outcome, Outcome::Completed(ref text) if text == "done"), "{outcome:?}");
         assert_eq!(tools.inner.0, 20);
     }
 
     #[test]
     fn different_arguments_are_not_a_loop() {
-        let (outcome, _, runs) = run(|n| format!("{{\"command\": \"echo {}\"}}", n % 2));
+        let mut model = caller("bash", |n| format!("{{\"command\": \"echo {}\"}}", n % 2), None);
+        let (outcome, _, tools) = turn(&mut model, Constant(0, ToolStatus::Ok, "42"));
         assert!(matches!(outcome, Outcome::TurnLimit), "{outcome:?}");
-        assert_eq!(runs, 20);
+        assert_eq!(tools.inner.0, 20);
     }
 }

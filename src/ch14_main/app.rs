@@ -246,20 +246,20 @@ impl Agent {
         self.config.hooks.log().set_session(self.recorder.log().id());
         // ANCHOR_END: turn
         // ANCHOR: turn_run
-        // A new message from the person: earlier repetition is not a loop any more. The
-        // stopper comes first, so that a refused request is not announced to anyone else.
+        // A new message from the person: earlier repetition is not a loop any more. A model
+        // stuck repeating a call is asked once more, without tools, for its answer.
+        let model: &mut dyn Model = &mut self.model;
         #[cfg(feature = "ch07")]
         self.tools.reset();
         #[cfg(feature = "ch07")]
-        let mut stop_repeats = self.tools.stopper();
+        let mut stuck_check = self.tools.answer_without_tools(model);
+        #[cfg(feature = "ch07")]
+        let model: &mut dyn Model = &mut stuck_check;
         let mut observers: Vec<&mut dyn Observer> = Vec::new();
         #[cfg(feature = "ch05")]
         observers.push(&mut self.recorder);
         #[cfg(feature = "ch07")]
-        {
-            observers.push(&mut stop_repeats);
-            observers.push(&mut stats);
-        }
+        observers.push(&mut stats);
         if let Some(json) = json {
             observers.push(json);
         }
@@ -270,8 +270,7 @@ impl Agent {
         #[cfg(feature = "ch19")]
         observers.push(&mut failures);
         let limits = Limits { max_turns: self.config.max_turns };
-        let outcome =
-            run_turn(&mut self.model, &mut self.tools, &mut self.history, &mut Fanout(observers), &limits);
+        let outcome = run_turn(model, &mut self.tools, &mut self.history, &mut Fanout(observers), &limits);
         #[cfg(feature = "ch16")]
         super::hooks::after_turn(&self.config.hooks, &mut self.recorder, &outcome);
         #[cfg(feature = "ch05")]
