@@ -22,7 +22,7 @@
 //! | `resources.rs` | model | disk and memory stay bounded (peak RSS measured by `measure.rs`'s small wrapper) |
 //! | `mcp.rs` | an MCP server | malformed JSON-RPC, garbage, 50 MB and endless answers, silence: a one-line error, no hang, bounded memory |
 //! | `tasks.rs` | a cloned repository, a hostile model | a task list's verify commands run only once approved or under `--trust-tasks`; the harness's git runs no program any config names and cannot hang |
-//! | `wire.rs` | server | redirects, odd reply shapes, giant replies: a clear error or a correct answer, never a silent one |
+//! | `wire.rs` | server (and a stuck model) | redirects, odd reply shapes, giant replies, what a server says of itself (a parse failure, a context window): a clear error or a correct answer, never a silent one or a loop; no tool runs once tools are off |
 
 #[allow(dead_code)]
 #[path = "../binary_run.rs"]

@@ -225,3 +225,64 @@ fn a_well_formed_answer_after_a_tool_call_still_works() {
     run.expect_code(0);
     assert_eq!(run.stdout.trim(), "done");
 }
+
+// ---- issue 22: what a server says of itself, and what a stuck model does, stay bounded ----
+
+/// llama-server's body when a sampled reply does not parse as a tool call.
+fn unparsed_output() -> Step {
+    let body = json!({"error": {"code": 500, "message":
+        "The model produced output that does not match the expected peg-native format", "type": "server_error"}});
+    Step::Reply { status: 500, headers: Vec::new(), body: body.to_string() }
+}
+
+#[test]
+fn a_server_that_always_fails_to_parse_is_asked_a_bounded_number_of_times() {
+    // Retried because it is a sampling slip: a server that answers nothing else must not keep
+    // the agent asking. MINI_AGENT_REQUEST_MAX_RETRIES=2: three requests, one line.
+    let run = Test::new()
+        .args(["-p", "hi"])
+        .env("MINI_AGENT_REQUEST_MAX_RETRIES", "2")
+        .server(vec![unparsed_output(); 10])
+        .run();
+    run.expect_code(1).stderr_has("still failing after 2 retries").stderr_has("a sampling slip");
+    assert_eq!(run.requests.len(), 3);
+    assert!(run.stdout.trim().is_empty());
+}
+
+#[test]
+fn a_window_a_server_states_cannot_make_the_agent_loop_or_send_more() {
+    // A server that states a window of 1 token, one larger than a u64, or 0, for a request it
+    // refuses whatever its size: the window it states is believed only within bounds (at least
+    // 256 tokens, at most MINI_AGENT_CONTEXT_TOKENS), the request cannot fit it, and the run
+    // ends with one line, never a loop of summaries or retries.
+    for window in ["1", "999999999999999999999999", "0"] {
+        let refusal = || {
+            let message = format!(
+                "request (5000 tokens) exceeds the available context size ({window} tokens), try increasing it"
+            );
+            let body =
+                json!({"error": {"code": 400, "message": message, "type": "exceed_context_size_error"}});
+            Step::Reply { status: 400, headers: Vec::new(), body: body.to_string() }
+        };
+        let run = Test::new().args(["-p", "hi"]).server(vec![refusal(); 10]).run();
+        run.expect_code(1).stderr_has("does not fit");
+        assert!(run.requests.len() <= 2, "window {window}: {} requests", run.requests.len());
+        assert!(run.stdout.trim().is_empty());
+    }
+}
+
+#[test]
+fn a_model_asked_without_tools_cannot_run_a_tool_by_calling_one_anyway() {
+    // The 6th request of a stuck model offers no tools; a reply that calls one all the same
+    // (a hostile model, or a server that ignores the request) runs nothing: the turn stops.
+    let touch =
+        |n: usize| call("bash", json!({"command": format!("touch once; echo same{}", " ".repeat(n))}));
+    let same = || call("bash", json!({"command": "echo same"}));
+    let run = Test::new()
+        .args(["--allow-shell", "-p", "go"])
+        .server(vec![same(), same(), same(), same(), same(), touch(0)])
+        .run();
+    run.expect_code(2).stderr_has("gave no answer when asked once more without tools");
+    assert!(!run.root().join("once").exists(), "a tool ran after tools were turned off");
+    assert_eq!(run.tool_results().len(), 5);
+}
