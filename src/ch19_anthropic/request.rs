@@ -23,7 +23,8 @@ use std::collections::HashSet;
 /// The JSON we POST to `/v1/messages`.
 pub fn body(model: &str, max_tokens: u32, request: &Request, stream: bool) -> Vec<u8> {
     let (system, messages) = split_system(request.messages);
-    let mut body = json!({"model": model, "max_tokens": max_tokens, "messages": turns(messages)});
+    let blocks = !request.tools.is_empty();
+    let mut body = json!({"model": model, "max_tokens": max_tokens, "messages": turns(messages, blocks)});
     if !system.is_empty() {
         let text = system.join("\n\n");
         body["system"] = json!([{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]);
@@ -53,7 +54,9 @@ fn split_system(messages: &[Message]) -> (Vec<&str>, &[Message]) {
 
 // ANCHOR: turns
 /// The conversation as alternating turns of content blocks, with the cache breakpoint last.
-fn turns(messages: &[Message]) -> Vec<Value> {
+/// Without `tool_blocks` (a request that offers no tools, which the API refuses to see tool
+/// blocks in), calls and results are said in text.
+fn turns(messages: &[Message], tool_blocks: bool) -> Vec<Value> {
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
     // Calls whose arguments did not parse: the tool refused them, so their results are errors
     // (as are those `failures` saw fail).
@@ -64,7 +67,10 @@ fn turns(messages: &[Message]) -> Vec<Value> {
             Message::System { content } | Message::User { content } => ("user", vec![text(content)]),
             Message::Assistant { content, tool_calls } => {
                 let mut blocks: Vec<Value> = content.iter().map(|t| text(t)).collect();
-                for call in tool_calls {
+                for call in tool_calls.iter().filter(|_| !tool_blocks) {
+                    blocks.push(text(&format!("[called {} with {}]", call.name, call.arguments)));
+                }
+                for call in tool_calls.iter().filter(|_| tool_blocks) {
                     let input = serde_json::from_str::<Map<String, Value>>(&call.arguments);
                     if input.is_err() {
                         unparsed.insert(&call.id);
@@ -76,6 +82,9 @@ fn turns(messages: &[Message]) -> Vec<Value> {
             }
             // ANCHOR_END: turns
             // ANCHOR: turns_merge
+            Message::Tool { content, .. } if !tool_blocks => {
+                ("user", vec![text(&format!("[the call's result]\n{}", non_empty(content)))])
+            }
             Message::Tool { tool_call_id, content } => {
                 let mut block = json!({"type": "tool_result", "tool_use_id": block_id(tool_call_id),
                     "content": non_empty(content)});

@@ -40,6 +40,11 @@ impl AnthropicClient {
     }
 }
 
+/// The tools a request offers (their blocks need some).
+fn offered() -> [Value; 1] {
+    [json!({"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}})]
+}
+
 fn history() -> Vec<Message> {
     vec![Message::System { content: "be brief".into() }, Message::User { content: "hi".into() }]
 }
@@ -148,6 +153,27 @@ fn the_history_is_mapped_to_turns_of_blocks_with_two_cache_breakpoints() {
         {"type": "tool_result", "tool_use_id": "c2", "content": "invalid arguments", "is_error": true},
         {"type": "text", "text": "typed meanwhile", "cache_control": {"type": "ephemeral"}}]})
     );
+}
+
+#[test]
+fn a_request_without_tools_says_its_calls_and_results_in_text() {
+    // The API refuses tool blocks in a request that defines no tools; chapter 7 asks a stuck
+    // model once more with none.
+    let call =
+        ToolCall { id: "c1".into(), name: "bash".into(), arguments: r#"{"command":"echo 42"}"#.into() };
+    let messages = vec![
+        Message::User { content: "go".into() },
+        Message::Assistant { content: None, tool_calls: vec![call] },
+        Message::Tool { tool_call_id: "c1".into(), content: "42".into() },
+    ];
+    let body: Value =
+        serde_json::from_slice(&request::body("m", 100, &Request { messages: &messages, tools: &[] }, false))
+            .expect("JSON");
+    assert!(body.get("tools").is_none());
+    let text = body["messages"].to_string();
+    assert!(!text.contains("tool_use") && !text.contains("tool_result"), "{text}");
+    assert_eq!(body["messages"][1]["content"][0]["text"], r#"[called bash with {"command":"echo 42"}]"#);
+    assert_eq!(body["messages"][2]["content"][0]["text"], "[the call's result]\n42");
 }
 
 #[test]
@@ -262,9 +288,13 @@ fn invalid_json_input_reaches_the_tool_as_text_and_goes_back_as_an_error_result(
         Message::Assistant { content: None, tool_calls: reply.tool_calls.clone() },
         Message::Tool { tool_call_id: "toolu_x".into(), content: "invalid arguments for bash".into() },
     ];
-    let body: Value =
-        serde_json::from_slice(&request::body("m", 1, &Request { messages: &messages, tools: &[] }, false))
-            .unwrap();
+    let body: Value = serde_json::from_slice(&request::body(
+        "m",
+        1,
+        &Request { messages: &messages, tools: &offered() },
+        false,
+    ))
+    .unwrap();
     assert_eq!(body["messages"][1]["content"][0]["input"], json!({}));
     assert_eq!(body["messages"][2]["content"][0]["is_error"], json!(true));
 }
@@ -433,9 +463,13 @@ fn a_result_the_loop_saw_fail_goes_back_with_is_error() {
         Message::Tool { tool_call_id: "toolu_fails_19".into(), content: "no such file: x".into() },
         Message::Tool { tool_call_id: "toolu_fine_19".into(), content: "ok".into() },
     ];
-    let body: Value =
-        serde_json::from_slice(&request::body("m", 1, &Request { messages: &messages, tools: &[] }, false))
-            .unwrap();
+    let body: Value = serde_json::from_slice(&request::body(
+        "m",
+        1,
+        &Request { messages: &messages, tools: &offered() },
+        false,
+    ))
+    .unwrap();
     let results = &body["messages"][2]["content"];
     assert_eq!(results[0]["is_error"], json!(true), "{results}");
     assert_eq!(results[1].get("is_error"), None, "{results}");
