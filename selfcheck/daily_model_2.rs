@@ -37,6 +37,20 @@ fn a_web_server_that_is_not_a_model_api_is_asked_about_not_retried_later() {
     assert!(!run.stderr.contains("try again later"), "{}", run.stderr);
 }
 
+#[test]
+fn the_anthropic_api_against_an_openai_style_server_says_so() {
+    // OpenAI's own answer to POST /v1/messages.
+    let body = json!({"error": {"message": "Invalid URL (POST /v1/messages)", "type": "invalid_request_error",
+        "param": null, "code": null}});
+    let run = Test::new()
+        .args(["--api", "anthropic", "-p", "hi"])
+        .server(vec![Step::Reply { status: 404, headers: vec![], body: body.to_string() }])
+        .run();
+    run.expect_code(1)
+        .stderr_has("is not a Messages API endpoint; if the server speaks OpenAI's Chat Completions")
+        .stderr_has("drop --api anthropic");
+}
+
 // ---- item 14: llama.cpp's unparsed output is a sampling slip ----
 
 #[test]
