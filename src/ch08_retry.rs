@@ -168,7 +168,8 @@ fn decide(error: Error, attempt: u32, max_retries: u32, statuses: &[u16]) -> Res
         None => backoff(attempt),
     };
     let reason = match slip {
-        true => format!("{status} {message} (a sampling slip of the model, nothing ran: asking again)"),
+        // What it means first: a retry line is one line, and the server's words are long.
+        true => format!("a sampling slip of the model, nothing ran: asking again ({status} {message})"),
         false => format!("{status} {message}"),
     };
     Ok(Retry { wait, reason })
@@ -279,7 +280,9 @@ mod tests {
         let (result, retries, requests) = run(vec![slip(), slip(), Step::text("ok")], 2);
         assert_eq!(result.expect("the third sample parses").content.as_deref(), Some("ok"));
         assert_eq!((requests, retries.0.len()), (3, 2));
-        assert!(retries.0[0].2.ends_with("(a sampling slip of the model, nothing ran: asking again)"));
+        assert!(
+            retries.0[0].2.starts_with("a sampling slip of the model, nothing ran: asking again (500 The")
+        );
         let (result, retries, requests) = run(vec![slip(), slip(), slip(), Step::text("ok")], 2);
         assert_eq!((requests, retries.0.len()), (3, 2), "bounded by the retry count");
         let text = result.expect_err("still slipping").to_string();
