@@ -372,7 +372,7 @@ fn counts_of_one_are_singular() {
         .server(vec![call("write_file", json!({"path": "one.txt", "content": "x"})), text("done")])
         .run();
     wrote.expect_code(0);
-    assert!(wrote.tool_results()[0].ends_with("wrote 1 byte"), "{:?}", wrote.tool_results());
+    assert!(wrote.tool_results()[0].ends_with("wrote 1 byte (+1 −0)"), "{:?}", wrote.tool_results());
     let status = Test::new().args(["-c", "--status"]).run_in(limited.workspace);
     assert!(
         !status.stdout.contains(" 1 turns") && status.stdout.contains("turns    1 ("),

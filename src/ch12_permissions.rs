@@ -509,7 +509,7 @@ mod tests {
         assert_eq!(closed.run(&call("list_files", "{}")).content, "`.` is empty");
         let allowed = Permissions { allow_write: true, ..Permissions::default() };
         let mut open = Gate::new(Workspace::new(root).unwrap(), allowed, None);
-        assert_eq!(open.run(&write).content, "created `new.txt`: wrote 2 bytes");
+        assert_eq!(open.run(&write).content, "created `new.txt`: wrote 2 bytes (+1 −0)");
         assert_eq!(std::fs::read_to_string(root.join("new.txt")).unwrap(), "hi");
     }
 

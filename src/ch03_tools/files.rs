@@ -10,10 +10,11 @@ use crate::text::take_chars;
 
 use crate::ch02_loop::plural;
 use crate::ch03_tools::bounds::{FILE_MAX_BYTES, read_line_capped, too_big};
+use crate::ch03_tools::diff::{COMPARE_MAX_BYTES, Diff, diff_lines};
 use std::fs::{self, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 impl Workspace {
     pub(super) fn read_file(&self, args: ReadArgs) -> Result<String, String> {
@@ -79,9 +80,20 @@ impl Workspace {
             return Err(too_big(&self.relative(&real), args.content.len() as u64));
         }
         let existed = fs::symlink_metadata(&real).is_ok();
+        // What the file held, for the count of lines changed (none when it cannot be compared).
+        let before = if existed { self.current_text(&real).ok() } else { Some(String::new()) };
         self.write_confined(&real, args.content.as_bytes())?;
         let verb = if existed { "replaced" } else { "created" };
-        Ok(format!("{verb} `{}`: wrote {}", self.relative(&real), plural(args.content.len(), "byte")))
+        let stat =
+            before.map(|old| format!(" ({})", diff_lines(&old, &args.content).stat())).unwrap_or_default();
+        Ok(format!("{verb} `{}`: wrote {}{stat}", self.relative(&real), plural(args.content.len(), "byte")))
+    }
+
+    /// A file's text as it is now, for a diff: bounded, and refused when binary or not UTF-8.
+    fn current_text(&self, real: &Path) -> Result<String, String> {
+        let shown_path = self.relative(real);
+        let bytes = read_text(self.open_confined(real)?, &shown_path)?;
+        String::from_utf8(bytes).map_err(|_| format!("`{shown_path}` is not valid UTF-8"))
     }
 
     // ANCHOR: write_confined
@@ -193,7 +205,8 @@ impl Workspace {
     }
 
     // ANCHOR: edit_file
-    pub(super) fn edit_file(&self, args: EditArgs) -> Result<String, String> {
+    /// Checks an edit against the file as it is now, without making it.
+    fn plan_edit(&self, args: &EditArgs) -> Result<PlannedEdit, String> {
         let real = self.resolve(&args.path)?;
         let shown_path = self.relative(&real);
         if args.old_string.is_empty() {
@@ -229,31 +242,133 @@ impl Workspace {
                 ));
             }
         }
-        // ANCHOR_END: edit_file
-        // ANCHOR: edit_file_write
         // The size of the result is known before it is made: refuse it before writing a byte.
         let size = (text.len() as u64 - (count * args.old_string.len()) as u64)
             .saturating_add((count as u64).saturating_mul(args.new_string.len() as u64));
         if size > FILE_MAX_BYTES {
             return Err(too_big(&shown_path, size));
         }
-        self.write_confined_with(&real, &mut |out| {
-            let mut rest = text.as_str();
-            while let Some(at) = rest.find(&args.old_string) {
-                out.write_all(&rest.as_bytes()[..at])?;
-                out.write_all(args.new_string.as_bytes())?;
-                rest = &rest[at + args.old_string.len()..];
-            }
-            out.write_all(rest.as_bytes())
-        })?;
         let first_line = line_number_at(&text, starts[0]);
+        Ok(PlannedEdit { real, shown_path, text, count, first_line, size })
+    }
+    // ANCHOR_END: edit_file
+
+    // ANCHOR: edit_file_write
+    pub(super) fn edit_file(&self, args: EditArgs) -> Result<String, String> {
+        let PlannedEdit { real, shown_path, text, count, first_line, size } = self.plan_edit(&args)?;
+        // A result small enough to hold is made whole, written, and compared with the file
+        // as it was (`+2 −1`); a larger one is written as it is made, never held whole.
+        let stat = if size <= COMPARE_MAX_BYTES {
+            let new = text.replace(&args.old_string, &args.new_string);
+            self.write_confined(&real, new.as_bytes())?;
+            format!(" ({})", diff_lines(&text, &new).stat())
+        } else {
+            self.write_confined_with(&real, &mut |out| {
+                let mut rest = text.as_str();
+                while let Some(at) = rest.find(&args.old_string) {
+                    out.write_all(&rest.as_bytes()[..at])?;
+                    out.write_all(args.new_string.as_bytes())?;
+                    rest = &rest[at + args.old_string.len()..];
+                }
+                out.write_all(rest.as_bytes())
+            })?;
+            String::new()
+        };
         Ok(match count {
-            1 => format!("edited `{shown_path}`: replaced 1 occurrence at line {first_line}"),
-            count => format!("edited `{shown_path}`: replaced {count} occurrences"),
+            1 => format!("edited `{shown_path}`: replaced 1 occurrence at line {first_line}{stat}"),
+            count => format!("edited `{shown_path}`: replaced {count} occurrences{stat}"),
         })
     }
     // ANCHOR_END: edit_file_write
+
+    // ANCHOR: proposed_change
+    /// What a `write_file` or `edit_file` call would change, computed from the file as it is
+    /// now and writing nothing: for the person asked to approve it (chapter 12). `None` for
+    /// the other tools. A call that will fail says so instead of showing a diff.
+    pub fn proposed_change(&self, call: &ToolCall) -> Option<Change> {
+        let arguments = if call.arguments.trim().is_empty() { "{}" } else { call.arguments.as_str() };
+        let will_fail = |path: &str, verb, why: String| Change {
+            path: shown(path),
+            verb,
+            diff: Err(format!("the call will fail: {why}")),
+        };
+        Some(match call.name.as_str() {
+            "write_file" => match parse::<WriteArgs>("write_file", arguments) {
+                Ok(args) => {
+                    self.write_change(&args).unwrap_or_else(|why| will_fail(&args.path, "write", why))
+                }
+                Err(why) => will_fail("?", "write", why),
+            },
+            "edit_file" => match parse::<EditArgs>("edit_file", arguments) {
+                Ok(args) => {
+                    self.edit_change(&args).unwrap_or_else(|why| will_fail(&args.path, "change", why))
+                }
+                Err(why) => will_fail("?", "change", why),
+            },
+            _ => return None,
+        })
+    }
+
+    fn write_change(&self, args: &WriteArgs) -> Result<Change, String> {
+        let real = self.resolve(&args.path)?;
+        let path = self.relative(&real);
+        self.not_protected(&real, &path)?;
+        if args.content.len() as u64 > FILE_MAX_BYTES {
+            return Err(too_big(&path, args.content.len() as u64));
+        }
+        if fs::symlink_metadata(&real).is_err() {
+            return Ok(Change { path, verb: "create", diff: Ok(diff_lines("", &args.content)) });
+        }
+        let diff = match self.current_text(&real) {
+            Ok(old) => Ok(diff_lines(&old, &args.content)),
+            Err(why) => Err(format!("not compared with the file on disk: {why}")),
+        };
+        Ok(Change { path, verb: "replace", diff })
+    }
+
+    fn edit_change(&self, args: &EditArgs) -> Result<Change, String> {
+        let plan = self.plan_edit(args)?;
+        self.not_protected(&plan.real, &plan.shown_path)?;
+        let diff = if plan.size <= COMPARE_MAX_BYTES {
+            Ok(diff_lines(&plan.text, &plan.text.replace(&args.old_string, &args.new_string)))
+        } else {
+            Err(format!("not shown: the file would be {} bytes, too large to compare", plan.size))
+        };
+        Ok(Change { path: plan.shown_path, verb: "change", diff })
+    }
+    // ANCHOR_END: proposed_change
 }
+
+/// An edit checked against the file, not made yet.
+struct PlannedEdit {
+    real: PathBuf,
+    shown_path: String,
+    text: String,
+    count: usize,
+    first_line: usize,
+    size: u64,
+}
+
+// ANCHOR: change
+/// A change to one file, before it is made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// The file, as the tools name it (relative to the root).
+    pub path: String,
+    /// What happens to it: `create` or `replace` (`write_file`), `change` (`edit_file`).
+    pub verb: &'static str,
+    /// The lines that change; or, when there is no diff to show, why (the call will fail, or
+    /// the file is too large to compare).
+    pub diff: Result<Diff, String>,
+}
+
+/// The `+2 −1` a successful `write_file` or `edit_file` result ends with, if any.
+pub fn change_stat(result: &str) -> Option<&str> {
+    let first = result.lines().next()?;
+    let start = first.rfind(" (+")?;
+    first[start + 2..].strip_suffix(')').filter(|stat| stat.contains(" −"))
+}
+// ANCHOR_END: change
 
 fn line_number_at(text: &str, byte: usize) -> usize {
     text[..byte].matches('\n').count() + 1

@@ -17,7 +17,8 @@
 //!
 //! * [`resolve`] — confinement: resolving a path as the kernel would, opening it without
 //!   following a final symlink, checking where the open file really is.
-//! * `files` — `read_file`, `write_file`, `edit_file`.
+//! * `files` — `read_file`, `write_file`, `edit_file`, and the [`Change`] a write or an edit
+//!   would make, shown before it is made (with [`diff`], the lines that change).
 //! * `walk` — `list_files` and `search`, one bounded walk that never follows symlinks.
 //! * [`output`] — head-and-tail answers and the spill file that keeps the whole.
 //! * [`shell`] — `bash`: a process group per command, a bounded capture, a wait that a
@@ -31,6 +32,7 @@
 
 pub mod bounds;
 pub mod confinement;
+pub mod diff;
 mod files;
 pub mod glob;
 pub mod output;
@@ -49,6 +51,7 @@ use crate::ch02_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools};
 use crate::ch03_tools::confinement::Confinement;
 use crate::ch03_tools::secrets::redactor;
 use crate::text::shorten;
+pub use files::{Change, change_stat};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};

@@ -99,7 +99,7 @@ fn write_then_read_gives_numbered_lines() {
     let (root, mut workspace) = setup();
     let written =
         run(&mut workspace, "write_file", json!({"path": "a/b/c.txt", "content": "one\ntwo\nthree\n"}));
-    assert_eq!(written.content, "created `a/b/c.txt`: wrote 14 bytes");
+    assert_eq!(written.content, "created `a/b/c.txt`: wrote 14 bytes (+3 −0)");
     assert_eq!(fs::read_to_string(root.join("a/b/c.txt")).unwrap(), "one\ntwo\nthree\n");
     let read = run(&mut workspace, "read_file", json!({"path": "a/b/c.txt"}));
     assert_eq!(read.content, "     1\tone\n     2\ttwo\n     3\tthree\n");
@@ -164,7 +164,7 @@ fn edit_replaces_a_unique_match_and_explains_failures() {
         "edit_file",
         json!({"path": "f.rs", "old_string": "\"hi\"", "new_string": "\"hello\""}),
     );
-    assert_eq!(ok.content, "edited `f.rs`: replaced 1 occurrence at line 2");
+    assert_eq!(ok.content, "edited `f.rs`: replaced 1 occurrence at line 2 (+1 −1)");
     let mode = fs::metadata(root.join("f.rs")).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o751, "the atomic rewrite keeps the file's mode");
     assert!(fs::read_to_string(root.join("f.rs")).unwrap().contains("\"hello\""));
@@ -186,7 +186,7 @@ fn edit_replaces_a_unique_match_and_explains_failures() {
         "edit_file",
         json!({"path": "f.rs", "old_string": "let x = 1;", "new_string": "let y = 2;", "replace_all": true}),
     );
-    assert_eq!(all.content, "edited `f.rs`: replaced 2 occurrences");
+    assert_eq!(all.content, "edited `f.rs`: replaced 2 occurrences (+2 −2)");
     let empty =
         run(&mut workspace, "edit_file", json!({"path": "f.rs", "old_string": "", "new_string": "y"}));
     assert_eq!(empty.status, ToolStatus::Error);
@@ -300,7 +300,7 @@ fn paths_outside_the_root_are_refused() {
     }
     let inside = format!("{}/ok.txt", root.path().display());
     let absolute = run(&mut workspace, "write_file", json!({"path": inside, "content": "ok"}));
-    assert_eq!(absolute.content, "created `ok.txt`: wrote 2 bytes");
+    assert_eq!(absolute.content, "created `ok.txt`: wrote 2 bytes (+1 −0)");
 }
 
 /// The race the escape suite provokes, made deterministic: `resolve` said yes, then a
@@ -349,3 +349,66 @@ fn writing_the_root_itself_is_refused() {
     assert_eq!(root_write.content, "`.` is a directory; give a file path");
 }
 // The bash tool is tested in tests/shell.rs, where the global interrupt flag is ours alone.
+
+#[test]
+fn a_change_is_shown_from_the_file_as_it_is_and_nothing_is_written() {
+    let (root, workspace) = setup();
+    std::fs::write(root.path().join("six.py"), "def six():\n    return 5\n").unwrap();
+    let call = |name: &str, arguments: Value| ToolCall {
+        id: "1".into(),
+        name: name.into(),
+        arguments: arguments.to_string(),
+    };
+    let edit =
+        call("edit_file", json!({"path": "six.py", "old_string": "return 5", "new_string": "return 6"}));
+    let change = workspace.proposed_change(&edit).expect("an edit is a change");
+    assert_eq!((change.path.as_str(), change.verb), ("six.py", "change"));
+    let diff = change.diff.expect("a diff");
+    assert_eq!(
+        diff.unified("six.py", false),
+        "--- a/six.py\n+++ b/six.py\n@@ -1,2 +1,2 @@\n def six():\n-    return 5\n+    return 6\n"
+    );
+    assert_eq!(std::fs::read_to_string(root.path().join("six.py")).unwrap(), "def six():\n    return 5\n");
+
+    let create = call("write_file", json!({"path": "notes.txt", "content": "one\ntwo\n"}));
+    let change = workspace.proposed_change(&create).unwrap();
+    assert_eq!((change.verb, change.diff.unwrap().stat()), ("create", "+2 −0".to_string()));
+    assert!(!root.path().join("notes.txt").exists());
+    let replace = call("write_file", json!({"path": "six.py", "content": "def six():\n    return 6\n"}));
+    let change = workspace.proposed_change(&replace).unwrap();
+    assert_eq!((change.verb, change.diff.unwrap().stat()), ("replace", "+1 −1".to_string()));
+
+    // A call that will fail says so, with the tool's own reason.
+    let missing = call("edit_file", json!({"path": "six.py", "old_string": "return 7", "new_string": "x"}));
+    let failing = workspace.proposed_change(&missing).unwrap().diff.unwrap_err();
+    assert!(failing.starts_with("the call will fail: old_string was not found in `six.py`"), "{failing}");
+    let protected = call("write_file", json!({"path": ".git/hooks/pre-commit", "content": "x"}));
+    let failing = workspace.proposed_change(&protected).unwrap().diff.unwrap_err();
+    assert!(failing.contains("refused: `.git/hooks/pre-commit` is inside .git/"), "{failing}");
+    let outside = call("write_file", json!({"path": "../x", "content": "x"}));
+    assert!(workspace.proposed_change(&outside).unwrap().diff.unwrap_err().contains("outside"));
+    let bad = ToolCall { id: "1".into(), name: "write_file".into(), arguments: "{".into() };
+    assert_eq!(workspace.proposed_change(&bad).unwrap().path, "?");
+    // A binary file is not compared; reads and the shell are not changes.
+    std::fs::write(root.path().join("blob"), b"\0\x01").unwrap();
+    let over_binary = call("write_file", json!({"path": "blob", "content": "text"}));
+    let why = workspace.proposed_change(&over_binary).unwrap().diff.unwrap_err();
+    assert!(why.starts_with("not compared with the file on disk: `blob` looks like a binary file"), "{why}");
+    assert_eq!(workspace.proposed_change(&call("bash", json!({"command": "ls"}))), None);
+    assert_eq!(workspace.proposed_change(&call("read_file", json!({"path": "six.py"}))), None);
+}
+
+#[test]
+fn a_result_names_the_lines_it_changed() {
+    let (root, mut workspace) = setup();
+    let written = run(&mut workspace, "write_file", json!({"path": "a.txt", "content": "1\n2\n3\n"}));
+    assert_eq!(change_stat(&written.content), Some("+3 −0"));
+    let replaced = run(&mut workspace, "write_file", json!({"path": "a.txt", "content": "1\ntwo\n3\n4\n"}));
+    assert_eq!(replaced.content, "replaced `a.txt`: wrote 10 bytes (+2 −1)");
+    let edited =
+        run(&mut workspace, "edit_file", json!({"path": "a.txt", "old_string": "4\n", "new_string": ""}));
+    assert_eq!(change_stat(&edited.content), Some("+0 −1"));
+    assert_eq!(std::fs::read_to_string(root.path().join("a.txt")).unwrap(), "1\ntwo\n3\n");
+    assert_eq!(change_stat("edited `x (+1 −1)`: replaced 1 occurrence at line 2"), None);
+    assert_eq!(change_stat("ran (+ what)"), None);
+}
