@@ -17,9 +17,13 @@
 //! `tasks` holds chapter 15's rows, `mcp` chapter 18's (this binary is also their fake MCP
 //! server, run as `bench --mcp-server LOG`), `sandbox` chapter 20's.
 
+mod diff;
 mod mcp;
 mod sandbox;
 mod tasks;
+
+#[global_allocator]
+static ALLOCATOR: diff::Counting = diff::Counting;
 
 use mini_agent::ch05_sessions::{SessionStore, new_session_id};
 use mini_agent::ch09_journal::{measure_appends, write_synthetic_journal};
@@ -44,12 +48,28 @@ fn main() {
     let options = parse_options();
     let load_before = load_average();
     let mut table = Table::default();
-    agent_rows(&mut table, &options.binary);
-    mcp::mcp_rows(&mut table, &options.binary);
-    session_rows(&mut table, &options.binary);
-    tasks::task_rows(&mut table, &options.binary);
-    sandbox::sandbox_rows(&mut table);
-    build_rows(&mut table, &options);
+    let wanted = |group: &str| options.only.as_deref().is_none_or(|only| only == group);
+    if wanted("agent") {
+        agent_rows(&mut table, &options.binary);
+    }
+    if wanted("mcp") {
+        mcp::mcp_rows(&mut table, &options.binary);
+    }
+    if wanted("diff") {
+        diff::diff_rows(&mut table, &options.binary);
+    }
+    if wanted("sessions") {
+        session_rows(&mut table, &options.binary);
+    }
+    if wanted("tasks") {
+        tasks::task_rows(&mut table, &options.binary);
+    }
+    if wanted("sandbox") {
+        sandbox::sandbox_rows(&mut table);
+    }
+    if wanted("build") {
+        build_rows(&mut table, &options);
+    }
     println!("mini-agent benchmarks — median of {RUNS} runs, all runs in brackets");
     println!("workspace: an empty temporary directory under {}", std::env::temp_dir().display());
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
@@ -62,6 +82,8 @@ struct Options {
     binary: PathBuf,
     guide_builder: Option<PathBuf>,
     clean_build_seconds: Option<f64>,
+    /// `--only GROUP`: one group of rows (agent, mcp, diff, sessions, tasks, sandbox, build).
+    only: Option<String>,
 }
 
 fn parse_options() -> Options {
@@ -70,10 +92,12 @@ fn parse_options() -> Options {
         binary: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/mini-agent"),
         guide_builder: None,
         clean_build_seconds: None,
+        only: None,
     };
     while let Some(word) = words.next() {
         match word.as_str() {
             "--guide" => options.guide_builder = words.next().map(PathBuf::from),
+            "--only" => options.only = words.next(),
             "--clean-build-seconds" => {
                 options.clean_build_seconds = words.next().and_then(|s| s.parse().ok());
             }

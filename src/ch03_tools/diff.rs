@@ -223,7 +223,9 @@ fn align(old: &str, new: &str) -> Option<Vec<(Mark, usize)>> {
     let b: Vec<u32> = new.split_inclusive('\n').map(&mut number).collect();
     myers(&a, &b)
 }
+// ANCHOR_END: align
 
+// ANCHOR: myers
 /// Myers' greedy search for the shortest edit script. `frontier[k]` is how far along `a`
 /// the furthest path on diagonal `k = x - y` has come after `d` edits; the frontiers of
 /// every step are kept to walk the path back. Gives up past [`ALIGN_MAX_EDITS`] edits or
@@ -260,6 +262,7 @@ fn myers(a: &[u32], b: &[u32]) -> Option<Vec<(Mark, usize)>> {
     }
     None
 }
+// ANCHOR_END: myers
 
 /// From the end back to the start through the kept frontiers: each step is one edit (down:
 /// a line added, right: a line removed) preceded by a diagonal of unchanged lines.
@@ -295,7 +298,6 @@ fn walk_back(history: &[Vec<i32>], n: i32, m: i32) -> Vec<(Mark, usize)> {
     reversed.reverse();
     merge(reversed)
 }
-// ANCHOR_END: align
 
 /// The lines of one text, read forward only: rows ask for ever later lines.
 struct Lines<'a> {
@@ -428,6 +430,7 @@ fn emit_rows<'a>(old: &'a str, new: &'a str, runs: &[(Mark, usize)], keeper: &mu
             new_start: hunk_start(new_start, new_end),
             new_lines: new_end - new_start,
         });
+        // ANCHOR_END: hunks
         for line in 0..before {
             same_row(&mut new_lines, new_start + line, keeper);
         }
@@ -453,7 +456,6 @@ fn emit_rows<'a>(old: &'a str, new: &'a str, runs: &[(Mark, usize)], keeper: &mu
         index = last + 1;
     }
 }
-// ANCHOR_END: hunks
 
 /// `diff -u` numbers an empty range by the line before it.
 fn hunk_start(start: usize, end: usize) -> usize {

@@ -308,6 +308,7 @@ impl Workspace {
             _ => return None,
         })
     }
+    // ANCHOR_END: proposed_change
 
     fn write_change(&self, args: &WriteArgs) -> Result<Change, String> {
         let real = self.resolve(&args.path)?;
@@ -336,7 +337,6 @@ impl Workspace {
         };
         Ok(Change { path: plan.shown_path, verb: "change", diff })
     }
-    // ANCHOR_END: proposed_change
 }
 
 /// An edit checked against the file, not made yet.
