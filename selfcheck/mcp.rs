@@ -130,3 +130,37 @@ fn a_crash_during_an_mcp_call_is_an_unknown_outcome() {
     let refused = Test::new().args(["--root", &root, "-c", "-p", "go on"]).server(vec![text("x")]).run();
     refused.expect_code(1).stderr_has("--acknowledge-unknown");
 }
+
+/// Issue 22, item 5: a first start that takes a while (`npx` downloading) is announced while
+/// it is waited for; when it runs out of time the warning names `startup_timeout` and `/mcp`,
+/// which tries again; and the approval question asks again after an answer it does not know.
+/// The server answers `initialize` only once the test creates `go`.
+#[test]
+fn a_slow_first_start_is_announced_names_its_timeout_and_mcp_tries_again() {
+    use crate::pty::Terminal;
+    use mini_agent::scripted_server::ScriptedServer;
+    let model = ScriptedServer::scripted(vec![text("first answer")]).expect("server");
+    let workspace = TempDir::new("mcp");
+    let go = workspace.path().join("go");
+    let server = json!({"command": "sh", "args": [FAKE], "env": {"FAKE_GO": go.to_str().unwrap()}, "startup_timeout": 4});
+    std::fs::write(workspace.path().join(".mcp.json"), json!({"mcpServers": {"fake": server}}).to_string())
+        .unwrap();
+    let mut terminal = Terminal::start(workspace.path(), &["--base-url", &model.url]);
+    terminal.wait_for("run them (this file, exactly as it is now)? [y] yes, and remember  [n] no: ");
+    terminal.type_keys("sure\r");
+    terminal.wait_for("please answer y or n");
+    terminal.type_keys("y\r");
+    terminal.wait_for("> ");
+    terminal.type_keys("hello\r");
+    terminal.wait_for(&format!("mini-agent: starting MCP server `fake` (sh {FAKE}), waiting up to 4 s"));
+    terminal
+        .wait_for("MCP server `fake` not started: no answer within 4 s (raise its \"startup_timeout\" in ");
+    terminal.wait_for("/mcp tries again");
+    terminal.wait_for("first answer");
+    terminal.wait_for("> ");
+    std::fs::write(&go, "").unwrap();
+    terminal.type_keys("/mcp\r");
+    terminal.wait_for("fake · running");
+    let screen = terminal.exit();
+    assert_eq!(screen.matches("wants to start MCP servers").count(), 1, "{screen}");
+}

@@ -4,6 +4,7 @@
 #   silent   never answers anything              garbage  prints junk lines before each answer
 #   badinit  answers initialize with junk JSON   exit     exits at once with status 3
 #   hugeschemas  lists 256 tools, each with a 15 KB schema (just under the per-tool cap)
+# With $FAKE_GO set, initialize is answered only once that file exists (a slow first start).
 # Every line received is appended to $FAKE_LOG when it is set.
 # Tools: echo (returns its arguments), fail (isError), slow (sleeps $FAKE_SLOW or 30 s),
 #        die (killed mid-call by SIGKILL), big (a result of $FAKE_BIG bytes, default 50 MB),
@@ -21,6 +22,7 @@ while IFS= read -r line; do
   [ "$FAKE_MODE" = garbage ] && printf 'this is not json\n{"jsonrpc":"2.0","id":999,"result":{}}\n[1,2\n'
   case "$line" in
     *'"method":"initialize"'*)
+      if [ -n "$FAKE_GO" ]; then while [ ! -e "$FAKE_GO" ]; do sleep 0.05; done; fi
       if [ "$FAKE_MODE" = badinit ]; then printf '{"jsonrpc":"2.0","id":%s,"result":\n' "$id"; continue; fi
       reply "$id" '{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}' ;;
     *'"method":"tools/list"'*)

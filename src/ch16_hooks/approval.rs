@@ -144,20 +144,21 @@ pub fn decide(request: &Request, trusted: bool, store: Option<&ApprovalStore>, a
         ))
     };
     let Some(ask) = ask else { return skipped("nobody at a terminal approved its contents") };
-    let question = format!(
-        "{shown} wants to start {}:\n{}\nrun them (this file, exactly as it is now)? [y] yes, and remember  [n] no: ",
-        request.kind, request.summary
-    );
-    match ask(&question).map(|line| line.trim().to_lowercase()).as_deref() {
-        Some("y" | "yes") => {
-            let remembered = store.map(|store| store.remember(&key));
-            if let Some(Err(error)) = remembered {
-                eprintln!("mini-agent: warning: the approval could not be remembered: {error}");
-            }
-            Decision::Run
+    let allow = "run them (this file, exactly as it is now)? [y] yes, and remember  [n] no: ";
+    let mut question = format!("{shown} wants to start {}:\n{}\n{allow}", request.kind, request.summary);
+    // Like the permission question (chapter 12): anything but yes or no is asked again, so a
+    // slip of the finger is not taken for an answer.
+    loop {
+        match ask(&question).map(|line| line.trim().to_lowercase()).as_deref() {
+            Some("y" | "yes") => break,
+            Some("n" | "no") | None => return skipped("not approved"),
+            Some(_) => question = format!("please answer y or n\n{allow}"),
         }
-        _ => skipped("not approved"),
     }
+    if let Some(Err(error)) = store.map(|store| store.remember(&key)) {
+        eprintln!("mini-agent: warning: the approval could not be remembered: {error}");
+    }
+    Decision::Run
 }
 // ANCHOR_END: decide_ask
 
@@ -215,6 +216,16 @@ mod tests {
         assert!(asked[0].contains("npx server"), "{}", asked[0]);
         // Remembered: no question, even with nobody there.
         assert_eq!(decide(&request(b"{\"a\":1}"), false, Some(&store), None), Decision::Run);
+        // Anything but yes or no is asked again; an empty line too.
+        let mut answers = vec!["y", "", "maybe"];
+        let mut questions = Vec::new();
+        let mut typed = |question: &str| {
+            questions.push(question.to_string());
+            answers.pop().map(str::to_string)
+        };
+        assert_eq!(decide(&request(b"{\"a\":3}"), false, Some(&store), Some(&mut typed)), Decision::Run);
+        assert_eq!(questions.len(), 3);
+        assert!(questions[1].starts_with("please answer y or n\nrun them"), "{}", questions[1]);
         // One byte changed: a new file, asked again; "n" skips and is not remembered.
         let mut no = |_: &str| Some("n".to_string());
         assert!(matches!(

@@ -28,7 +28,8 @@ const CONFIG_MAX_BYTES: usize = 1 << 20;
 /// At most this many servers from one file.
 const MAX_SERVERS: usize = 32;
 pub(crate) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
-pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// `npx -y` or `uvx` download a server at its first start: 15 s was seen on a good line.
+pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_TIMEOUT_SECS: u64 = 3_600;
 
 // ANCHOR: server_config
@@ -45,7 +46,7 @@ pub struct ServerConfig {
     pub cwd: PathBuf,
     /// Per call (`timeout`, seconds; default 60).
     pub timeout: Duration,
-    /// From spawn to a listed set of tools (`startup_timeout`, seconds; default 10).
+    /// From spawn to a listed set of tools (`startup_timeout`, seconds; default 30).
     pub startup_timeout: Duration,
     /// Which file it came from.
     pub source: PathBuf,

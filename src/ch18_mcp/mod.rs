@@ -34,8 +34,9 @@ use config::ServerConfig;
 use serde_json::Value;
 use server::{Server, State, describe};
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, mpsc};
 use std::thread;
+use std::time::{Duration, Instant};
 
 /// Every MCP tool name starts with this.
 pub const PREFIX: &str = "mcp__";
@@ -74,29 +75,39 @@ impl McpServers {
     }
 
     // ANCHOR: ensure_started
-    /// Starts every server not started yet, in parallel, each within its start-up timeout;
-    /// one warning line per server that fails. Then the tool names are assigned again.
-    pub fn ensure_started(&self) {
-        let waiting: Vec<&Mutex<Server>> =
-            self.servers.iter().filter(|server| lock(server).state == State::NotStarted).collect();
+    /// Starts every server not started yet (and, with `retry_failed`, those that failed), in
+    /// parallel, each within its start-up timeout. A start that takes longer than
+    /// [`SLOW_START`] is said to be under way, so a long wait (`npx` downloading a server) is
+    /// never a silent one; then one line per server that started late or failed. The tool
+    /// names are assigned again at the end.
+    pub fn ensure_started(&self, retry_failed: bool) {
+        let waiting: Vec<&Mutex<Server>> = self
+            .servers
+            .iter()
+            .filter(|server| match lock(server).state {
+                State::NotStarted => true,
+                State::Failed(_) => retry_failed,
+                State::Running | State::Exited(_) => false,
+            })
+            .collect();
         if waiting.is_empty() {
             return;
         }
+        // What the notice names, read before the servers' locks are held by their starts.
+        let labels: Vec<String> = waiting.iter().map(|server| starting_label(&lock(server).config)).collect();
+        let names: Vec<String> = waiting.iter().map(|server| lock(server).config.name.clone()).collect();
+        let (done, finished) = mpsc::channel();
         thread::scope(|scope| {
-            for server in waiting {
+            for (index, server) in waiting.iter().enumerate() {
+                let done = done.clone();
                 scope.spawn(move || {
-                    let mut server = lock(server);
-                    if let Err(error) = server.start() {
-                        let why = describe(&error);
-                        server.stop();
-                        server.state = match error {
-                            rpc::RpcError::Interrupted => State::NotStarted, // tried again next turn
-                            _ => State::Failed(why.clone()),
-                        };
-                        warn(&format!("MCP server `{}` not started: {why}", server.config.name));
-                    }
+                    let started = Instant::now();
+                    let outcome = start_one(&mut lock(server));
+                    let _ = done.send((index, outcome, started.elapsed()));
                 });
             }
+            drop(done);
+            report_starts(&finished, &names, &labels);
         });
         self.assign_names();
     }
@@ -142,7 +153,7 @@ impl McpServers {
 
     /// The schemas of every tool of every started server.
     pub fn schemas(&self) -> Vec<Value> {
-        self.ensure_started();
+        self.ensure_started(false);
         let names = lock(&self.names);
         names
             .iter()
@@ -177,12 +188,12 @@ impl McpServers {
         }
     }
 
-    /// `/mcp`: each server, its state and its tools.
+    /// `/mcp`: each server, its state and its tools, after trying again those that failed.
     pub fn report(&self) -> String {
         if self.servers.is_empty() {
             return "no MCP servers (add them to .mcp.json or ~/.config/mini-agent/mcp.json)".into();
         }
-        self.ensure_started();
+        self.ensure_started(true); // a server that failed is tried again here
         let names = lock(&self.names);
         let mut lines = Vec::new();
         for (index, server) in self.servers.iter().enumerate() {
@@ -207,8 +218,94 @@ impl McpServers {
     }
 }
 
+/// What one start thread reports: which server, its tools or the warning, and how long it took.
+type Started = (usize, Result<usize, String>, Duration);
+
+/// Says which starts are still waiting once [`SLOW_START`] has passed, then how each of those
+/// ended; a failure is a warning whenever it comes. Returns when every start has reported.
+fn report_starts(finished: &mpsc::Receiver<Started>, names: &[String], labels: &[String]) {
+    let (mut noticed, notice_at) = (false, Instant::now() + SLOW_START);
+    let mut left: Vec<usize> = (0..names.len()).collect();
+    while !left.is_empty() {
+        let next = match noticed {
+            true => finished.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+            false => finished.recv_timeout(notice_at.saturating_duration_since(Instant::now())),
+        };
+        let (index, outcome, took) = match next {
+            Ok(report) => report,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return, // a start thread died
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                noticed = true;
+                for &index in &left {
+                    say(&format!("starting {}…", labels[index]));
+                }
+                continue;
+            }
+        };
+        left.retain(|&waiting| waiting != index);
+        match outcome {
+            Err(why) => warn(&why),
+            Ok(tools) if noticed => {
+                let tools = crate::text::plural(tools, "tool");
+                say(&format!(
+                    "MCP server `{}` started in {:.1} s ({tools})",
+                    names[index],
+                    took.as_secs_f64()
+                ));
+            }
+            Ok(_) => {}
+        }
+    }
+}
+
+/// How long a start may take before the person is told it is under way.
+pub const SLOW_START: Duration = Duration::from_secs(1);
+
+/// `MCP server `files` (npx -y …), waiting up to 30 s …`: what is being waited for.
+fn starting_label(config: &ServerConfig) -> String {
+    let mut command = config.command.clone();
+    for word in &config.args {
+        command.push(' ');
+        command.push_str(word);
+    }
+    format!(
+        "MCP server `{}` ({}), waiting up to {} (Ctrl+C stops the wait)",
+        config.name,
+        crate::text::shorten(&command, 60),
+        server::seconds(config.startup_timeout)
+    )
+}
+
+/// Starts one server: how many tools it listed, or the warning line.
+fn start_one(server: &mut Server) -> Result<usize, String> {
+    match server.start() {
+        Ok(()) => Ok(server.tools.len()),
+        Err(error) => {
+            let mut why = describe(&error);
+            if let rpc::RpcError::Timeout(_) = error {
+                // The one limit a person can change: name it, and where it is set.
+                why.push_str(&format!(
+                    " (raise its \"startup_timeout\" in {} if it needs longer)",
+                    server.config.source.display()
+                ));
+            }
+            server.stop();
+            server.state = match error {
+                rpc::RpcError::Interrupted => State::NotStarted, // tried again next turn
+                _ => State::Failed(why.clone()),
+            };
+            Err(format!("MCP server `{}` not started: {why}; /mcp tries again", server.config.name))
+        }
+    }
+}
+
 fn warn(line: &str) {
-    eprintln!("mini-agent: warning: {}", redactor().redact_line(&sanitize(line)));
+    say(&format!("warning: {line}"));
+}
+
+/// One line on stderr, for the person: made safe to print, with no key in it.
+fn say(line: &str) {
+    eprintln!("mini-agent: {}", redactor().redact_line(&sanitize(line)));
 }
 
 /// The six tools plus every server's: `mcp__…` calls go to their server, the rest inside.

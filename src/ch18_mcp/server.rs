@@ -166,7 +166,7 @@ pub fn describe(error: &RpcError) -> String {
     }
 }
 
-fn seconds(duration: Duration) -> String {
+pub(crate) fn seconds(duration: Duration) -> String {
     match duration.as_secs() {
         0 => format!("{} ms", duration.as_millis()),
         1 => "1 s".into(),

@@ -63,7 +63,7 @@ fn lists_every_page_and_calls_with_arguments() {
 fn a_server_killed_mid_call_is_an_unknown_outcome_and_restarts() {
     let root = Root::new("mcp-die");
     let servers = McpServers::new(vec![fake(&root, &[])], root.path());
-    servers.ensure_started();
+    servers.ensure_started(false);
     let died = servers.call(&call("mcp__fake__die", "{}"));
     assert_eq!(died.status, ToolStatus::Unknown, "{}", died.content);
     assert!(died.content.contains("killed by signal 9"), "{}", died.content);
@@ -120,6 +120,27 @@ fn servers_that_never_start_are_reported_and_skipped() {
     assert!(report.contains("junk · failed"), "{report}");
     let not_run = servers.call(&call("mcp__fake__echo", "{}"));
     assert_eq!(not_run.status, ToolStatus::Ok);
+}
+
+#[test]
+fn a_server_that_failed_to_start_is_tried_again_by_mcp() {
+    let root = Root::new("mcp-retry");
+    let go = root.join("go");
+    let mut slow = fake(&root, &[("FAKE_GO", go.to_str().unwrap())]);
+    slow.startup_timeout = Duration::from_millis(300);
+    let servers = McpServers::new(vec![slow], root.path());
+    assert!(servers.schemas().is_empty());
+    let report = servers.report();
+    assert!(
+        report.contains("fake · failed: no answer within 300 ms (raise its \"startup_timeout\" in"),
+        "{report}"
+    );
+    // The next turn does not wait for it again; `/mcp` does, and now it answers.
+    std::fs::write(&go, "").unwrap();
+    assert!(servers.schemas().is_empty(), "a turn does not retry a failed start");
+    let report = servers.report();
+    assert!(report.contains("fake · running"), "{report}");
+    assert_eq!(servers.schemas().len(), 6);
 }
 
 #[test]
