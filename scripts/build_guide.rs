@@ -6,7 +6,7 @@
 //! cargo run --release --bin build-guide -- --check   # every check; exit 1 with file:line lines
 //! cargo run --release --bin build-guide -- --accept 03-tools.md#dispatch   # record a translation
 //! cargo run --release --bin build-guide -- --stats   # reading cost: words, characters, code lines, listing lengths
-//! cargo run --release --bin build-guide -- --run-examples target/snapshots  # run every "Run it"
+//! cargo run --release --bin build-guide -- --run-examples target/snapshots [NN…]  # run every "Run it" (or chapter NN's)
 //! ```
 //!
 //! It is a package of its own, `scripts/guide/Cargo.toml` (this file is its binary, its
@@ -366,6 +366,7 @@ pub fn build(root: &Path) -> Build {
     compare::languages(&sources.languages, &mut diagnostics);
     shape::check_book(root, &sources.languages, &mut diagnostics);
     examples::compare_languages(&sources.languages, &mut diagnostics);
+    examples::state_paths::check(&sources.languages, &mut diagnostics);
     let records = translations::load(root, &mut diagnostics);
     translations::check(&records, &pairs(&sources.languages), &mut diagnostics);
 
@@ -531,7 +532,7 @@ fn repository_root() -> PathBuf {
 }
 
 const USAGE: &str =
-    "usage: build-guide [--check | --stats | --accept [NN-slug.md[#id]]... | --run-examples DIR]";
+    "usage: build-guide [--check | --stats | --accept [NN-slug.md[#id]]... | --run-examples DIR [NN]...]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

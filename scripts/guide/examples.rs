@@ -1,24 +1,29 @@
-//! "Run it", checked: the console examples of each chapter are run against that chapter's
-//! state, so the output the book shows cannot go stale.
+//! "Run it", checked: the console examples of each chapter are run against the chapter states,
+//! so the output the book shows cannot go stale, and what is checked is what the reader types.
+//!
+//! A "Run it" section is the one under a heading whose id ends in `-run-it`
+//! (`## Run it {#tools-run-it}`) or whose title is `Run it`, down to the next heading of the
+//! same or a higher level.
+//!
+//! Each chapter's binary is `target/snapshots/chNN/mini-agent`, and a "Run it" runs it by that
+//! path, `$STATES/chNN/mini-agent` (`guide/state_paths.rs` says why, and checks it).
 //!
 //! `build-guide --run-examples DIR` runs, for every English chapter, the ```` ```console ````
-//! blocks of its "Run it" section: the section under a heading whose id ends in `-run-it`
-//! (`## Run it {#tools-run-it}`) or whose title is `Run it`, down to the next heading of the
-//! same or a higher level. In a block:
+//! blocks of its "Run it" section. In a block:
 //!
 //! * a line starting `$ ` is a command (a line ending in `\` continues on the next one),
 //!   run with `sh -c` in a fresh temporary directory per block, the workspace: every command of
-//!   a block runs there in turn, so later commands see what earlier ones wrote. `HOME` and the
-//!   XDG directories point inside it, `PATH` starts with `DIR/chNN` so that `mini-agent` is
-//!   chapter NN's snapshot binary `DIR/chNN/mini-agent` (NN from the file name), and nothing
-//!   else is inherited: no `OPENAI_API_KEY`, no `MINI_AGENT_*` settings, no proxy. Examples
-//!   are offline (`--demo`, or a loopback server the block starts). Standard input is empty.
-//!   A numbered chapter without its binary is an error; an unnumbered one (the preface, the
-//!   appendix) runs against the highest-numbered chapter in `DIR`.
+//!   a block runs there in turn, so later commands see what earlier ones wrote. `STATES` is DIR,
+//!   as the reader set it; `HOME` and the XDG directories point inside the workspace; `PATH` is
+//!   the system's alone (`/usr/local/bin:/usr/bin:/bin`), so a bare `mini-agent` is not found;
+//!   and nothing else is inherited: no `OPENAI_API_KEY`, no `MINI_AGENT_*` settings, no proxy.
+//!   Examples are offline (`--demo`, or a loopback server the block starts). Standard input is
+//!   empty. A block that names a state DIR does not hold is an error.
 //! * the lines after a command, up to the next command or the block's end, are its expected
 //!   output: stdout and stderr merged in the order written (`2>&1` into one pipe).
-//! * the command must exit 0, unless it ends with a comment `# exit N` (`$ mini-agent -p hi
-//!   # exit 1`): still valid shell when a reader copies it, and it tells the reader the status.
+//! * the command must exit 0, unless it ends with a comment `# exit N`
+//!   (`$ $STATES/ch02/mini-agent -p hi   # exit 1`): still valid shell when a reader copies it,
+//!   and it tells the reader the status.
 //!
 //! Masks (trycmd's conventions): `[..]` in an expected line matches any text within that line
 //! (ids, times, paths), and a line that is just `...` matches any number of lines. ANSI escapes
@@ -32,6 +37,7 @@
 
 use crate::chapters::Chapter;
 use crate::{Diagnostic, Language};
+use state_paths::{Invocation, STATES, block_commands, invocations};
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -58,13 +64,17 @@ pub struct Example {
     pub expected: Vec<String>,
 }
 
-fn heading(line: &str) -> Option<(usize, &str)> {
+pub fn heading_level(line: &str) -> Option<usize> {
+    heading(line).map(|(level, _)| level)
+}
+
+pub fn heading(line: &str) -> Option<(usize, &str)> {
     let level = line.chars().take_while(|c| *c == '#').count();
     (level > 0 && line[level..].starts_with(' ')).then(|| (level, line[level..].trim()))
 }
 
 /// A heading's text and id: `Run it {#tools-run-it}` → ("Run it", "tools-run-it").
-fn title_and_id(title: &str) -> (&str, &str) {
+pub fn title_and_id(title: &str) -> (&str, &str) {
     match title.rsplit_once("{#") {
         Some((text, id)) => (text.trim(), id.trim_end_matches('}').trim()),
         None => (title, ""),
@@ -83,27 +93,41 @@ pub fn run_it_blocks(text: &str) -> Vec<ConsoleBlock> {
 
 /// The console blocks of the sections `select` picks (by heading text and id), with the id.
 pub fn console_blocks(text: &str, select: &dyn Fn(&str, &str) -> bool) -> Vec<(String, ConsoleBlock)> {
+    code_blocks(text, select)
+        .into_iter()
+        .filter(|(_, language, _)| language == "console")
+        .map(|(id, _, block)| (id, block))
+        .collect()
+}
+
+/// Every fenced block of the sections `select` picks: the section's id, the block's language
+/// word, and its lines.
+pub fn code_blocks(text: &str, select: &dyn Fn(&str, &str) -> bool) -> Vec<(String, String, ConsoleBlock)> {
     let mut blocks = Vec::new();
     let mut section: Option<(usize, String)> = None; // the selected heading we are under
-    let mut fence: Option<(String, Option<ConsoleBlock>)> = None;
+    let mut fence: Option<(String, Option<(String, ConsoleBlock)>)> = None;
     for (index, line) in text.lines().enumerate() {
         if let Some((marker, block)) = &mut fence {
             if line.trim() == marker.as_str() {
-                if let (Some(block), Some((_, id))) = (block.take(), &section) {
-                    blocks.push((id.clone(), block));
+                if let (Some((language, block)), Some((_, id))) = (block.take(), &section) {
+                    blocks.push((id.clone(), language, block));
                 }
                 fence = None;
-            } else if let Some(block) = block {
+            } else if let Some((_, block)) = block {
                 block.lines.push(line.to_string());
             }
             continue;
         }
         let trimmed = line.trim_start();
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            let marker: String = trimmed.chars().take_while(|c| *c == '`' || *c == '~').collect();
-            let info = trimmed[marker.len()..].trim();
-            let console = section.is_some() && crate::listings::fence_language(info) == "console";
-            fence = Some((marker, console.then(|| ConsoleBlock { line: index + 2, lines: Vec::new() })));
+        // A fence opens with three or more backticks (or tildes) and an info string; one whose
+        // info holds a backtick is inline code at the start of a line, not a fence (CommonMark).
+        let marker: String = trimmed.chars().take_while(|c| *c == '`' || *c == '~').collect();
+        let info = trimmed[marker.len()..].trim();
+        let fence_opens = (marker.starts_with("```") && !info.contains('`')) || marker.starts_with("~~~");
+        if fence_opens {
+            let language = crate::listings::fence_language(info).to_string();
+            let block = ConsoleBlock { line: index + 2, lines: Vec::new() };
+            fence = Some((marker, section.is_some().then_some((language, block))));
             continue;
         }
         if let Some((level, title)) = heading(line) {
@@ -255,33 +279,33 @@ fn small_diff(expected: &[String], actual: &[String], at: (usize, usize)) -> Str
     diff
 }
 
-/// The environment of a block: the workspace, and where `mini-agent` is found.
+/// The environment of a block: the workspace, and the directory of the chapter states.
 struct Sandbox {
     dir: PathBuf,
-    bin: PathBuf,
+    states: PathBuf,
     /// Process groups started here, killed when the block is done (a server it left running).
     groups: std::cell::RefCell<Vec<u32>>,
 }
 
 impl Sandbox {
-    fn new(bin: PathBuf) -> std::io::Result<Sandbox> {
+    fn new(states: PathBuf) -> std::io::Result<Sandbox> {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let serial = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("run-it-{}-{serial}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
-        Ok(Sandbox { dir: dir.canonicalize()?, bin, groups: Default::default() })
+        Ok(Sandbox { dir: dir.canonicalize()?, states, groups: Default::default() })
     }
 
     /// Runs one command: merged output and exit status (`None` when killed after [`TIMEOUT`]).
     fn run(&self, command: &str) -> std::io::Result<(String, Option<i32>)> {
-        let path = format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display());
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(format!("exec 2>&1\n{command}"))
             .current_dir(&self.dir)
             .env_clear()
-            .env("PATH", path)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env(STATES, &self.states)
             .env("HOME", &self.dir)
             .env("XDG_CONFIG_HOME", self.dir.join(".config"))
             .env("XDG_DATA_HOME", self.dir.join(".local/share"))
@@ -345,31 +369,10 @@ impl Drop for Sandbox {
     }
 }
 
-/// The directory holding a chapter's binary: `DIR/chNN`, or for an unnumbered chapter the
-/// highest-numbered one present.
-fn binary_dir(dir: &Path, chapter: &Chapter) -> Result<PathBuf, String> {
-    if chapter.number.is_some() {
-        let state = dir.join(format!("ch{}", &chapter.name[..2]));
-        return if state.join("mini-agent").is_file() {
-            Ok(state)
-        } else {
-            Err(format!("no binary {}/mini-agent for this chapter's \"Run it\"", state.display()))
-        };
-    }
-    let mut states: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|error| format!("cannot list {}: {error}", dir.display()))?
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.join("mini-agent").is_file())
-        .collect();
-    states.sort();
-    states.pop().ok_or_else(|| format!("no chapter binary under {}", dir.display()))
-}
-
 /// Chapters whose "Run it" was recorded with the finished program and still differs from what
-/// their own state prints (an earlier chapter has no `-c`, no tool lines of chapter 4, …). They
-/// are reported as pending on every run, never as checked, and this list only shrinks: rewrite
-/// a chapter's blocks against `target/snapshots/chNN/mini-agent`, then remove it here.
+/// their own state prints. They are reported as pending on every run, never as checked, and
+/// this list only shrinks: rewrite a chapter's blocks against `$STATES/chNN/mini-agent`, then
+/// remove it here.
 pub const PENDING: &[&str] = &[];
 
 fn pending(chapter: &Chapter) -> bool {
@@ -377,23 +380,32 @@ fn pending(chapter: &Chapter) -> bool {
     PENDING.contains(&name)
 }
 
-/// Runs every English chapter's "Run it" console blocks; returns the problems and the number of
-/// commands checked.
+/// The states a block runs that `states` does not hold: `states/chNN/mini-agent` paths.
+fn missing_states(block: &ConsoleBlock, states: &Path) -> Vec<PathBuf> {
+    let mut missing: Vec<PathBuf> = block_commands("console", block)
+        .iter()
+        .flat_map(|(_, command)| invocations(command))
+        .filter_map(|invocation| match invocation {
+            Invocation::State(state) => Some(states.join(format!("ch{state:02}")).join("mini-agent")),
+            _ => None,
+        })
+        .filter(|binary| !binary.is_file())
+        .collect();
+    missing.dedup();
+    missing
+}
+
+/// Runs every English chapter's "Run it" console blocks against the states in `dir`; returns
+/// the problems and the number of commands checked.
 pub fn run(chapters: &[Chapter], dir: &Path) -> (Vec<Diagnostic>, usize) {
     let mut diagnostics = Vec::new();
     let mut checked = 0;
+    let states = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     for chapter in chapters {
         let blocks = run_it_blocks(&chapter.text);
         if blocks.is_empty() || pending(chapter) {
             continue;
         }
-        let bin = match binary_dir(dir, chapter) {
-            Ok(bin) => bin.canonicalize().unwrap_or(bin),
-            Err(message) => {
-                diagnostics.push(Diagnostic::new(&chapter.path, blocks[0].line, message));
-                continue;
-            }
-        };
         for block in &blocks {
             let examples = match examples(block) {
                 Ok(examples) => examples,
@@ -402,7 +414,20 @@ pub fn run(chapters: &[Chapter], dir: &Path) -> (Vec<Diagnostic>, usize) {
                     continue;
                 }
             };
-            let sandbox = match Sandbox::new(bin.clone()) {
+            let missing = missing_states(block, dir);
+            if !missing.is_empty() {
+                for binary in missing {
+                    let state =
+                        binary.parent().and_then(Path::file_name).unwrap_or_default().to_string_lossy();
+                    let message = format!(
+                        "no binary {} for this \"Run it\" (build it: scripts/snapshots --only {state} --no-tests)",
+                        binary.display()
+                    );
+                    diagnostics.push(Diagnostic::new(&chapter.path, block.line, message));
+                }
+                continue;
+            }
+            let sandbox = match Sandbox::new(states.clone()) {
                 Ok(sandbox) => sandbox,
                 Err(error) => {
                     diagnostics.push(Diagnostic::new(
@@ -472,13 +497,18 @@ pub fn compare_languages(languages: &[Language], diagnostics: &mut Vec<Diagnosti
 
 /// `build-guide --run-examples DIR`: prints the problems, then how many commands were checked.
 pub fn main(root: &Path, args: &[String]) -> std::process::ExitCode {
-    let [dir] = args else {
-        eprintln!("usage: build-guide --run-examples DIR   (DIR/chNN/mini-agent per chapter)");
+    let Some((dir, only)) = args.split_first() else {
+        eprintln!(
+            "usage: build-guide --run-examples DIR [NN...]   (DIR/chNN/mini-agent per chapter, DIR is $STATES; NN: only these chapters)"
+        );
         return std::process::ExitCode::FAILURE;
     };
     let mut diagnostics = Vec::new();
-    let sources = crate::read_sources(root, &mut diagnostics);
-    let Some(english) = sources.languages.first() else { return std::process::ExitCode::FAILURE };
+    let mut sources = crate::read_sources(root, &mut diagnostics);
+    let Some(english) = sources.languages.first_mut() else { return std::process::ExitCode::FAILURE };
+    if !only.is_empty() {
+        english.chapters.retain(|chapter| only.iter().any(|name| chapter.name.starts_with(name.as_str())));
+    }
     let (problems, checked) = run(&english.chapters, Path::new(dir));
     for problem in &problems {
         println!("{problem}");
@@ -492,6 +522,9 @@ pub fn main(root: &Path, args: &[String]) -> std::process::ExitCode {
     }
     if problems.is_empty() { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE }
 }
+
+#[path = "state_paths.rs"]
+pub mod state_paths;
 
 #[cfg(test)]
 #[path = "examples_tests.rs"]

@@ -506,8 +506,9 @@ fn every_numbered_chapter_has_the_sections_of_the_shape_with_answered_exercises(
     fixture.assert_reports("guide/shape.txt:2", "a shape line is `id-suffix | English title | 中文标题`");
     fixture.write("guide/shape.txt", "run-it | Run it | 动手运行\nexercises | Exercises | 练习\n");
 
-    let tail =
-        |run: &str, exercises: &str, body: &str| format!("\n## {run}\n\nx\n\n## {exercises}\n\n{body}");
+    let tail = |run: &str, exercises: &str, body: &str| {
+        format!("\n## {run}\n\n`$STATES/ch01/mini-agent`\n\n## {exercises}\n\n{body}")
+    };
     let english = tail("Exercises {#intro-exercises}", "Try it {#intro-run-it}", "x\n");
     fixture.write("guide/en/01-intro.md", &(ENGLISH.to_string() + &english));
     fixture.assert_reports(
@@ -601,12 +602,12 @@ fn a_chinese_run_it_block_that_differs_from_the_english_is_reported() {
     fixture.edit(
         "guide/en/01-intro.md",
         "Some text.\n",
-        "Some text.\n\n## Run it {#intro-run}\n\n```console\n$ mini-agent --demo -p hi\nhello\n```\n",
+        "Some text.\n\n## Run it {#intro-run}\n\n```console\n$ $STATES/ch01/mini-agent --demo -p hi\nhello\n```\n",
     );
     fixture.edit(
         "guide/zh/01-intro.md",
         "一些文字。\n",
-        "一些文字。\n\n## 运行 {#intro-run}\n\n```console\n$ mini-agent --demo -p hi\n你好\n```\n",
+        "一些文字。\n\n## 运行 {#intro-run}\n\n```console\n$ $STATES/ch01/mini-agent --demo -p hi\n你好\n```\n",
     );
     fixture.assert_reports(
         "guide/zh/01-intro.md:12",
@@ -614,6 +615,28 @@ fn a_chinese_run_it_block_that_differs_from_the_english_is_reported() {
     );
     fixture.edit("guide/zh/01-intro.md", "你好\n", "hello\n");
     assert!(!fixture.diagnostics().iter().any(|line| line.contains("Run it")), "{:?}", fixture.diagnostics());
+}
+
+#[test]
+fn a_run_it_that_runs_no_state_by_its_path_is_reported() {
+    let fixture = Fixture::new("run-it-states");
+    let section = "\n\n## Run it {#intro-run-it}\n\n```sh\ncargo build\nexport PATH=\"$PWD/target/debug:$PATH\"\n```\n\n```console\n$ mini-agent --demo -p hi\nhello\n$ target/debug/mini-agent -p hi\n$ $STATES/ch02/mini-agent -p hi\n```\n\n```sh\ncargo run -- --demo\n```\n";
+    fixture.edit("guide/en/01-intro.md", "Some text.\n", &format!("Some text.{section}"));
+    fixture.assert_reports("guide/en/01-intro.md:9", "\"Run it\" names no chapter state");
+    fixture.assert_reports(
+        "guide/en/01-intro.md:17",
+        "runs `mini-agent`, which is whatever the last build left",
+    );
+    fixture.assert_reports("guide/en/01-intro.md:19", "runs `target/debug/mini-agent`");
+    fixture.assert_reports("guide/en/01-intro.md:20", "runs chapter 2's state in chapter 1");
+    fixture.assert_reports("guide/en/01-intro.md:24", "uses `cargo run`");
+    let fixed = section.replace("$ mini-agent", "$ $STATES/ch01/mini-agent");
+    let fixed = fixed.replace("target/debug/mini-agent -p hi\n$ $STATES/ch02", "$STATES/ch01");
+    let fixed = fixed.replace("cargo run -- --demo", "cargo test --features ch01");
+    fixture.edit("guide/en/01-intro.md", section, &fixed);
+    let left: Vec<String> =
+        fixture.diagnostics().into_iter().filter(|line| line.starts_with("guide/en/")).collect();
+    assert_eq!(left, Vec::<String>::new());
 }
 
 #[test]

@@ -120,11 +120,12 @@ fn unknown_arguments_and_unknown_sections_fail_without_writing() {
     assert!(!exists(&checkout.path("guide/zh/.translated.json")));
 }
 
-/// A chapter whose "Run it" runs a fake `mini-agent` (a shell script in `snapshots/ch01/`).
+/// A chapter whose "Run it" runs a fake `mini-agent` (a shell script in `snapshots/ch01/`) by
+/// its path, `$STATES/ch01/mini-agent`, as the reader does.
 fn checkout_with_run_it(name: &str, expected: &str) -> Checkout {
     let checkout = Checkout::new(name);
     let run_it = format!(
-        "\n## Run it {{#intro-run-it}}\n\n```console\n$ mini-agent --demo -p hi\n{expected}$ mini-agent --fail   # exit 3\nno such flag\n$ echo $HOME $OPENAI_API_KEY > home && cat home | grep -c \"^$PWD$\"\n1\n```\n"
+        "\n## Run it {{#intro-run-it}}\n\n```console\n$ $STATES/ch01/mini-agent --demo -p hi\n{expected}$ $STATES/ch01/mini-agent --fail   # exit 3\nno such flag\n$ echo $HOME $OPENAI_API_KEY > home && cat home | grep -c \"^$PWD$\"\n1\n$ mini-agent   # exit 127\n...\n```\n"
     );
     checkout.write("guide/en/01-intro.md", &format!("# Intro {{#intro}}\n\nHello.\n{run_it}"));
     checkout.write(
@@ -144,7 +145,7 @@ fn run_examples_runs_each_command_against_the_chapters_binary_with_masks() {
     let output = checkout.run(&["--run-examples", "snapshots"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!((output.status.code(), stdout(&output)), (Some(0), String::new()), "{stderr}");
-    assert!(stderr.contains("3 \"Run it\" commands checked"), "{stderr}");
+    assert!(stderr.contains("4 \"Run it\" commands checked"), "{stderr}");
 
     let dots = checkout_with_run_it("run-it-dots", "...\n");
     assert_eq!(dots.run(&["--run-examples", "snapshots"]).status.code(), Some(0));
