@@ -25,6 +25,12 @@ pub(crate) const JOURNAL_MAX_BYTES: u64 = 256 << 20;
 
 // ANCHOR: check_dirs
 impl SessionStore {
+    /// The sessions of a workspace whose files may have been planted: each session file is
+    /// read as [`open_journal`] opens it, for `-c` and `/list` too.
+    pub fn of_workspace(root: &Path) -> SessionStore {
+        SessionStore::new(root).opening_with(|path| open_journal(path, false))
+    }
+
     /// `.mini_agent/` and `.mini_agent/sessions/`, where they exist, must be directories of
     /// this root: a symlink would send every record (and `-c`'s choice) somewhere else.
     pub fn check_dirs(&self) -> Result<(), Error> {

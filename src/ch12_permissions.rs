@@ -12,6 +12,7 @@
 //! through its own terminal handling and tests can answer from a script.
 
 use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools, plural};
+use crate::ch03_tools::Workspace;
 use crate::ch04_terminal::question_open;
 use crate::ch04_terminal::ready::{Ready, read_when_ready};
 use crate::ch04_terminal::sanitize::sanitize_command;
@@ -21,62 +22,63 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 
 // ANCHOR: policy
-/// What a tool call needs beyond reading.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Permission {
-    Write,
-    Shell,
-    #[cfg(feature = "ch18")]
-    Mcp, // a call to an MCP server's tool (chapter 18): unknown side effects, like `bash`
+/// Tools that say which permission a call needs (`None`: it only reads, and is free). The gate
+/// asks the tools, so it knows no tool by name: a later chapter's tools (chapter 18's MCP
+/// servers) bring their own permission.
+pub trait Guarded: Tools {
+    fn permission(&self, call: &ToolCall) -> Option<Permission>;
 }
 
-/// The permissions granted up front, from `--allow-write` and `--allow-shell`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Permissions {
-    pub allow_write: bool,
-    pub allow_shell: bool,
-    #[cfg(feature = "ch18")]
-    pub allow_mcp: bool,
-}
-
-/// The whole policy: which tool needs what. Everything else is free.
-pub(crate) fn permission_needed(tool: &str) -> Option<Permission> {
-    match tool {
-        "write_file" | "edit_file" => Some(Permission::Write),
-        "bash" => Some(Permission::Shell),
-        #[cfg(feature = "ch18")]
-        name if name.starts_with(crate::ch18_mcp::PREFIX) => Some(Permission::Mcp),
-        _ => None,
+/// The whole policy of chapter 3's six tools: writing files and running the shell. Everything
+/// else is free.
+impl Guarded for Workspace {
+    fn permission(&self, call: &ToolCall) -> Option<Permission> {
+        match call.name.as_str() {
+            "write_file" | "edit_file" => Some(WRITE),
+            "bash" => Some(SHELL),
+            _ => None,
+        }
     }
 }
 // ANCHOR_END: policy
 
 // ANCHOR: permission_words
-impl Permission {
-    fn flag(self) -> &'static str {
-        match self {
-            Permission::Write => "--allow-write",
-            Permission::Shell => "--allow-shell",
-            #[cfg(feature = "ch18")]
-            Permission::Mcp => "--allow-mcp",
-        }
+/// What a tool call needs beyond reading: named by the flag that grants it for the whole run,
+/// with the words the question and the denial use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Permission {
+    /// `--allow-write`: what the denial tells the person (and the model) to pass.
+    pub flag: &'static str,
+    /// `writing files`: what the denied call was doing.
+    pub activity: &'static str,
+    /// `file writes`: what `a` allows for the rest of the session.
+    pub scope: &'static str,
+}
+
+pub const WRITE: Permission =
+    Permission { flag: "--allow-write", activity: "writing files", scope: "file writes" };
+pub const SHELL: Permission =
+    Permission { flag: "--allow-shell", activity: "running shell commands", scope: "shell commands" };
+
+/// The permissions granted: up front by their flags, and in a session by the person's `a`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Permissions {
+    flags: Vec<&'static str>,
+}
+
+impl Permissions {
+    /// The permissions whose flags are among `given`.
+    pub fn granting(given: impl IntoIterator<Item = &'static str>) -> Permissions {
+        Permissions { flags: given.into_iter().collect() }
     }
 
-    fn activity(self) -> &'static str {
-        match self {
-            Permission::Write => "writing files",
-            Permission::Shell => "running shell commands",
-            #[cfg(feature = "ch18")]
-            Permission::Mcp => "calling MCP tools",
-        }
+    pub fn allows(&self, permission: Permission) -> bool {
+        self.flags.contains(&permission.flag)
     }
 
-    fn scope(self) -> &'static str {
-        match self {
-            Permission::Write => "file writes",
-            Permission::Shell => "shell commands",
-            #[cfg(feature = "ch18")]
-            Permission::Mcp => "MCP calls",
+    fn grant(&mut self, permission: Permission) {
+        if !self.allows(permission) {
+            self.flags.push(permission.flag);
         }
     }
 }
@@ -102,13 +104,13 @@ pub trait Prompter {
 
 // ANCHOR: gate
 /// Wraps any tools with the permission policy.
-pub struct Gate<T: Tools> {
+pub struct Gate<T: Guarded> {
     inner: T,
     granted: Permissions,
     prompter: Option<Box<dyn Prompter>>,
 }
 
-impl<T: Tools> Gate<T> {
+impl<T: Guarded> Gate<T> {
     /// `prompter` is `None` when there is nobody to ask (no terminal, `--json`, scripts):
     /// then whatever was not granted up front is denied.
     pub fn new(inner: T, granted: Permissions, prompter: Option<Box<dyn Prompter>>) -> Gate<T> {
@@ -116,8 +118,8 @@ impl<T: Tools> Gate<T> {
     }
 
     /// The permissions held now, including those the user granted with `a`.
-    pub fn granted(&self) -> Permissions {
-        self.granted
+    pub fn granted(&self) -> &Permissions {
+        &self.granted
     }
     // ANCHOR_END: gate
 
@@ -128,37 +130,19 @@ impl<T: Tools> Gate<T> {
     pub fn inner_mut(&mut self) -> &mut T {
         &mut self.inner
     }
-
-    fn is_granted(&self, needed: Permission) -> bool {
-        match needed {
-            Permission::Write => self.granted.allow_write,
-            Permission::Shell => self.granted.allow_shell,
-            #[cfg(feature = "ch18")]
-            Permission::Mcp => self.granted.allow_mcp,
-        }
-    }
-
-    fn grant(&mut self, needed: Permission) {
-        match needed {
-            Permission::Write => self.granted.allow_write = true,
-            Permission::Shell => self.granted.allow_shell = true,
-            #[cfg(feature = "ch18")]
-            Permission::Mcp => self.granted.allow_mcp = true,
-        }
-    }
 }
 
 // ANCHOR: gate_run
-impl<T: Tools> Tools for Gate<T> {
+impl<T: Guarded> Tools for Gate<T> {
     fn schemas(&self) -> Vec<Value> {
         self.inner.schemas()
     }
 
     fn run(&mut self, call: &ToolCall) -> ToolOutput {
-        let Some(needed) = permission_needed(&call.name) else {
+        let Some(needed) = self.inner.permission(call) else {
             return self.inner.run(call);
         };
-        if self.is_granted(needed) {
+        if self.granted.allows(needed) {
             return self.inner.run(call);
         }
         let answer = match self.prompter.as_mut() {
@@ -166,8 +150,7 @@ impl<T: Tools> Tools for Gate<T> {
             None => {
                 let content = format!(
                     "denied: {} needs permission; rerun with {} (or approve at the prompt in the REPL)",
-                    needed.activity(),
-                    needed.flag()
+                    needed.activity, needed.flag
                 );
                 return ToolOutput { content, status: ToolStatus::Denied };
             }
@@ -177,7 +160,7 @@ impl<T: Tools> Tools for Gate<T> {
         match answer {
             Answer::Once => self.inner.run(call),
             Answer::Always => {
-                self.grant(needed);
+                self.granted.grant(needed);
                 self.inner.run(call)
             }
             Answer::Deny(reason) => {
@@ -291,7 +274,7 @@ pub fn ask_with(call: &ToolCall, needed: Permission, mut ask: impl FnMut(&str) -
     let shown = describe(call);
     let mut viewed = shown.hidden == 0;
     let view = if viewed { "" } else { "  [v] view all" };
-    let allow = format!("allow? [y] once  [a] all {} this session  [n] no{view}: ", needed.scope());
+    let allow = format!("allow? [y] once  [a] all {} this session  [n] no{view}: ", needed.scope);
     let mut question = format!("{}\n{allow}", shown.text);
     loop {
         let Some(answer) = ask(&question) else {
@@ -388,6 +371,18 @@ mod tests {
             ToolOutput { content: format!("ran {}", call.name), status: ToolStatus::Ok }
         }
     }
+    /// The workspace's policy, and a tool of its own that needs a permission of its own.
+    impl Guarded for Recorder {
+        fn permission(&self, call: &ToolCall) -> Option<Permission> {
+            match call.name.as_str() {
+                "deploy" => Some(DEPLOY),
+                "write_file" | "edit_file" => Some(WRITE),
+                "bash" => Some(SHELL),
+                _ => None,
+            }
+        }
+    }
+    const DEPLOY: Permission = Permission { flag: "--allow-deploy", activity: "deploying", scope: "deploys" };
 
     /// What a scripted prompter was asked: tool name and permission, in order.
     type Asked = Arc<Mutex<Vec<(String, Permission)>>>;
@@ -426,15 +421,9 @@ mod tests {
 
     #[test]
     fn flags_grant_without_asking() {
-        let granted = Permissions {
-            allow_write: true,
-            allow_shell: true,
-            #[cfg(feature = "ch18")]
-            allow_mcp: true,
-        };
+        let granted = Permissions::granting(["--allow-write", "--allow-shell", "--allow-deploy"]);
         let (mut gate, asked) = gate(granted, vec![]);
-        #[cfg(feature = "ch18")]
-        assert_eq!(gate.run(&call("mcp__files__write", "{}")).content, "ran mcp__files__write");
+        assert_eq!(gate.run(&call("deploy", "{}")).content, "ran deploy");
         for name in ["write_file", "edit_file", "bash"] {
             assert_eq!(gate.run(&call(name, "{}")).content, format!("ran {name}"));
         }
@@ -443,11 +432,7 @@ mod tests {
 
     #[test]
     fn without_a_prompter_the_denial_names_the_flag() {
-        let mut gate = Gate::new(
-            Recorder(Vec::new()),
-            Permissions { allow_write: true, ..Permissions::default() },
-            None,
-        );
+        let mut gate = Gate::new(Recorder(Vec::new()), Permissions::granting(["--allow-write"]), None);
         let denied = gate.run(&call("bash", r#"{"command":"ls"}"#));
         assert_eq!(
             denied,
@@ -459,6 +444,11 @@ mod tests {
         assert_eq!(gate.run(&call("edit_file", "{}")).status, ToolStatus::Ok);
         let mut gate = Gate::new(Recorder(Vec::new()), Permissions::default(), None);
         assert!(gate.run(&call("write_file", "{}")).content.contains("rerun with --allow-write"));
+        assert!(
+            gate.run(&call("deploy", "{}"))
+                .content
+                .starts_with("denied: deploying needs permission; rerun with --allow-deploy")
+        );
         assert!(gate.inner().0.is_empty(), "nothing ran");
     }
 
@@ -480,19 +470,14 @@ mod tests {
         );
         assert_eq!(gate.run(&call("bash", "{}")).status, ToolStatus::Ok); // answered `a`
         assert_eq!(gate.run(&call("bash", "{}")).status, ToolStatus::Ok); // not asked again
-        assert!(gate.granted().allow_shell);
+        assert!(gate.granted().allows(SHELL));
         let write_denied = gate.run(&call("write_file", "{}"));
         assert_eq!(
             write_denied.content,
             "denied: the user did not allow this write_file call; do not retry it as is"
         );
         let asked: Vec<(String, Permission)> = asked.lock().unwrap().clone();
-        let expected = [
-            ("bash", Permission::Shell),
-            ("bash", Permission::Shell),
-            ("bash", Permission::Shell),
-            ("write_file", Permission::Write),
-        ];
+        let expected = [("bash", SHELL), ("bash", SHELL), ("bash", SHELL), ("write_file", WRITE)];
         assert_eq!(asked, expected.map(|(name, permission)| (name.to_string(), permission)));
         assert_eq!(gate.inner().0, ["bash", "bash", "bash"]);
     }
@@ -507,7 +492,7 @@ mod tests {
         assert_eq!(closed.run(&write).status, ToolStatus::Denied);
         assert!(!root.join("new.txt").exists());
         assert_eq!(closed.run(&call("list_files", "{}")).content, "`.` is empty");
-        let allowed = Permissions { allow_write: true, ..Permissions::default() };
+        let allowed = Permissions::granting(["--allow-write"]);
         let mut open = Gate::new(Workspace::new(root).unwrap(), allowed, None);
         assert_eq!(open.run(&write).content, "created `new.txt`: wrote 2 bytes (+1 −0)");
         assert_eq!(std::fs::read_to_string(root.join("new.txt")).unwrap(), "hi");
@@ -537,24 +522,21 @@ mod tests {
     fn the_terminal_prompt_reads_y_a_n_and_a_reason() {
         let bash = call("bash", r#"{"command":"rm -rf build"}"#);
         let (mut prompter, screen) = terminal("maybe\ny\n");
-        assert_eq!(prompter.ask(&bash, Permission::Shell), Answer::Once);
+        assert_eq!(prompter.ask(&bash, SHELL), Answer::Once);
         let shown = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
         assert!(shown.contains("bash wants to run: rm -rf build"));
         assert!(shown.contains("please answer y, a or n"));
         let (mut prompter, _) = terminal("n keep the build dir\n");
-        assert_eq!(prompter.ask(&bash, Permission::Shell), Answer::Deny("keep the build dir".into()));
+        assert_eq!(prompter.ask(&bash, SHELL), Answer::Deny("keep the build dir".into()));
         let (mut prompter, _) = terminal("A\n");
-        assert_eq!(prompter.ask(&bash, Permission::Shell), Answer::Always);
+        assert_eq!(prompter.ask(&bash, SHELL), Answer::Always);
         let (mut prompter, _) = terminal("n\nkeep the build dir\n");
-        assert_eq!(prompter.ask(&bash, Permission::Shell), Answer::Deny("keep the build dir".into()));
+        assert_eq!(prompter.ask(&bash, SHELL), Answer::Deny("keep the build dir".into()));
         let (mut prompter, _) = terminal("");
-        assert_eq!(
-            prompter.ask(&bash, Permission::Shell),
-            Answer::Deny("no answer from the terminal".into())
-        );
+        assert_eq!(prompter.ask(&bash, SHELL), Answer::Deny("no answer from the terminal".into()));
         let write = call("write_file", r#"{"path":"a.txt","content":"hello"}"#);
         let (mut prompter, screen) = terminal("y\n");
-        prompter.ask(&write, Permission::Write);
+        prompter.ask(&write, WRITE);
         let shown = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
         assert!(shown.contains("write_file wants to write 5 bytes to a.txt"));
     }
@@ -564,7 +546,7 @@ mod tests {
         let hidden = format!("echo {}; touch X; {}", "a".repeat(2_000), "b".repeat(2_000));
         let long = call("bash", &serde_json::json!({ "command": hidden }).to_string());
         let (mut prompter, screen) = terminal("y\na\nv\ny\n");
-        assert_eq!(prompter.ask(&long, Permission::Shell), Answer::Once);
+        assert_eq!(prompter.ask(&long, SHELL), Answer::Once);
         let shown = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
         let (before, after) = shown.split_once("[v] view all").unwrap();
         assert!(!before.contains("touch X") && before.contains("characters hidden; answer v"), "{before}");
@@ -572,10 +554,7 @@ mod tests {
         assert!(after.contains(&hidden), "v shows the whole command");
         let rewritten = call("bash", r#"{"command":"rm -rf ~\r\u001b[2Kls"}"#);
         let (mut prompter, screen) = terminal("");
-        assert_eq!(
-            prompter.ask(&rewritten, Permission::Shell),
-            Answer::Deny("no answer from the terminal".into())
-        );
+        assert_eq!(prompter.ask(&rewritten, SHELL), Answer::Deny("no answer from the terminal".into()));
         let shown = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
         assert!(shown.contains("bash wants to run: rm -rf ~\\r\\x1b[2Kls"), "{shown:?}");
     }

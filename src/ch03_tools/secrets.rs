@@ -39,32 +39,47 @@ pub(crate) const REDACTED: &str = "[redacted]";
 pub(crate) const MIN_SECRET_BYTES: usize = 8;
 
 // ANCHOR: key_variables
-/// The environment variables that carry credentials the agent reads. `OPENAI_BASE_URL` joins
-/// them when it holds a password (`http://user:pass@host/v1`) or a token (`?api-key=…`).
-#[cfg(not(feature = "ch19"))]
-pub(crate) const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY"];
-#[cfg(not(feature = "ch19"))]
-const BASE_URL_VARIABLES: &[&str] = &["OPENAI_BASE_URL"];
-/// Chapter 19 adds Anthropic's key, its token and its base URL.
-#[cfg(feature = "ch19")]
-pub(crate) const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"];
-#[cfg(feature = "ch19")]
-const BASE_URL_VARIABLES: &[&str] = &["OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"];
-/// Secrets of the agent's own that are no key to the model: chapter 17's webhook secret
-/// (a command that read it could sign forged task events).
-#[cfg(not(feature = "ch17"))]
-const OTHER_SECRET_VARIABLES: &[&str] = &[];
-#[cfg(feature = "ch17")]
-const OTHER_SECRET_VARIABLES: &[&str] = &[crate::ch17_notify::webhook::SECRET_VARIABLE];
+/// An environment variable that holds a secret of the agent's own: taken out of the
+/// environment at start-up, so no command the agent runs can read it, and redacted from
+/// everything printed, recorded or sent. Chapter 3 lists OpenAI's; a later chapter that reads
+/// another (a webhook's signing secret, a second provider's key) lists its own, and the
+/// composition root hands every list to [`Keys::take`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SecretVariable {
+    pub name: &'static str,
+    /// A base URL: a secret only when it holds a password or a token (`http://user:pass@host/v1`,
+    /// `?api-key=…`); otherwise it stays in the environment and is not redacted.
+    pub url: bool,
+}
+
+/// A variable whose whole value is secret.
+pub const fn secret(name: &'static str) -> SecretVariable {
+    SecretVariable { name, url: false }
+}
+
+/// A base-URL variable: secret only when it carries credentials.
+pub const fn base_url_secret(name: &'static str) -> SecretVariable {
+    SecretVariable { name, url: true }
+}
+
+/// Chapter 3's own: the API key, and the base URL when it holds a password or a token.
+pub const OPENAI_API_KEY: SecretVariable = secret("OPENAI_API_KEY");
+pub const OPENAI_BASE_URL: SecretVariable = base_url_secret("OPENAI_BASE_URL");
+pub const SECRETS: &[SecretVariable] = &[OPENAI_API_KEY, OPENAI_BASE_URL];
+
+/// Every list [`Keys::take`] was given, so that [`remove_keys`] knows the later chapters' too.
+static TAKEN: OnceLock<Vec<SecretVariable>> = OnceLock::new();
+
+/// The secret variables of this process: chapter 3's, and those `Keys::take` was given.
+fn secret_variables() -> impl Iterator<Item = &'static SecretVariable> {
+    SECRETS.iter().chain(TAKEN.get().into_iter().flatten())
+}
 
 /// Removes the key variables from a child's environment (the rule for every spawned process).
 pub fn remove_keys(command: &mut Command) -> &mut Command {
-    for name in KEY_VARIABLES.iter().chain(OTHER_SECRET_VARIABLES) {
-        command.env_remove(name);
-    }
-    for name in BASE_URL_VARIABLES {
-        if std::env::var(name).is_ok_and(|url| has_credentials(&url)) {
-            command.env_remove(name);
+    for variable in secret_variables() {
+        if !variable.url || std::env::var(variable.name).is_ok_and(|url| has_credentials(&url)) {
+            command.env_remove(variable.name);
         }
     }
     command
@@ -72,57 +87,65 @@ pub fn remove_keys(command: &mut Command) -> &mut Command {
 // ANCHOR_END: key_variables
 
 // ANCHOR: keys
-/// The credentials of this run, taken out of the environment.
-#[derive(Default)]
+/// The secrets of this run, taken out of the environment: each variable that was set and not
+/// blank, by name.
+#[derive(Clone, Default)]
 pub struct Keys {
-    /// `OPENAI_API_KEY`, if set and not blank.
-    pub api_key: Option<String>,
-    /// `OPENAI_BASE_URL`, if set and not blank.
-    pub base_url: Option<String>,
-    /// `ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN` and `ANTHROPIC_BASE_URL` (chapter 19).
-    #[cfg(feature = "ch19")]
-    pub anthropic: crate::ch19_anthropic::AnthropicKeys,
-    /// `MINI_AGENT_WEBHOOK_SECRET` (chapter 17), which signs `--webhook`'s events.
-    #[cfg(feature = "ch17")]
-    pub webhook_secret: Option<String>,
+    taken: Vec<(&'static str, String)>,
 }
-// ANCHOR_END: keys
+
+impl Keys {
+    /// The value `variable` had at start-up, if it was set and not blank.
+    pub fn get(&self, variable: SecretVariable) -> Option<String> {
+        self.taken.iter().find(|(name, _)| *name == variable.name).map(|(_, value)| value.clone())
+    }
+    // ANCHOR_END: keys
+
+    /// The OpenAI key (`OPENAI_API_KEY`).
+    pub fn api_key(&self) -> Option<String> {
+        self.get(OPENAI_API_KEY)
+    }
+
+    /// The OpenAI base URL (`OPENAI_BASE_URL`), with its credentials if it has any.
+    pub fn base_url(&self) -> Option<String> {
+        self.get(OPENAI_BASE_URL)
+    }
+
+    /// Keys as if these variables had been set (for tests and library users).
+    pub fn with(mut self, variable: SecretVariable, value: &str) -> Keys {
+        self.taken.push((variable.name, value.to_string()));
+        self
+    }
+}
 
 // ANCHOR: take
 impl Keys {
-    /// Reads the key variables and removes them from the process environment, overwriting
-    /// their bytes in place first (the kernel shows the original block as
-    /// `/proc/<pid>/environ`). `OPENAI_BASE_URL` is removed only when it holds a password.
+    /// Reads chapter 3's variables and `others` (the later chapters' lists), and removes the
+    /// secret ones from the process environment, overwriting their bytes in place first (the
+    /// kernel shows the original block as `/proc/<pid>/environ`). A base URL is removed only
+    /// when it holds a password or a token.
     ///
     /// # Safety
     /// Changes the environment: call it first thing in `main`, before any thread starts.
-    pub unsafe fn take() -> Keys {
+    pub unsafe fn take(others: &[SecretVariable]) -> Keys {
+        let _ = TAKEN.set(others.to_vec());
         let read = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
-        let keys = Keys {
-            api_key: read(KEY_VARIABLES[0]),
-            base_url: read(BASE_URL_VARIABLES[0]),
-            #[cfg(feature = "ch19")]
-            anthropic: crate::ch19_anthropic::AnthropicKeys {
-                api_key: read(KEY_VARIABLES[1]),
-                auth_token: read(KEY_VARIABLES[2]),
-                base_url: read(BASE_URL_VARIABLES[1]),
-            },
-            #[cfg(feature = "ch17")]
-            webhook_secret: read(OTHER_SECRET_VARIABLES[0]),
-        };
-        // ANCHOR_END: take
-        // ANCHOR: take_wipe
-        let mut names: Vec<&str> = KEY_VARIABLES.iter().chain(OTHER_SECRET_VARIABLES).copied().collect();
-        for name in BASE_URL_VARIABLES {
-            if read(name).as_deref().is_some_and(has_credentials) {
-                names.push(name);
+        let mut keys = Keys::default();
+        for variable in secret_variables() {
+            if let Some(value) = read(variable.name) {
+                keys.taken.push((variable.name, value));
             }
         }
-        for name in names {
+        // ANCHOR_END: take
+        // ANCHOR: take_wipe
+        for variable in secret_variables() {
+            if variable.url && !read(variable.name).as_deref().is_some_and(has_credentials) {
+                continue;
+            }
             // SAFETY: the caller promises a single thread; see `wipe_environ_entries`.
             unsafe {
-                let entries = environ_entries(name);
-                std::env::remove_var(name);
+                let entries = environ_entries(variable.name);
+                std::env::remove_var(variable.name);
                 wipe(entries);
             }
         }
@@ -187,19 +210,22 @@ unsafe fn wipe(entries: Vec<(*mut u8, usize)>) {
 
 /// Overwrites the credentials of a `--base-url` (a password, an `api-key=` value) on this
 /// process's command line (what `ps` and `/proc/<pid>/cmdline` show) with `*`. The copy Rust made of the arguments is untouched.
+/// `capability_flags` name the flags whose URL is its own credential (chapter 17's
+/// `--webhook`: whoever knows a Slack or Discord webhook URL may post to it), so that `ps`
+/// shows only the scheme and host of their value.
 /// Linux only; elsewhere, and when the kernel does not tell where the arguments are, nothing
 /// happens.
 ///
 /// # Safety
 /// Writes the process's original argument block: call it from `main`, before threads start.
-pub unsafe fn wipe_credentials_in_command_line(words: &[String]) {
+pub unsafe fn wipe_credentials_in_command_line(words: &[String], capability_flags: &[&str]) {
     let holders: Vec<(&str, Vec<&str>)> = words
         .iter()
         .map(|word| (word.as_str(), credentials_of(word)))
         .filter(|(_, found)| !found.is_empty())
         .collect();
-    #[cfg(feature = "ch17")]
-    let holders = with_webhook_capability(holders, words);
+    let holders =
+        capability_flags.iter().fold(holders, |holders, flag| with_capability(holders, words, flag));
     if holders.is_empty() {
         return;
     }
@@ -233,15 +259,15 @@ pub unsafe fn wipe_credentials_in_command_line(words: &[String]) {
     }
 }
 
-/// The path and query of `--webhook URL` (chapter 17): a Slack or Discord webhook URL is its
-/// own credential, since whoever knows it may post, so `ps` shows only its scheme and host.
-#[cfg(feature = "ch17")]
-fn with_webhook_capability<'a>(
+/// The path and query of the URL after `flag`, added to what is wiped: a URL that is its own
+/// credential shows only its scheme and host.
+fn with_capability<'a>(
     mut holders: Vec<(&'a str, Vec<&'a str>)>,
     words: &'a [String],
+    flag: &str,
 ) -> Vec<(&'a str, Vec<&'a str>)> {
     let capability = || {
-        let url = words.get(words.iter().position(|word| word == "--webhook")? + 1)?;
+        let url = words.get(words.iter().position(|word| word == flag)? + 1)?;
         let (_, rest) = url.split_once("://")?;
         let path = &rest[rest.find(['/', '?', '#'])? + 1..];
         (!path.is_empty()).then_some((url.as_str(), path))
@@ -273,14 +299,16 @@ impl Redactor {
         Redactor { secrets }
     }
 
-    /// The redactor for a run: the key, and the credentials in the base URL.
+    /// The redactor for a run: every secret taken at start-up (for a base URL, its
+    /// credentials), and the credentials in the base URL this run talks to.
     pub fn for_run(keys: &Keys, base_url: &str) -> Redactor {
-        let in_url = credentials_of(base_url).into_iter().map(str::to_owned);
-        #[cfg(feature = "ch19")]
-        let in_url = in_url.chain(keys.anthropic.secrets());
-        #[cfg(feature = "ch17")]
-        let in_url = in_url.chain(keys.webhook_secret.iter().cloned());
-        Redactor::new(keys.api_key.iter().cloned().chain(in_url))
+        let taken = keys.taken.iter().flat_map(|(name, value)| {
+            match secret_variables().any(|variable| variable.name == *name && variable.url) {
+                true => credentials_of(value).into_iter().map(str::to_owned).collect(),
+                false => vec![value.clone()],
+            }
+        });
+        Redactor::new(taken.chain(credentials_of(base_url).into_iter().map(str::to_owned)))
     }
 
     pub fn is_empty(&self) -> bool {

@@ -1,6 +1,7 @@
 //! Chapter 5's store, finding sessions by what their files hold: "the latest one that got a
 //! reply" (`-c`) and the summaries `/list` shows. Each file is read only as far as needed, a
-//! line at a time with a cap; from chapter 9 on it is opened as untrusted workspace input.
+//! line at a time with a cap, and opened the store's way (from chapter 9 on, as untrusted
+//! workspace input).
 
 use super::*;
 use crate::ch02_loop::Error;
@@ -26,15 +27,15 @@ impl SessionStore {
 
     /// What `/list` shows of one session; an error for a file that is not a session.
     pub fn summary(&self, id: String) -> Result<SessionSummary, Error> {
-        summarize(&self.path_of(&id), id)
+        summarize(self, &self.path_of(&id), id)
     }
 }
 
 /// Whether a journal holds a model reply, by its `type` pattern alone (no parsing). It is
-/// opened as chapter 9 opens any journal (no symlink, no FIFO, bounded); one that cannot be
+/// opened the store's way (from chapter 9: no symlink, no FIFO, bounded); one that cannot be
 /// is not a candidate, and opening it for real reports why.
-pub(super) fn got_a_reply(path: &Path) -> bool {
-    let Ok(file) = open_session(path) else { return false };
+pub(super) fn got_a_reply(store: &SessionStore, path: &Path) -> bool {
+    let Ok(file) = store.open(path) else { return false };
     // The type is near the start of a record: a line's head is enough, never a whole line;
     // and a first reply comes early, so only the start of the file is looked through.
     let mut reader = BufReader::new(std::io::Read::take(file, REPLY_SCAN_BYTES));
@@ -54,11 +55,11 @@ const REPLY_SCAN_BYTES: u64 = 16 << 20;
 /// Reads only what `/list` shows: records are parsed up to the first user message; the
 /// remaining lines are counted by their `type` without parsing them. (A JSON string cannot
 /// contain an unescaped `"`, so this pattern only matches the record's own field.)
-fn summarize(path: &Path, id: String) -> Result<SessionSummary, Error> {
-    // Opened as chapter 9 opens any journal: not through a symlink, not blocking on a FIFO,
+fn summarize(store: &SessionStore, path: &Path, id: String) -> Result<SessionSummary, Error> {
+    // Opened the store's way: from chapter 9, not through a symlink, not blocking on a FIFO,
     // a regular file within the size a session may have. A repository can plant anything
     // under a session's name (chapter 9 says more).
-    let file = open_session(path)?;
+    let file = store.open(path)?;
     let mut summary = SessionSummary {
         id,
         path: path.to_path_buf(),
@@ -97,15 +98,9 @@ fn summarize(path: &Path, id: String) -> Result<SessionSummary, Error> {
     Ok(summary)
 }
 
-/// Chapter 5 opens a session file as it is; chapter 9 opens it as workspace input.
-#[cfg(not(feature = "ch09"))]
-fn open_session(path: &Path) -> Result<std::fs::File, Error> {
+/// Chapter 5 opens a session file as it is; chapter 9's store opens it as workspace input.
+pub(super) fn open_session(path: &Path) -> Result<std::fs::File, Error> {
     std::fs::File::open(path).map_err(|e| Error::io(format!("cannot open {}", path.display()), e))
-}
-
-#[cfg(feature = "ch09")]
-fn open_session(path: &Path) -> Result<std::fs::File, Error> {
-    crate::ch09_trust::open_journal(path, false)
 }
 
 /// How much of one journal line `/list` keeps to read it.

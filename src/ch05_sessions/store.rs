@@ -4,7 +4,7 @@
 //! directory privately, finds a session by id, prefix or "the latest", and summarises one for
 //! `/list` by reading only what it shows.
 
-use super::listing::{LATEST_CANDIDATES, got_a_reply};
+use super::listing::{LATEST_CANDIDATES, got_a_reply, open_session};
 use super::*;
 use crate::ch02_loop::Error;
 use std::fs::{self, DirBuilder, File, OpenOptions};
@@ -18,11 +18,28 @@ use std::time::SystemTime;
 pub struct SessionStore {
     root: PathBuf,
     dir: PathBuf,
+    /// How a session file is opened to be read for `-c` and `/list`: as it is here; chapter 9
+    /// swaps in its opener, which treats the file as untrusted workspace input.
+    open: OpenSession,
 }
+
+/// Opens a session file for reading.
+pub type OpenSession = fn(&Path) -> Result<File, Error>;
 
 impl SessionStore {
     pub fn new(root: &Path) -> Self {
-        SessionStore { root: root.to_path_buf(), dir: root.join(".mini_agent").join("sessions") }
+        let dir = root.join(".mini_agent").join("sessions");
+        SessionStore { root: root.to_path_buf(), dir, open: open_session }
+    }
+
+    /// The same store, reading its session files with `open`.
+    pub fn opening_with(self, open: OpenSession) -> Self {
+        SessionStore { open, ..self }
+    }
+
+    /// Opens the session file at `path` for reading, as this store does.
+    pub fn open(&self, path: &Path) -> Result<File, Error> {
+        (self.open)(path)
     }
 
     pub fn root(&self) -> &Path {
@@ -100,7 +117,7 @@ impl SessionStore {
             .rev()
             .take(LATEST_CANDIDATES)
             .map(|id| self.path_of(id))
-            .find(|path| got_a_reply(path));
+            .find(|path| got_a_reply(self, path));
         Ok(replied.unwrap_or_else(|| self.path_of(newest)))
     }
 

@@ -15,7 +15,7 @@ use mini_agent::ch03_tools::secrets::{Keys, Redacted, redactor};
 use mini_agent::ch05_sessions::{OPENAI_API, Origin};
 use mini_agent::ch08_retry::{Retrying, parse_max_retries};
 use mini_agent::ch19_anthropic::{
-    self as anthropic, ANTHROPIC_API, AnthropicClient, Auth, RETRY_STATUSES, parse_max_tokens,
+    self as anthropic, ANTHROPIC_API, AnthropicClient, AnthropicKeys, Auth, RETRY_STATUSES, parse_max_tokens,
 };
 use std::time::Duration;
 
@@ -76,10 +76,11 @@ pub fn api_of<'a>(
 /// Where the user sends the key of this API: its base-URL variable, else its default.
 pub fn configured_endpoint(api: &str, keys: &Keys) -> String {
     match api {
-        ANTHROPIC_API => {
-            keys.anthropic.base_url.clone().unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into())
-        }
-        _ => keys.base_url.clone().unwrap_or_else(|| DEFAULT_BASE_URL.into()),
+        ANTHROPIC_API => AnthropicKeys::from_keys(keys)
+            .base_url
+            .clone()
+            .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into()),
+        _ => keys.base_url().unwrap_or_else(|| DEFAULT_BASE_URL.into()),
     }
 }
 

@@ -160,7 +160,7 @@ impl Agent {
         let model = Compacting::with_state(model, config.context_tokens, compaction.clone());
         let toolbox = build_tools(&root, &config)?;
         #[cfg(feature = "ch05")]
-        let store = SessionStore::new(&root);
+        let store = super::sessions_of(&root);
         #[cfg(feature = "ch10")]
         let opened = opened.map(|opened| continue_session(&compaction, opened));
         #[cfg(feature = "ch05")]
@@ -484,7 +484,7 @@ fn gated_tools(root: &Path, config: &Config) -> Result<GatedTools, Error> {
     let tools = Workspace::new(root)?;
     #[cfg(feature = "ch18")]
     let tools = mini_agent::ch18_mcp::WithMcp::new(tools, config.mcp.clone(), Workspace::new(root)?);
-    let gate = Gate::new(tools, config.permissions, prompter);
+    let gate = Gate::new(tools, config.permissions.clone(), prompter);
     #[cfg(feature = "ch16")]
     let gate = mini_agent::ch16_hooks::Hooked::new(gate, config.hooks.clone());
     Ok(gate)

@@ -19,7 +19,7 @@ use mini_agent::ch05_sessions::{DEMO_ENDPOINT, OPENAI_API, Origin};
 #[cfg(feature = "ch10")]
 use mini_agent::ch05_sessions::{DEMO_ENDPOINT, Origin, without_credentials};
 #[cfg(feature = "ch19")]
-use mini_agent::ch19_anthropic::ANTHROPIC_API;
+use mini_agent::ch19_anthropic::{ANTHROPIC_API, AnthropicKeys};
 use mini_agent::demo::start_demo_server;
 use mini_agent::scripted_server::ScriptedServer;
 
@@ -71,7 +71,7 @@ pub fn connect(
     // Anthropic's credential goes where the OpenAI key would: only where the user sends it.
     #[cfg(feature = "ch19")]
     let api = match chosen.api {
-        ANTHROPIC_API => Api::Anthropic(keys.anthropic.auth().filter(|_| chosen.send_key)),
+        ANTHROPIC_API => Api::Anthropic(AnthropicKeys::from_keys(keys).auth().filter(|_| chosen.send_key)),
         _ => Api::OpenAi,
     };
     Ok(Connection {
@@ -163,7 +163,7 @@ pub fn client_config(chosen: &Chosen, keys: &Keys, demo_url: Option<&str>) -> Cl
         Some(url) => ClientConfig { base_url: url.to_string(), api_key: None, model: chosen.model.clone() },
         None => ClientConfig {
             base_url: chosen.base_url.clone(),
-            api_key: keys.api_key.clone().filter(|_| chosen.send_key),
+            api_key: keys.api_key().filter(|_| chosen.send_key),
             model: chosen.model.clone(),
         },
     }
@@ -188,7 +188,7 @@ fn api_of<'a>(
 /// Where the user sends the key: the environment's URL, else the default.
 #[cfg(all(feature = "ch10", not(feature = "ch19")))]
 fn configured_endpoint(_: &str, keys: &Keys) -> String {
-    keys.base_url.clone().unwrap_or_else(|| DEFAULT_BASE_URL.to_string())
+    keys.base_url().unwrap_or_else(|| DEFAULT_BASE_URL.to_string())
 }
 
 #[cfg(all(feature = "ch10", not(feature = "ch19")))]
@@ -201,11 +201,8 @@ fn default_model(_: &str) -> &'static str {
 #[cfg(not(feature = "ch10"))]
 pub fn choose_endpoint(options: &Options, keys: &Keys) -> Result<Chosen, Error> {
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
-    let base_url = options
-        .base_url
-        .clone()
-        .or_else(|| keys.base_url.clone())
-        .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+    let base_url =
+        options.base_url.clone().or_else(|| keys.base_url()).unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
     let model = options
         .model
         .clone()
@@ -219,8 +216,8 @@ pub fn choose_endpoint(options: &Options, keys: &Keys) -> Result<Chosen, Error> 
 /// like any other variable.
 #[cfg(not(feature = "ch03"))]
 pub struct Keys {
-    pub api_key: Option<String>,
-    pub base_url: Option<String>,
+    api_key: Option<String>,
+    base_url: Option<String>,
 }
 
 #[cfg(not(feature = "ch03"))]
@@ -228,5 +225,13 @@ impl Keys {
     pub fn from_environment() -> Keys {
         let read = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
         Keys { api_key: read("OPENAI_API_KEY"), base_url: read("OPENAI_BASE_URL") }
+    }
+
+    pub fn api_key(&self) -> Option<String> {
+        self.api_key.clone()
+    }
+
+    pub fn base_url(&self) -> Option<String> {
+        self.base_url.clone()
     }
 }

@@ -22,7 +22,12 @@ pub fn load(root: &Path, trusted: bool, can_ask: bool) -> Hooks {
     let store = ApprovalStore::user();
     let mut ask = ask_on_tty;
     let ask: Option<mini_agent::ch16_hooks::approval::Ask> = if can_ask { Some(&mut ask) } else { None };
-    let (hooks, warnings) = load_hooks(&workspace, HookLog::default(), trusted, store.as_ref(), ask);
+    let sections = [
+        #[cfg(feature = "ch17")]
+        mini_agent::ch17_notify::webhook::HOOKS_SECTION,
+    ];
+    let (hooks, warnings) =
+        load_hooks(&workspace, HookLog::default(), trusted, store.as_ref(), ask, &sections);
     for warning in warnings {
         eprintln!("mini-agent: warning: {}", sanitize(&warning));
     }

@@ -60,7 +60,9 @@ use mini_agent::ch02_model::{
     ChatClient, IDLE_TIMEOUT_VARIABLE, REQUEST_LIMIT_VARIABLE, parse_idle_timeout, parse_request_limit,
 };
 #[cfg(feature = "ch03")]
-use mini_agent::ch03_tools::secrets::{Redacted, redactor, seal_memory, wipe_credentials_in_command_line};
+use mini_agent::ch03_tools::secrets::{
+    Redacted, SecretVariable, redactor, seal_memory, wipe_credentials_in_command_line,
+};
 #[cfg(feature = "ch04")]
 use mini_agent::ch04_terminal::sanitize::sanitize;
 #[cfg(feature = "ch04")]
@@ -113,10 +115,21 @@ pub fn main() -> ExitCode {
 /// no other process of the user may read this one's memory.
 #[cfg(feature = "ch03")]
 fn take_keys(words: &[String]) -> Keys {
+    // Later chapters' secret variables, and flags whose value is a credential.
+    let secrets: &[&[SecretVariable]] = &[
+        #[cfg(feature = "ch17")]
+        mini_agent::ch17_notify::webhook::SECRETS,
+        #[cfg(feature = "ch19")]
+        mini_agent::ch19_anthropic::SECRETS,
+    ];
+    let capability_flags: &[&str] = &[
+        #[cfg(feature = "ch17")]
+        "--webhook",
+    ];
     // SAFETY: first thing in main, before any thread exists (chapter 3's secrets).
     let keys = unsafe {
-        wipe_credentials_in_command_line(words);
-        Keys::take()
+        wipe_credentials_in_command_line(words, capability_flags);
+        Keys::take(&secrets.concat())
     };
     seal_memory();
     keys
@@ -163,7 +176,7 @@ fn run(words: &[String], keys: &Keys) -> Result<u8, Error> {
         Command::Eval(eval) => evaluate(&eval),
         #[cfg(feature = "ch14")]
         Command::Sessions { root } => {
-            let store = SessionStore::new(&workspace_root(root.as_deref())?);
+            let store = sessions_of(&workspace_root(root.as_deref())?);
             print_stdout(&format!("{}\n", sessions_table(&store, None)?))
         }
         #[cfg(feature = "ch15")]
@@ -192,14 +205,14 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
     let here = workspace_root(options.root.as_deref())?;
     // A symlinked .mini_agent/ would move every record elsewhere (chapter 9).
     #[cfg(feature = "ch09")]
-    SessionStore::new(&here).check_dirs()?;
+    sessions_of(&here).check_dirs()?;
     #[cfg(feature = "ch10")]
-    let chosen = match chosen_session(&SessionStore::new(&here), options)? {
+    let chosen = match chosen_session(&sessions_of(&here), options)? {
         SessionChoice::Status(status) => return print_stdout(&status),
         SessionChoice::Session(path) => path,
     };
     #[cfg(all(feature = "ch05", not(feature = "ch10")))]
-    let opened = reopen(&SessionStore::new(&here), options)?;
+    let opened = reopen(&sessions_of(&here), options)?;
     let task = options.prompt.as_ref().map(read_prompt).transpose()?;
     #[cfg(feature = "ch10")]
     let opened = chosen.map(|path| resume(&path, options.acknowledge_unknown)).transpose()?;
@@ -548,13 +561,23 @@ fn one_line(text: &str) -> String {
 }
 // ANCHOR_END: one_line
 
+/// The sessions of `root`; from chapter 9 on, their files are read as untrusted workspace input.
+#[cfg(feature = "ch05")]
+fn sessions_of(root: &Path) -> SessionStore {
+    let store = SessionStore::new(root);
+    #[cfg(feature = "ch09")]
+    let store = SessionStore::of_workspace(store.root());
+    store
+}
+
 /// The permissions granted up front by the flags; the rest is asked for (chapter 12).
 #[cfg(feature = "ch12")]
-fn permissions(options: &Options) -> Permissions {
-    Permissions {
-        allow_write: options.allow_write,
-        allow_shell: options.allow_shell,
+pub(super) fn permissions(options: &Options) -> Permissions {
+    let given = [
+        (options.allow_write, "--allow-write"),
+        (options.allow_shell, "--allow-shell"),
         #[cfg(feature = "ch18")]
-        allow_mcp: options.mcp.allow,
-    }
+        (options.mcp.allow, "--allow-mcp"),
+    ];
+    Permissions::granting(given.into_iter().filter(|(given, _)| *given).map(|(_, flag)| flag))
 }

@@ -10,6 +10,7 @@ use mini_agent::ch02_loop::Error;
 use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch15_tasks::{TaskEvent, TaskEvents};
 use mini_agent::ch16_hooks::Hooks;
+use mini_agent::ch17_notify::webhook::SECRET_VARIABLE;
 use mini_agent::ch17_notify::{MetricsOut, Notifier, SharedMetrics, Webhook, WebhookConfig};
 use std::path::{Path, PathBuf};
 
@@ -59,10 +60,10 @@ pub fn notifier(
         Some(url) => Some(WebhookConfig {
             url: url.clone(),
             // Taken out of the environment at start-up, like the model's key (chapter 3).
-            secret: keys.webhook_secret.clone(),
+            secret: keys.get(SECRET_VARIABLE),
             events: None,
         }),
-        None => hooks.webhook().cloned(),
+        None => hooks.webhook(),
     };
     let webhook = match config.map(Webhook::new).transpose() {
         Ok(webhook) => webhook,

@@ -20,9 +20,7 @@ use mini_agent::ch03_tools::Workspace;
 use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch04_terminal::sanitize::sanitize;
 use mini_agent::ch04_terminal::{Screen, TerminalObserver, install_interrupt_handler};
-use mini_agent::ch05_sessions::SessionStore;
 use mini_agent::ch07_context::parse_context_tokens;
-use mini_agent::ch12_permissions::Permissions;
 use mini_agent::ch15_tasks::file::{TaskFile, touch, update};
 use mini_agent::ch15_tasks::git::Git;
 use mini_agent::ch15_tasks::pick::{counts, next_id};
@@ -81,7 +79,7 @@ fn tasks_path(root: Option<&Path>, file: Option<&Path>) -> Result<(PathBuf, Path
         }
         None => {
             // A symlinked .mini_agent/ would carry the list (and the sessions) elsewhere.
-            SessionStore::new(&root).check_dirs()?;
+            super::sessions_of(&root).check_dirs()?;
             root.join(DEFAULT_TASKS_FILE)
         }
     };
@@ -391,12 +389,7 @@ impl Attempts for SessionAttempts<'_> {
         let options = self.options;
         let config = Config {
             origin: self.connection.origin.clone(),
-            permissions: Permissions {
-                allow_write: options.allow_write,
-                allow_shell: options.allow_shell,
-                #[cfg(feature = "ch18")]
-                allow_mcp: options.mcp.allow,
-            },
+            permissions: super::permissions(options),
             asker: Asker::Nobody,
             max_turns: options.max_turns,
             context_tokens: parse_context_tokens(std::env::var("MINI_AGENT_CONTEXT_TOKENS").ok().as_deref())?,

@@ -3,7 +3,7 @@
 //! and obeyed only under the rule of `ch16_approval`: its exact contents approved by the person
 //! at the terminal, or `--trust-hooks` for this run.
 
-use super::{HookEvent, HookLog, Hooks, HooksFile};
+use super::{HookEvent, HookLog, Hooks, HooksFile, Section};
 use crate::ch03_tools::Workspace;
 use crate::ch04_terminal::sanitize::sanitize_command;
 use crate::ch16_hooks::approval::{ApprovalStore, Ask, Decision, Request, decide, shown_word};
@@ -15,13 +15,15 @@ const HOOKS_MAX_BYTES: usize = 256 * 1024;
 
 // ANCHOR: load_hooks
 /// The workspace's hooks, if it has any and they may run, with the warnings to show
-/// (`trusted` is `--trust-hooks`; `ask` reaches the person at the terminal, if any).
+/// (`trusted` is `--trust-hooks`; `ask` reaches the person at the terminal, if any;
+/// `sections` are the keys later chapters read, approved with the commands).
 pub fn load_hooks(
     workspace: &Workspace,
     log: HookLog,
     trusted: bool,
     store: Option<&ApprovalStore>,
     ask: Option<Ask>,
+    sections: &[Section],
 ) -> (Option<Hooks>, Vec<String>) {
     let path = workspace.root().join(HOOKS_FILE);
     let text = match workspace.read_workspace_file(HOOKS_FILE, HOOKS_MAX_BYTES) {
@@ -36,12 +38,15 @@ pub fn load_hooks(
         Ok(file) => file,
         Err(error) => return (None, vec![format!("{HOOKS_FILE} ignored: {error}")]),
     };
-    if file.asks_nothing() {
+    let summary = match summary(&file, sections) {
+        Ok(summary) => summary,
+        Err(error) => return (None, vec![format!("{HOOKS_FILE} ignored: {error}")]),
+    };
+    if summary.is_empty() {
         return (None, Vec::new());
     }
     // ANCHOR_END: load_hooks
     // ANCHOR: load_hooks_trust
-    let summary = summary(&file);
     let request = Request {
         kind: "hooks",
         path: &path,
@@ -56,19 +61,10 @@ pub fn load_hooks(
 }
 // ANCHOR_END: load_hooks_trust
 
-impl HooksFile {
-    /// No command to run (and, from chapter 17, no webhook to send data out with).
-    fn asks_nothing(&self) -> bool {
-        let no_commands = self.hooks.values().all(Vec::is_empty);
-        #[cfg(feature = "ch17")]
-        let no_commands = no_commands && self.webhook.is_none();
-        no_commands
-    }
-}
-
 /// One line per command, as the approval question shows them: every word from the file
-/// made safe to show (a matcher could otherwise hide the command after it).
-fn summary(file: &HooksFile) -> String {
+/// made safe to show (a matcher could otherwise hide the command after it); then a line per
+/// section a later chapter reads. Empty: the file asks nothing.
+fn summary(file: &HooksFile, sections: &[Section]) -> Result<String, String> {
     let mut lines = Vec::new();
     for (event, groups) in &file.hooks {
         for group in groups {
@@ -82,14 +78,12 @@ fn summary(file: &HooksFile) -> String {
             }
         }
     }
-    #[cfg(feature = "ch17")]
-    if let Some(webhook) = &file.webhook {
-        let events = webhook.events.as_ref().map_or("every task event".into(), |events| {
-            events.iter().map(|event| shown_word(event)).collect::<Vec<_>>().join(", ")
-        });
-        lines.push(format!("  webhook: POST {events} to {}", sanitize_command(&webhook.url)));
+    for section in sections {
+        if let Some(value) = file.sections.get(section.key) {
+            lines.push(format!("  {}: {}", section.key, (section.summary)(value)?));
+        }
     }
-    lines.join("\n")
+    Ok(lines.join("\n"))
 }
 
 fn name(event: HookEvent) -> String {

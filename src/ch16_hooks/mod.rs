@@ -48,15 +48,23 @@ pub enum HookEvent {
     NeedsHuman,
 }
 
-/// `.mini_agent/hooks.json`: other keys (chapter 17's `webhook`) are read by their chapters.
+/// `.mini_agent/hooks.json`: the hooks, and the other top-level keys, which a later chapter
+/// may read as a [`Section`] of its own.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct HooksFile {
     #[serde(default)]
     pub hooks: BTreeMap<HookEvent, Vec<Group>>,
-    /// Chapter 17: where to POST the task events; approved (or not) with the commands.
-    #[cfg(feature = "ch17")]
-    #[serde(default)]
-    pub webhook: Option<crate::ch17_notify::WebhookConfig>,
+    #[serde(flatten)]
+    pub sections: BTreeMap<String, Value>,
+}
+
+/// A key of `hooks.json` a later chapter reads, approved (or not) with the commands because it
+/// too acts for the person: `summary` checks its value and says in one line what it does, for
+/// the approval question (an error: the file is ignored, as for a malformed hook).
+#[derive(Clone, Copy, Debug)]
+pub struct Section {
+    pub key: &'static str,
+    pub summary: fn(&Value) -> Result<String, String>,
 }
 // ANCHOR_END: config
 
@@ -138,10 +146,10 @@ impl Hooks {
         Hooks { root, file, log }
     }
 
-    /// The file's webhook (chapter 17), if the file may be obeyed and has one.
-    #[cfg(feature = "ch17")]
-    pub fn webhook(&self) -> Option<&crate::ch17_notify::WebhookConfig> {
-        self.file.webhook.as_ref()
+    /// The value of a section of the file (see [`Section`]), if the file may be obeyed and
+    /// has it.
+    pub fn section(&self, key: &str) -> Option<&Value> {
+        self.file.sections.get(key)
     }
 
     /// Where the hooks that ran are kept until the journal takes them.

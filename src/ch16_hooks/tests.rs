@@ -112,7 +112,7 @@ fn workspace_hooks_need_approval_of_their_exact_contents() {
     dir.write(HOOKS_FILE, r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#);
     let workspace = Workspace::new(dir.path()).unwrap();
     let load = |trusted, ask: Option<crate::ch16_hooks::approval::Ask>| {
-        load_hooks(&workspace, HookLog::default(), trusted, Some(&store), ask)
+        load_hooks(&workspace, HookLog::default(), trusted, Some(&store), ask, &[])
     };
     let (hooks, warnings) = load(false, None);
     assert!(hooks.is_none());
@@ -141,7 +141,7 @@ fn a_broken_hooks_file_is_named_and_ignored() {
     let dir = TempDir::new("hooks-broken");
     dir.write(HOOKS_FILE, r#"{"hooks": {"BeforeEverything": []}}"#);
     let workspace = Workspace::new(dir.path()).unwrap();
-    let (hooks, warnings) = load_hooks(&workspace, HookLog::default(), true, None, None);
+    let (hooks, warnings) = load_hooks(&workspace, HookLog::default(), true, None, None, &[]);
     assert!(hooks.is_none());
     assert!(warnings[0].contains(HOOKS_FILE) && warnings[0].contains("BeforeEverything"), "{warnings:?}");
 }

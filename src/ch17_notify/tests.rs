@@ -238,6 +238,7 @@ fn a_workspace_webhook_is_obeyed_only_once_its_file_is_approved() {
     use crate::ch03_tools::Workspace;
     use crate::ch16_hooks::approval::ApprovalStore;
     use crate::ch16_hooks::{HOOKS_FILE, HookLog, load_hooks};
+    use crate::ch17_notify::webhook::HOOKS_SECTION;
     let dir = TempDir::new("notify-trust");
     let store = ApprovalStore::at(&dir.join("config/approved"));
     dir.write(
@@ -246,14 +247,14 @@ fn a_workspace_webhook_is_obeyed_only_once_its_file_is_approved() {
     );
     let workspace = Workspace::new(dir.path()).unwrap();
     let load = |trusted, ask: Option<crate::ch16_hooks::approval::Ask>| {
-        load_hooks(&workspace, HookLog::default(), trusted, Some(&store), ask)
+        load_hooks(&workspace, HookLog::default(), trusted, Some(&store), ask, &[HOOKS_SECTION])
     };
     // A file with a webhook and no command is still a file to approve.
     let (hooks, warnings) = load(false, None);
     assert!(hooks.is_none(), "an unapproved webhook must not be loaded");
     assert!(warnings[0].contains("--trust-hooks"), "{warnings:?}");
     let trusted = load(true, None).0.expect("trusted for this run");
-    assert_eq!(trusted.webhook().map(|w| w.url.as_str()), Some("https://collector.example/in"));
+    assert_eq!(trusted.webhook().map(|w| w.url), Some("https://collector.example/in".to_string()));
     // The question shows where the data would go.
     let mut questions = Vec::new();
     let mut no = |question: &str| {

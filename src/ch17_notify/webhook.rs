@@ -10,15 +10,23 @@
 use crate::ch02_loop::{Error, interrupted};
 use crate::ch02_model::errors::parse_retry_after;
 use crate::ch02_model::run_interruptibly;
+use crate::ch03_tools::secrets::{SecretVariable, secret};
+use crate::ch04_terminal::sanitize::sanitize_command;
 use crate::ch08_retry::sleep_interruptibly;
+use crate::ch16_hooks::approval::shown_word;
+use crate::ch16_hooks::{Hooks, Section};
 use ring::hmac;
 use serde::Deserialize;
+use serde_json::Value;
 use std::time::{Duration, Instant, SystemTime};
 
 /// The header that carries the body's HMAC-SHA256 when a secret is set.
 pub const SIGNATURE_HEADER: &str = "X-Mini-Agent-Signature";
 /// The environment variable that holds `--webhook`'s secret (a flag would show it in `ps`).
-pub const SECRET_VARIABLE: &str = "MINI_AGENT_WEBHOOK_SECRET";
+/// A command that read it could sign forged task events, so chapter 3 takes it out of the
+/// environment and redacts it like a key.
+pub const SECRET_VARIABLE: SecretVariable = secret("MINI_AGENT_WEBHOOK_SECRET");
+pub const SECRETS: &[SecretVariable] = &[SECRET_VARIABLE];
 
 /// `"webhook": {"url", "secret", "events"}` in `.mini_agent/hooks.json`.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -29,6 +37,31 @@ pub struct WebhookConfig {
     /// Which events to send (`task_completed`, `task_failed`, `needs_human`); absent: all.
     #[serde(default)]
     pub events: Option<Vec<String>>,
+}
+
+/// The `webhook` key of `.mini_agent/hooks.json`: chapter 16 approves it with the hooks,
+/// showing where the data would go.
+pub const HOOKS_SECTION: Section = Section { key: "webhook", summary: summary_of };
+
+fn summary_of(value: &Value) -> Result<String, String> {
+    let webhook = WebhookConfig::from_value(value)?;
+    let events = webhook.events.as_ref().map_or("every task event".into(), |events| {
+        events.iter().map(|event| shown_word(event)).collect::<Vec<_>>().join(", ")
+    });
+    Ok(format!("POST {events} to {}", sanitize_command(&webhook.url)))
+}
+
+impl WebhookConfig {
+    fn from_value(value: &Value) -> Result<WebhookConfig, String> {
+        WebhookConfig::deserialize(value).map_err(|error| format!("webhook: {error}"))
+    }
+}
+
+impl Hooks {
+    /// The file's webhook, if the file may be obeyed and has one.
+    pub fn webhook(&self) -> Option<WebhookConfig> {
+        self.section(HOOKS_SECTION.key).and_then(|value| WebhookConfig::from_value(value).ok())
+    }
 }
 
 // ANCHOR: policy

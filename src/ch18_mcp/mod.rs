@@ -30,6 +30,7 @@ use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
 use crate::ch03_tools::Workspace;
 use crate::ch03_tools::secrets::redactor;
 use crate::ch04_terminal::sanitize::sanitize;
+use crate::ch12_permissions::{Guarded, Permission};
 use config::ServerConfig;
 use serde_json::Value;
 use server::{Server, State, describe};
@@ -347,3 +348,16 @@ impl<T: Tools> Tools for WithMcp<T> {
     }
 }
 // ANCHOR_END: with_mcp
+
+// ANCHOR: permission
+/// A call to a server's tool may do anything the server can: it needs its own permission,
+/// asked for like `bash` (chapter 12's gate asks the tools, and these tools answer).
+pub const MCP: Permission =
+    Permission { flag: "--allow-mcp", activity: "calling MCP tools", scope: "MCP calls" };
+
+impl<T: Guarded> Guarded for WithMcp<T> {
+    fn permission(&self, call: &ToolCall) -> Option<Permission> {
+        if call.name.starts_with(PREFIX) { Some(MCP) } else { self.inner.permission(call) }
+    }
+}
+// ANCHOR_END: permission

@@ -182,7 +182,7 @@ fn the_gate_asks_for_mcp_calls_like_bash_and_results_are_bounded() {
         denied.content
     );
     let tools = WithMcp::new(Workspace::new(root.path()).unwrap(), mcp, Workspace::new(root.path()).unwrap());
-    let mut open = Gate::new(tools, Permissions { allow_mcp: true, ..Permissions::default() }, None);
+    let mut open = Gate::new(tools, Permissions::granting(["--allow-mcp"]), None);
     assert_eq!(open.run(&call("mcp__fake__echo", "{}")).content, "echo {}");
     assert_eq!(open.run(&call("list_files", "{}")).status, ToolStatus::Ok);
     let big = open.run(&call("mcp__fake__big", "{}"));

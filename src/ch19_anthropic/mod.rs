@@ -31,6 +31,7 @@ use crate::ch02_model::waiting::{backstop, first_byte_timeout, read_counted, run
 use crate::ch02_model::{
     DEFAULT_IDLE_TIMEOUT, api_key_required, error_from_response, network_error, new_agent,
 };
+use crate::ch03_tools::secrets::{Keys, SecretVariable, base_url_secret, secret};
 use crate::ch11_streaming::{receive, start_worker};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -57,7 +58,14 @@ pub fn parse_max_tokens(value: Option<&str>) -> Result<u32, Error> {
 pub const RETRY_STATUSES: &[u16] = &[429, 500, 502, 503, 504, 529];
 
 // ANCHOR: keys
-/// Anthropic's credentials, taken from the environment with OpenAI's (chapter 3's `Keys`).
+/// Anthropic's secret variables, which chapter 3 takes out of the environment and redacts like
+/// `OPENAI_API_KEY` once the composition root hands it this list.
+pub const API_KEY: SecretVariable = secret("ANTHROPIC_API_KEY");
+pub const AUTH_TOKEN: SecretVariable = secret("ANTHROPIC_AUTH_TOKEN");
+pub const BASE_URL: SecretVariable = base_url_secret("ANTHROPIC_BASE_URL");
+pub const SECRETS: &[SecretVariable] = &[API_KEY, AUTH_TOKEN, BASE_URL];
+
+/// Anthropic's credentials, as chapter 3's `Keys` took them.
 #[derive(Clone, Debug, Default)]
 pub struct AnthropicKeys {
     /// `ANTHROPIC_API_KEY`: sent as `x-api-key`.
@@ -76,15 +84,18 @@ pub enum Auth {
 }
 
 impl AnthropicKeys {
+    pub fn from_keys(keys: &Keys) -> AnthropicKeys {
+        AnthropicKeys {
+            api_key: keys.get(API_KEY),
+            auth_token: keys.get(AUTH_TOKEN),
+            base_url: keys.get(BASE_URL),
+        }
+    }
+
     /// The key wins over the token when both are set, as in Anthropic's own tools.
     pub fn auth(&self) -> Option<Auth> {
         let key = self.api_key.clone().map(Auth::ApiKey);
         key.or_else(|| self.auth_token.clone().map(Auth::Bearer))
-    }
-
-    /// Every secret here, for the redactor.
-    pub fn secrets(&self) -> impl Iterator<Item = String> + use<> {
-        [self.api_key.clone(), self.auth_token.clone()].into_iter().flatten()
     }
 }
 // ANCHOR_END: keys

@@ -443,7 +443,11 @@ fn urls_keys_and_their_absence() {
     assert!(missing.to_string().contains("ANTHROPIC_API_KEY"), "{missing}");
     let keys = AnthropicKeys { api_key: Some("k".into()), auth_token: Some("t".into()), base_url: None };
     assert!(matches!(keys.auth(), Some(Auth::ApiKey(ref k)) if k == "k"));
-    assert_eq!(keys.secrets().count(), 2);
+    let taken =
+        crate::ch03_tools::secrets::Keys::default().with(AUTH_TOKEN, "t").with(BASE_URL, "https://gw");
+    let keys = AnthropicKeys::from_keys(&taken);
+    assert!(matches!(keys.auth(), Some(Auth::Bearer(ref t)) if t == "t"));
+    assert_eq!(keys.base_url.as_deref(), Some("https://gw"));
 }
 
 #[test]
