@@ -14,6 +14,7 @@
 
 use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
 use crate::ch03_tools::Workspace;
+use crate::ch04_terminal::{RegisterCommands, SlashCommand};
 use crate::text::cut_bytes;
 use serde_json::{Value, json};
 use std::fmt;
@@ -355,6 +356,16 @@ impl<T: Tools> Tools for WithSkills<T> {
     }
 }
 // ANCHOR_END: with_skills_tools
+
+/// Chapter 6's command line: `/skills`, what went into the system prompt.
+pub fn register(registry: &mut dyn RegisterCommands) {
+    registry.command(SlashCommand {
+        chapter: 6,
+        name: "skills",
+        argument: "",
+        help: "show AGENTS.md and the skills that were loaded, and how",
+    });
+}
 
 #[cfg(test)]
 mod tests {

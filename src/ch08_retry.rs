@@ -23,6 +23,7 @@
 //! failed together do not all come back at the same instant. Every retry is an event, so the
 //! terminal shows it and the journal records it.
 
+use crate::ch02_loop::command_line::{Help, Registry};
 use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request, interrupted};
 use crate::ch02_model::errors::output_not_parsed;
 use crate::random::XorShift;
@@ -205,6 +206,27 @@ pub(crate) fn sleep_interruptibly(duration: Duration) -> Result<(), Error> {
     if interrupted() { Err(Error::Interrupted) } else { Ok(()) }
 }
 // ANCHOR_END: backoff
+
+/// Chapter 8's command line: how many times a failed request is tried again.
+pub fn register(registry: &mut dyn Registry) {
+    registry.help(Help {
+        chapter: 8,
+        page: "",
+        section: "ENVIRONMENT",
+        lines: &[
+            "  MINI_AGENT_REQUEST_MAX_RETRIES  retries of a failed model request (default 2; 0 disables)",
+        ],
+    });
+}
+
+// ANCHOR: layer
+/// Chapter 8's layer: `model`, retried as `MINI_AGENT_REQUEST_MAX_RETRIES` says (default 2) on
+/// these statuses.
+pub fn retrying(model: Box<dyn Model>, statuses: &'static [u16]) -> Result<Box<dyn Model>, Error> {
+    let retries = parse_max_retries(std::env::var("MINI_AGENT_REQUEST_MAX_RETRIES").ok().as_deref())?;
+    Ok(Box::new(Retrying::new(model, retries).with_statuses(statuses)))
+}
+// ANCHOR_END: layer
 
 #[cfg(test)]
 mod tests {

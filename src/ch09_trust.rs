@@ -25,10 +25,12 @@ pub(crate) const JOURNAL_MAX_BYTES: u64 = 256 << 20;
 
 // ANCHOR: check_dirs
 impl SessionStore {
-    /// The sessions of a workspace whose files may have been planted: each session file is
-    /// read as [`open_journal`] opens it, for `-c` and `/list` too.
-    pub fn of_workspace(root: &Path) -> SessionStore {
-        SessionStore::new(root).opening_with(|path| open_journal(path, false))
+    /// This store as the sessions of a workspace whose files may have been planted: its
+    /// directories checked ([`SessionStore::check_dirs`]), and each session file read as
+    /// [`open_journal`] opens it, for `-c` and `/list` too.
+    pub fn as_workspace_input(self) -> Result<SessionStore, Error> {
+        self.check_dirs()?;
+        Ok(self.opening_with(|path| open_journal(path, false)))
     }
 
     /// `.mini_agent/` and `.mini_agent/sessions/`, where they exist, must be directories of

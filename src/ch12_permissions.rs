@@ -11,6 +11,7 @@
 //! `Tools`. How the question is asked is a separate trait, [`Prompter`], so the REPL can ask
 //! through its own terminal handling and tests can answer from a script.
 
+use crate::ch02_loop::command_line::{Flag, Help, Registry, Settings};
 use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools, plural};
 use crate::ch03_tools::Workspace;
 use crate::ch04_terminal::question_open;
@@ -353,6 +354,41 @@ fn describe(call: &ToolCall) -> Described {
     Described { text, whole, hidden }
 }
 // ANCHOR_END: describe_call
+
+// ANCHOR: register
+/// The flags that grant chapter 3's two permissions up front.
+pub const ALLOW_WRITE: Flag =
+    Flag::switch(12, WRITE.flag, &["let the agent write and edit files inside the root"]);
+pub const ALLOW_SHELL: Flag =
+    Flag::switch(12, SHELL.flag, &["let the agent run shell commands (not a sandbox!)"]);
+
+pub fn register(registry: &mut dyn Registry) {
+    registry.flag(ALLOW_WRITE);
+    registry.flag(ALLOW_SHELL);
+    let help = |section, lines| Help { chapter: 12, page: "", section, lines };
+    registry.help(help(
+        "EXAMPLES",
+        &[
+            "  mini-agent --demo --allow-write -p \"create hello.txt containing hello\"",
+            "  mini-agent --allow-write --allow-shell -p \"make the tests pass\"",
+        ],
+    ));
+    registry.help(help(
+        "PERMISSIONS",
+        &[
+            "  Without --allow-write / --allow-shell, writes and shell commands are asked for at the",
+            "  terminal (y once, a always, n deny with a reason); with no terminal to ask (a pipe, a",
+            "  script, --json) they are refused and the model is told which flag would allow them.",
+        ],
+    ));
+}
+
+/// The permissions the command line granted: every permission whose flag was given (chapter
+/// 18's `--allow-mcp` too, without this chapter knowing it).
+pub fn granted(settings: &Settings) -> Permissions {
+    Permissions::granting(settings.switches())
+}
+// ANCHOR_END: register
 
 #[cfg(test)]
 mod tests {

@@ -12,11 +12,13 @@
 //!   gate around them); [`Observer`] sees every event (the terminal of chapter 4, the journal of
 //!   chapter 9, `--json`).
 //! * `error.rs` — the crate's one error type.
+//! * `command_line.rs` — what a chapter adds to the command line (flags, `--help`), as data.
 //! * this file — [`run_turn`], the loop itself, and the one piece of global state (Ctrl+C).
 //!
 //! Because the seams are traits, later chapters add code instead of editing this file: the
 //! loop you read here is the loop that runs.
 
+pub mod command_line;
 mod error;
 mod seams;
 mod vocabulary;

@@ -65,6 +65,40 @@ pub const MAX_REPLY_BYTES: usize = 10 << 20;
 /// How often a waiting caller looks at the Ctrl+C flag (and at how long it has waited).
 pub const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 
+/// The system prompt of chapter 2's agent: who it is and where it works. Chapter 6 replaces it
+/// with one that carries the project's own instructions and skills.
+pub fn system_prompt(root: &std::path::Path) -> String {
+    format!(
+        "You are mini-agent, a coding agent working in the workspace root {}. Use the tools to \
+         look and to act; say plainly what you did and what failed.",
+        root.display()
+    )
+}
+
+/// The key and the base URL as chapter 2 reads them: from the environment, like any variable.
+/// Chapter 3 takes them out of the environment instead (its `Keys`, with the same methods),
+/// so that no command the agent runs can read them.
+#[derive(Clone, Debug, Default)]
+pub struct Keys {
+    api_key: Option<String>,
+    base_url: Option<String>,
+}
+
+impl Keys {
+    pub fn from_environment() -> Keys {
+        let read = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
+        Keys { api_key: read("OPENAI_API_KEY"), base_url: read("OPENAI_BASE_URL") }
+    }
+
+    pub fn api_key(&self) -> Option<String> {
+        self.api_key.clone()
+    }
+
+    pub fn base_url(&self) -> Option<String> {
+        self.base_url.clone()
+    }
+}
+
 // ANCHOR: config
 /// Where the model lives and who we are.
 #[derive(Clone, Debug)]

@@ -55,6 +55,27 @@ pub fn first_byte_message(bound: Duration, fixed: bool) -> String {
 
 /// `MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS`'s value: unset or empty is the rule of
 /// [`first_byte_timeout`]; anything but a whole number of seconds, at least 1, is an error.
+/// How long a model request may wait, as the environment says: between two bytes, for the
+/// first byte (unset: scaled to the request), and in all (unset: no bound). Read once per run and
+/// handed to each client the run builds.
+#[derive(Clone, Copy, Debug)]
+pub struct Waits {
+    pub idle: Duration,
+    pub first_byte: Option<Duration>,
+    pub limit: Option<Duration>,
+}
+
+impl Waits {
+    pub fn from_environment() -> Result<Waits, Error> {
+        let var = |name: &str| std::env::var(name).ok();
+        Ok(Waits {
+            idle: super::parse_idle_timeout(var(super::IDLE_TIMEOUT_VARIABLE).as_deref())?,
+            first_byte: parse_first_byte_timeout(var(FIRST_BYTE_VARIABLE).as_deref())?,
+            limit: super::parse_request_limit(var(super::REQUEST_LIMIT_VARIABLE).as_deref())?,
+        })
+    }
+}
+
 pub fn parse_first_byte_timeout(value: Option<&str>) -> Result<Option<Duration>, Error> {
     whole_seconds(FIRST_BYTE_VARIABLE, value, "unset: the idle timeout plus 1 s per 100 bytes of request")
 }

@@ -26,6 +26,7 @@
 //! What it does not promise: the server receives the key (that is its purpose), and a model
 //! can still reason about a secret it never sees. See README "Honest limits".
 
+use crate::ch02_loop::command_line::Registry;
 use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request};
 use std::borrow::Cow;
 use std::process::Command;
@@ -66,6 +67,14 @@ pub const fn base_url_secret(name: &'static str) -> SecretVariable {
 pub const OPENAI_API_KEY: SecretVariable = secret("OPENAI_API_KEY");
 pub const OPENAI_BASE_URL: SecretVariable = base_url_secret("OPENAI_BASE_URL");
 pub const SECRETS: &[SecretVariable] = &[OPENAI_API_KEY, OPENAI_BASE_URL];
+
+/// What a chapter registers from this one on: chapter 2's flags and help, and its secrets. A
+/// capability flag takes a URL that is its own credential (whoever knows it may use it), so
+/// the command line wipes its path from what `ps` shows.
+pub trait RegisterSecrets: Registry {
+    fn secret(&mut self, variable: SecretVariable);
+    fn capability_flag(&mut self, long: &'static str);
+}
 
 /// Every list [`Keys::take`] was given, so that [`remove_keys`] knows the later chapters' too.
 static TAKEN: OnceLock<Vec<SecretVariable>> = OnceLock::new();

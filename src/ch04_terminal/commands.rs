@@ -1,92 +1,91 @@
-//! The slash commands the REPL knows itself (`/help`, `/exit`) and those it hands to its
-//! host (`/new`, `/list`, …). Parsing is a pure function, so it is tested without a terminal.
+//! The slash commands: those the REPL knows itself (`/help`, `/exit`) and those it hands to its
+//! host (`/new`, and what later chapters register: `/list`, `/compact`…). A command is data — a
+//! name, an argument if it takes one, a line of `/help` — so a chapter adds one by registering
+//! it, and the host routes it by name. Parsing is a pure function over the table, so it is
+//! tested without a terminal.
+
+use crate::ch03_tools::secrets::RegisterSecrets;
 
 // ANCHOR: commands
+/// A slash command a chapter registers: the REPL parses it and `/help` lists it; the host
+/// runs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlashCommand {
+    pub chapter: u8,
+    /// `list` for `/list`.
+    pub name: &'static str,
+    /// The argument it needs, as `/help` names it (`<id>`), or `""` for none.
+    pub argument: &'static str,
+    pub help: &'static str,
+}
+
+/// What a chapter registers from this one on: flags, help, secrets, and slash commands.
+pub trait RegisterCommands: RegisterSecrets {
+    fn command(&mut self, command: SlashCommand);
+}
+
 /// A slash command typed at the prompt.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     Help,
     Exit,
-    /// Commands that need the session, the model or the skills: the host runs them.
+    /// A registered command: the host runs it.
     Host(HostCommand),
 }
 
+/// A registered command as typed: its name and its argument (empty when it takes none).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HostCommand {
-    New,
-    /// The sessions of this root (chapter 5), with their state from chapter 10.
-    #[cfg(feature = "ch05")]
-    List,
-    #[cfg(feature = "ch10")]
-    Resume(String),
-    /// What went into the system prompt (chapter 6).
-    #[cfg(feature = "ch06")]
-    Skills,
-    /// Context (chapter 7): summarise now, and the session's figures.
-    #[cfg(feature = "ch07")]
-    Compact,
-    #[cfg(feature = "ch07")]
-    Stats,
-    /// `/mcp`: the MCP servers, their state and their tools (chapter 18).
-    #[cfg(feature = "ch18")]
-    Mcp,
+pub struct HostCommand {
+    pub name: &'static str,
+    pub argument: String,
 }
 // ANCHOR_END: commands
 
-// ANCHOR: help
-/// What `/help` prints, a line per command of this chapter's state.
-pub const HELP: &[&str] = &[
-    "/help          this list",
-    "/new           start a new session",
-    #[cfg(feature = "ch05")]
-    "/list          list the sessions of this workspace",
-    #[cfg(feature = "ch10")]
-    "/resume <id>   switch to a session (id or unique prefix)",
-    #[cfg(feature = "ch06")]
-    "/skills        show AGENTS.md and the skills that were loaded, and how",
-    #[cfg(feature = "ch07")]
-    "/compact       replace older history with a summary",
-    #[cfg(feature = "ch07")]
-    "/stats         requests, tokens, tool calls and time of this session",
-    #[cfg(feature = "ch18")]
-    "/mcp           MCP servers, their state and their tools",
-    "/exit          leave (also Ctrl+C or Ctrl+D at the prompt)",
-    "During a turn: Ctrl+C stops it; lines you type are sent with the next model request.",
-];
+/// `/new`: this chapter's one host command.
+pub const NEW: SlashCommand =
+    SlashCommand { chapter: 4, name: "new", argument: "", help: "start a new session" };
 
+// ANCHOR: help
+/// What `/help` prints: a line per command of this chapter's state.
+pub fn help(commands: &[SlashCommand]) -> String {
+    let line = |usage: String, help: &str| format!("{usage:<15}{help}");
+    let mut lines = vec![line("/help".into(), "this list")];
+    for command in commands {
+        let usage = match command.argument {
+            "" => format!("/{}", command.name),
+            argument => format!("/{} {argument}", command.name),
+        };
+        lines.push(line(usage, command.help));
+    }
+    lines.push(line("/exit".into(), "leave (also Ctrl+C or Ctrl+D at the prompt)"));
+    lines.push("During a turn: Ctrl+C stops it; lines you type are sent with the next model request.".into());
+    lines.join("\n")
+}
 // ANCHOR_END: help
 
 // ANCHOR: parse_command
 /// `None` when the line is a message, not a command. A path such as `/usr/bin/env is
 /// missing` is a message: a command word has no second slash.
-pub fn parse_command(line: &str) -> Option<Result<Command, String>> {
-    let line = line.trim();
-    let rest = line.strip_prefix('/')?;
-    let word = rest.split(char::is_whitespace).next().unwrap_or_default();
-    if word.contains('/') {
-        return None;
-    }
+pub fn parse_command(line: &str, commands: &[SlashCommand]) -> Option<Result<Command, String>> {
+    let (word, rest) = command_word(line)?;
     let command = match word {
         "help" | "?" => Command::Help,
         "exit" | "quit" => Command::Exit,
-        "new" => Command::Host(HostCommand::New),
-        #[cfg(feature = "ch05")]
-        "list" => Command::Host(HostCommand::List),
-        #[cfg(feature = "ch10")]
-        "resume" => match rest[word.len()..].trim() {
-            "" => return Some(Err("usage: /resume <id> (see /list)".into())),
-            id => Command::Host(HostCommand::Resume(id.to_string())),
+        _ => match commands.iter().find(|command| command.name == word) {
+            None => return Some(Err(format!("unknown command /{word}; type /help"))),
+            Some(command) if !command.argument.is_empty() && rest.is_empty() => {
+                return Some(Err(format!("usage: /{word} {}: {}", command.argument, command.help)));
+            }
+            Some(command) => Command::Host(HostCommand { name: command.name, argument: rest.to_string() }),
         },
-        #[cfg(feature = "ch06")]
-        "skills" => Command::Host(HostCommand::Skills),
-        #[cfg(feature = "ch07")]
-        "compact" => Command::Host(HostCommand::Compact),
-        #[cfg(feature = "ch07")]
-        "stats" => Command::Host(HostCommand::Stats),
-        #[cfg(feature = "ch18")]
-        "mcp" => Command::Host(HostCommand::Mcp),
-        _ => return Some(Err(format!("unknown command /{word}; type /help"))),
     };
     Some(Ok(command))
+}
+
+/// The command word of a line that is a command, and the rest of the line, trimmed.
+pub fn command_word(line: &str) -> Option<(&str, &str)> {
+    let rest = line.trim().strip_prefix('/')?;
+    let word = rest.split(char::is_whitespace).next().unwrap_or_default();
+    (!word.contains('/')).then(|| (word, rest[word.len()..].trim()))
 }
 // ANCHOR_END: parse_command

@@ -48,7 +48,7 @@ pub mod spinner;
 pub mod streamed_markdown;
 pub mod type_ahead;
 
-pub use commands::{Command, HELP, HostCommand, parse_command};
+pub use commands::{Command, HostCommand, RegisterCommands, SlashCommand, help, parse_command};
 pub use interrupt::install_interrupt_handler;
 pub use line_reader::{Input, LineReader};
 pub use markdown::{Look, render_markdown};
@@ -57,6 +57,25 @@ pub use repl::{ReplHost, run_repl};
 pub use spinner::question_open;
 pub use streamed_markdown::StreamRenderer;
 pub use type_ahead::{TypeAhead, TypeAheadReader};
+
+use crate::ch02_loop::command_line::Help;
+
+// ANCHOR: register
+/// Chapter 4's command line: the REPL when there is no `-p`, colours, and Ctrl+C.
+pub fn register(registry: &mut dyn RegisterCommands) {
+    let help = |section, lines| Help { chapter: 4, page: "", section, lines };
+    registry.help(help(
+        "USAGE",
+        &["  mini-agent [OPTIONS]                  interactive session in the workspace root"],
+    ));
+    registry.help(help("ENVIRONMENT", &["  NO_COLOR                   disable colors"]));
+    registry.help(help(
+        "EXIT CODES",
+        &["  130  interrupted (Ctrl+C)", "  143  stopped by SIGTERM (129: SIGHUP), handled like Ctrl+C"],
+    ));
+    registry.command(commands::NEW);
+}
+// ANCHOR_END: register
 
 #[cfg(test)]
 mod tests;

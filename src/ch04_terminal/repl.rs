@@ -26,7 +26,13 @@ pub trait ReplHost {
 // ANCHOR: repl
 /// The REPL: read a line, run it as a command or a turn, repeat until /exit, Ctrl+C or
 /// Ctrl+D at the prompt, or the end of piped input.
-pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Screen) -> Result<(), Error> {
+/// `commands` are the host's: what `/help` lists and the prompt accepts.
+pub fn run_repl(
+    host: &mut dyn ReplHost,
+    commands: &[SlashCommand],
+    reader: &mut LineReader,
+    screen: &Screen,
+) -> Result<(), Error> {
     install_interrupt_handler();
     let mut next_inputs: VecDeque<String> = VecDeque::new();
     let mut carried_text = String::new();
@@ -66,9 +72,9 @@ pub fn run_repl(host: &mut dyn ReplHost, reader: &mut LineReader, screen: &Scree
             screen.status("to leave, type /exit or press Ctrl+D (nothing was sent)\n");
             continue;
         }
-        match parse_command(&line) {
+        match parse_command(&line, commands) {
             Some(Ok(Command::Exit)) => return Ok(()),
-            Some(Ok(Command::Help)) => screen.status(&format!("{}\n", HELP.join("\n"))),
+            Some(Ok(Command::Help)) => screen.status(&format!("{}\n", help(commands))),
             Some(Ok(Command::Host(command))) => match host.command(command) {
                 Ok(text) if text.is_empty() => {}
                 Ok(text) => screen.print(&format!("{}\n", sanitize(text.trim_end()))),

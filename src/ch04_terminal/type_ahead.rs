@@ -102,7 +102,7 @@ impl TypeAhead {
     pub(crate) fn take_messages(&self) -> Vec<String> {
         let mut queue = self.lock();
         let (messages, kept): (Vec<String>, Vec<String>) =
-            queue.lines.drain(..).partition(|line| parse_command(line).is_none());
+            queue.lines.drain(..).partition(|line| command_word(line).is_none());
         queue.lines = kept.into();
         queue.handed_over.extend(messages.iter().cloned());
         messages

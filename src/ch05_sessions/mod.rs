@@ -85,16 +85,33 @@ pub use file::SessionFile;
 pub use ids::{new_session_id, now_rfc3339, rfc3339};
 pub use listing::SessionSummary;
 pub use record::{Body, DEMO_ENDPOINT, FORMAT_VERSION, OPENAI_API, Origin, Record, without_credentials};
-pub use recorder::Recorder;
+pub use recorder::{Recorder, Session};
 pub use store::SessionStore;
 
-use crate::ch02_loop::{Error, Message};
+use crate::ch02_loop::command_line::{Flag, Help, Takes};
+use crate::ch02_loop::{Error, Message, Observer, Outcome};
+use crate::ch04_terminal::{RegisterCommands, SlashCommand};
 
 /// Anything records can be appended to: an in-memory list here, a durable journal in
 /// chapter 9. Returns the `seq` the record was given.
 pub trait Append {
     fn append(&mut self, body: Body) -> Result<u64, Error>;
 }
+
+// ANCHOR: turn_hook
+/// A later chapter's part in every turn of a session, beside this chapter's recorder: what it
+/// does when the user's message arrives, the observer it adds to the turn (after the journal),
+/// and what it does when the turn has ended, with the session's log at hand to record it
+/// (chapter 7 counts and watches for repetition, chapter 16 runs the `Stop` hooks).
+pub trait TurnHook {
+    /// The user's message of a turn of session `session`, before the model sees it.
+    fn begin(&mut self, _session: &str, _message: &Message) {}
+    fn observer(&mut self) -> Option<&mut dyn Observer> {
+        None
+    }
+    fn end(&mut self, _outcome: &Outcome, _log: &mut dyn Append) {}
+}
+// ANCHOR_END: turn_hook
 
 /// Records kept in memory: what a test, or a caller that writes them elsewhere, appends to.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -167,3 +184,43 @@ pub fn continue_history(id: &str, records: &[Record]) -> Result<Vec<Message>, Er
     }
 }
 // ANCHOR_END: continue_history
+
+// ANCHOR: register
+/// `-c` continues the latest session of the root, `-r` a chosen one; `/list` shows them.
+pub const CONTINUE: Flag =
+    Flag::switch(5, "--continue", &["continue the latest session of this root"]).short('c');
+pub const RESUME: Flag = Flag::value(
+    5,
+    "--resume",
+    Takes::NonEmpty("ID"),
+    &["resume a session (id, unique id prefix, or journal path)"],
+)
+.short('r');
+
+/// Chapter 5's command line: a session per run, and the flags that find one again.
+pub fn register(registry: &mut dyn RegisterCommands) {
+    registry.flag(CONTINUE);
+    registry.flag(RESUME);
+    registry.help(Help {
+        chapter: 5,
+        page: "",
+        section: "SESSIONS",
+        lines: &[
+            "  Every run is a session, recorded in .mini_agent/sessions/ under the workspace root.",
+            "  mini-agent -c                         continue the latest session in the REPL",
+            "  mini-agent -c -p \"now run the tests\"  continue it with one more task",
+            "  -c skips sessions that never got a model reply (a failed start); -r ID opens any.",
+        ],
+    });
+    registry.command(SlashCommand {
+        chapter: 5,
+        name: "list",
+        argument: "",
+        help: "list the sessions of this workspace",
+    });
+    registry.check(|settings| match settings.has(&CONTINUE) && settings.has(&RESUME) {
+        true => Err("use either -c/--continue or -r/--resume, not both".into()),
+        false => Ok(()),
+    });
+}
+// ANCHOR_END: register

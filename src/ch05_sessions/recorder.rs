@@ -5,7 +5,7 @@
 //! replay sees every fact exactly once.
 
 use super::*;
-use crate::ch02_loop::{Error, Event, Message, Observer, ToolStatus, Usage};
+use crate::ch02_loop::{Error, Event, Message, Observer, Outcome, ToolStatus, Usage, plural};
 use std::collections::HashSet;
 
 // ANCHOR: recorder
@@ -41,22 +41,12 @@ impl<A: Append> Recorder<A> {
         self.log.append(Body::Error { message: message.to_string() }).map(drop)
     }
 
-    /// A hook ran (chapter 16); `outcome` says how it ended.
-    #[cfg(feature = "ch16")]
-    pub fn hook(
-        &mut self,
-        event: &str,
-        command: &str,
-        tool_call_id: Option<&str>,
-        outcome: &str,
-    ) -> Result<(), Error> {
-        let (event, command, outcome) = (event.to_string(), command.to_string(), outcome.to_string());
-        let tool_call_id = tool_call_id.map(str::to_string);
-        self.log.append(Body::Hook { event, command, tool_call_id, outcome }).map(drop)
-    }
-
     pub fn log(&self) -> &A {
         &self.log
+    }
+
+    pub fn log_mut(&mut self) -> &mut A {
+        &mut self.log
     }
 
     pub fn into_log(self) -> A {
@@ -132,3 +122,44 @@ impl<A: Append> Observer for Recorder<A> {
     }
 }
 // ANCHOR_END: recorder_tools
+
+// ANCHOR: session
+/// A session around the loop: its journal, and the later chapters' parts in each turn.
+pub struct Session<A: Append> {
+    pub id: String,
+    pub recorder: Recorder<A>,
+    pub hooks: Vec<Box<dyn TurnHook>>,
+}
+
+impl<A: Append> Session<A> {
+    /// The user's message is recorded before the model sees it; then each part hears of it.
+    pub fn begin(&mut self, message: &Message) -> Result<(), Error> {
+        self.recorder.message(message)?;
+        self.hooks.iter_mut().for_each(|hook| hook.begin(&self.id, message));
+        Ok(())
+    }
+
+    /// The journal first, then each part's observer: an error stops the turn before anyone
+    /// after it acts on an event that is not on disk.
+    pub fn observers(&mut self) -> impl Iterator<Item = &mut dyn Observer> {
+        let hooks = self.hooks.iter_mut().filter_map(|hook| hook.observer());
+        std::iter::once(&mut self.recorder as &mut dyn Observer).chain(hooks)
+    }
+
+    /// How the turn ended is a fact too: each part's ending, then Ctrl+C, an error or the
+    /// turn limit (of `max_turns` calls) recorded, so `--status` can tell where it stopped.
+    pub fn end(&mut self, outcome: &Outcome, max_turns: usize) -> Result<(), Error> {
+        for hook in &mut self.hooks {
+            hook.end(outcome, self.recorder.log_mut());
+        }
+        match outcome {
+            Outcome::Completed(_) => Ok(()),
+            Outcome::Interrupted => self.recorder.interrupted(),
+            Outcome::TurnLimit => self
+                .recorder
+                .error(&format!("stopped after {} (the turn limit)", plural(max_turns, "model call"))),
+            Outcome::Failed(error) => self.recorder.error(&error.to_string()),
+        }
+    }
+}
+// ANCHOR_END: session

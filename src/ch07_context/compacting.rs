@@ -106,6 +106,11 @@ impl<M: Model> Compacting<M> {
         self.state.clone()
     }
 
+    /// The model's context window, in tokens, as this layer was told.
+    pub fn context_tokens(&self) -> u64 {
+        self.context_tokens
+    }
+
     fn too_large(&self, estimate: u64) -> Error {
         match self.learned_window.filter(|learned| learned.tokens < self.context_tokens) {
             Some(Learned { tokens, stated: true }) => Error::Config(format!(

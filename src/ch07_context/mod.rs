@@ -30,6 +30,9 @@
 //! summary may end), [`transcript`] (the text summarised), [`shrink`] (eliding, calibration,
 //! overflow errors), [`squeeze`] (the latest results, last) and [`repeats`] (a model stuck in a loop).
 
+use crate::ch02_loop::command_line::Help;
+use crate::ch04_terminal::{RegisterCommands, SlashCommand};
+
 pub mod compacting;
 pub mod cut;
 pub mod estimate;
@@ -39,6 +42,7 @@ pub mod shrink;
 pub mod squeeze;
 pub mod stats;
 pub mod transcript;
+pub mod turns;
 
 pub use compacting::{
     AUTO_COMPACT_PERCENT, Compacting, DEFAULT_CONTEXT_TOKENS, KEEP_RECENT_PERCENT, parse_context_tokens,
@@ -48,6 +52,23 @@ pub use estimate::{
 };
 pub use record::{CompactionRecord, CompactionState, SharedCompaction, apply_compaction};
 pub use stats::{SharedStats, Stats};
+pub use turns::ContextTurns;
+
+/// Chapter 7's command line: the context window, and the commands that show and shrink it.
+pub fn register(registry: &mut dyn RegisterCommands) {
+    registry.help(Help {
+        chapter: 7,
+        page: "",
+        section: "ENVIRONMENT",
+        lines: &[
+            "  MINI_AGENT_CONTEXT_TOKENS  the model's context window (default 128000); older messages",
+            "                             are summarised when a request would pass 80% of it",
+        ],
+    });
+    let command = |name, help| SlashCommand { chapter: 7, name, argument: "", help };
+    registry.command(command("compact", "replace older history with a summary"));
+    registry.command(command("stats", "requests, tokens, tool calls and time of this session"));
+}
 
 #[cfg(test)]
 mod tests;

@@ -93,6 +93,23 @@ fn changes_nothing(call: &ToolCall, status: ToolStatus) -> bool {
 
 type Shared = Arc<Mutex<RepeatState>>;
 
+/// The streak the tools and the model of a session share, for whoever holds the session: a
+/// new message from the person resets it, and each turn's model is lent the stuck check.
+#[derive(Clone, Default)]
+pub struct Repeats(Shared);
+
+impl Repeats {
+    /// A new user message: whatever the model did before is not a loop any more.
+    pub fn reset(&self) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = RepeatState::default();
+    }
+
+    /// `model` for one turn, asked once more without tools when the streak reaches [`STOP_AT`].
+    pub fn answer_without_tools<'a>(&self, model: &'a mut dyn Model) -> AnswerWithoutTools<'a> {
+        AnswerWithoutTools { inner: model, state: self.0.clone() }
+    }
+}
+
 // ANCHOR: repeat_notes
 /// Tools that notice repetition and say so in the result.
 pub struct RepeatNotes<T> {
@@ -103,6 +120,11 @@ pub struct RepeatNotes<T> {
 impl<T: Tools> RepeatNotes<T> {
     pub fn new(inner: T) -> Self {
         RepeatNotes { inner, state: Shared::default() }
+    }
+
+    /// `inner` watched for repetition with the streak `repeats` holds.
+    pub fn sharing(inner: T, repeats: &Repeats) -> Self {
+        RepeatNotes { inner, state: repeats.0.clone() }
     }
 
     /// A new user message: whatever the model did before is not a loop any more.

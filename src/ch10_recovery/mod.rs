@@ -17,7 +17,10 @@
 //! Everything here is a pure function of the records, so `--status` needs no key and sends
 //! nothing, and the rules are tested without a disk or a model.
 
+pub mod command_line;
 mod journal_scan;
+
+pub use command_line::{ACKNOWLEDGE_UNKNOWN, STATUS, register};
 
 use crate::ch02_loop::{Error, Message, ToolCall, ToolStatus, describe_call, plural};
 use crate::ch05_sessions::{Append, Body, Origin, Record, replay};

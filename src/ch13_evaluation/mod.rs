@@ -75,6 +75,8 @@
 //! - `compare`: what was observed against what was expected, and the request invariant.
 //! - `journal`: the journal read from outside, as its documented format promises.
 
+use crate::ch02_loop::command_line::{Flag, Help, MAX_TURNS_CEILING, Registry, SHOW_HELP, Takes, VERBOSE};
+
 mod compare;
 mod journal;
 mod runner;
@@ -87,6 +89,27 @@ pub use scenario::{
     CallSpec, DEFAULT_SCENARIO_DIR, ErrorSpec, Expect, Run, Scenario, ScriptStep, SignalName, SignalPlan,
     StreamSpec, load_scenario, load_scenarios,
 };
+
+// ANCHOR: register
+/// `mini-agent eval [DIR] [--repeats N] [-v]`: the flags of the subcommand.
+pub const REPEATS: Flag =
+    Flag::value(13, "--repeats", Takes::Count("N", MAX_TURNS_CEILING), &["run each scenario N times"])
+        .of("eval");
+pub const EVAL_VERBOSE: Flag = Flag { chapter: 13, command: "eval", ..VERBOSE };
+pub const EVAL_HELP: Flag = Flag { chapter: 13, command: "eval", ..SHOW_HELP };
+
+pub fn register(registry: &mut dyn Registry) {
+    for flag in [REPEATS, EVAL_VERBOSE, EVAL_HELP] {
+        registry.flag(flag);
+    }
+    registry.help(Help {
+        chapter: 13,
+        page: "",
+        section: "USAGE",
+        lines: &["  mini-agent eval [DIR] [--repeats N]   run the scripted evaluation scenarios (offline)"],
+    });
+}
+// ANCHOR_END: register
 
 #[cfg(test)]
 mod tests;

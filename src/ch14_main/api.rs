@@ -5,19 +5,16 @@
 //! goes back to the API it talked to), then `MINI_AGENT_API`, then `openai`. The demo model
 //! speaks Chat Completions only.
 
-use super::args::Options;
-use super::endpoint::{DEFAULT_BASE_URL, DEFAULT_MODEL};
+use super::endpoint::{Connection, DEFAULT_BASE_URL, DEFAULT_MODEL};
+use mini_agent::ch02_loop::command_line::{DEMO, Settings};
 use mini_agent::ch02_loop::{Error, Model};
-use mini_agent::ch02_model::text_calls::TextCallCheck;
-use mini_agent::ch02_model::waiting::{FIRST_BYTE_VARIABLE, parse_first_byte_timeout};
-use mini_agent::ch02_model::{ClientConfig, REQUEST_LIMIT_VARIABLE, parse_request_limit};
-use mini_agent::ch03_tools::secrets::{Keys, Redacted, redactor};
+use mini_agent::ch02_model::waiting::Waits;
+use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch05_sessions::{OPENAI_API, Origin};
-use mini_agent::ch08_retry::{Retrying, parse_max_retries};
+use mini_agent::ch11_streaming::STREAM;
 use mini_agent::ch19_anthropic::{
-    self as anthropic, ANTHROPIC_API, AnthropicClient, AnthropicKeys, Auth, RETRY_STATUSES, parse_max_tokens,
+    self as anthropic, ANTHROPIC_API, API, AnthropicClient, AnthropicKeys, Auth, parse_max_tokens,
 };
-use std::time::Duration;
 
 // ANCHOR: api
 /// The wire format of this run's model: chapter 2's Chat Completions, or the Messages API with
@@ -29,9 +26,9 @@ pub enum Api {
 }
 
 /// `--api`, else the resumed session's own API, else `MINI_AGENT_API`, else `openai`.
-pub fn choose_api(options: &Options, recorded: Option<&Origin>) -> Result<&'static str, Error> {
-    if options.demo {
-        return match options.api.as_deref() {
+pub fn choose_api(settings: &Settings, recorded: Option<&Origin>) -> Result<&'static str, Error> {
+    if settings.has(&DEMO) {
+        return match settings.value(&API) {
             Some(ANTHROPIC_API) => Err(Error::Usage(
                 "--demo speaks the Chat Completions API only: drop --api anthropic (or --demo)".into(),
             )),
@@ -39,8 +36,8 @@ pub fn choose_api(options: &Options, recorded: Option<&Origin>) -> Result<&'stat
         };
     }
     let variable = std::env::var("MINI_AGENT_API").ok().filter(|value| !value.trim().is_empty());
-    let (name, source) = match (&options.api, recorded, &variable) {
-        (Some(flag), _, _) => (flag.as_str(), "--api"),
+    let (name, source) = match (settings.value(&API), recorded, &variable) {
+        (Some(flag), _, _) => (flag, "--api"),
         (None, Some(origin), _) => (origin.api.as_str(), "the session"),
         (None, None, Some(value)) => (value.trim(), "MINI_AGENT_API"),
         (None, None, None) => (OPENAI_API, "the default"),
@@ -66,10 +63,10 @@ pub fn api_named(name: &str) -> Option<&'static str> {
 /// The API of this run, and the session's record only if it is of that API: a session moved
 /// to the other one continues its history, not its endpoint or model.
 pub fn api_of<'a>(
-    options: &Options,
+    settings: &Settings,
     recorded: Option<&'a Origin>,
 ) -> Result<(&'static str, Option<&'a Origin>), Error> {
-    let api = choose_api(options, recorded)?;
+    let api = choose_api(settings, recorded)?;
     Ok((api, recorded.filter(|origin| origin.api == api)))
 }
 
@@ -89,22 +86,22 @@ pub fn default_model(api: &str) -> &'static str {
 }
 
 // ANCHOR: anthropic_model
-/// `TextCallCheck(Redacted(Retrying(AnthropicClient)))`: chapter 2's layers around the second
-/// client, retrying Anthropic's 500 and 529 too.
-pub fn anthropic_model(
-    endpoint: &ClientConfig,
-    auth: &Option<Auth>,
-    options: &Options,
-    idle: Duration,
+/// Chapter 19's choice of client: the Messages API in place of `model` when this run speaks
+/// it, streaming with `--stream`; the layers of the other chapters go around it all the same.
+pub fn anthropic_if_chosen(
+    model: Box<dyn Model>,
+    connection: &Connection,
+    settings: &Settings,
+    waits: Waits,
 ) -> Result<Box<dyn Model>, Error> {
+    let Api::Anthropic(auth) = &connection.api else { return Ok(model) };
+    let endpoint = &connection.endpoint;
     let mut client = AnthropicClient::new(&endpoint.base_url, auth.clone(), &endpoint.model)?;
-    client.idle_timeout = idle;
-    client.request_limit = parse_request_limit(std::env::var(REQUEST_LIMIT_VARIABLE).ok().as_deref())?;
-    client.first_byte_timeout = parse_first_byte_timeout(std::env::var(FIRST_BYTE_VARIABLE).ok().as_deref())?;
-    client.stream = options.stream;
+    client.idle_timeout = waits.idle;
+    client.first_byte_timeout = waits.first_byte;
+    client.request_limit = waits.limit;
+    client.stream = settings.has(&STREAM);
     client.max_tokens = parse_max_tokens(std::env::var("MINI_AGENT_MAX_TOKENS").ok().as_deref())?;
-    let retries = parse_max_retries(std::env::var("MINI_AGENT_REQUEST_MAX_RETRIES").ok().as_deref())?;
-    let retrying = Retrying::new(client, retries).with_statuses(RETRY_STATUSES);
-    Ok(Box::new(TextCallCheck { inner: Redacted::new(retrying, redactor()) }))
+    Ok(Box::new(client))
 }
 // ANCHOR_END: anthropic_model

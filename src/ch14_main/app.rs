@@ -4,225 +4,169 @@
 //! `<root>/.mini_agent/sessions/` (from chapter 9 on, a journal) that holds the system prompt,
 //! each user message and everything the loop did. The wiring is the lesson of this file:
 //!
-//! * **The journal observes first.** A [`Fanout`] gives each event to the recorder before the
-//!   screen, the `/stats` counter or the `--json` printer, and the recorder's error stops
-//!   the turn. That is how `tool_started` is on disk before a tool runs.
-//! * **A resumed session is its journal replayed** (`reopen.rs`, chapter 10): the history is
-//!   rebuilt from the records, a compaction in force is restored as the *view* the model was
-//!   being sent, and permissions start again from the flags: they belong to a person at a
-//!   terminal, not to a file.
-//! * **How a turn ended is a fact too.** Ctrl+C, an error, the turn limit: each is recorded,
-//!   so `--status` can tell where a session stopped.
+//! * **The tools are a fold.** [`toolbox`] starts from chapter 3's workspace and wraps it once
+//!   per chapter that adds a layer. A session gets a fresh stack, so an "allow all" given in
+//!   one session never leaks into the next.
+//! * **The journal observes first.** Chapter 5's `Session` gives each event to the recorder
+//!   before the later chapters' parts (chapter 7's counters, chapter 19's failures), the
+//!   `--json` printer and the screen; the recorder's error stops the turn. That is how
+//!   `tool_started` is on disk before a tool runs.
+//! * **A resumed session is its journal replayed** (`reopen.rs`, chapter 10), and permissions
+//!   start again from the flags: they belong to a person at a terminal, not to a file.
 //!
-//! Each chapter adds its piece here under its own feature: the tools' wrappers (skills,
-//! repetition, the permission gate), the compacting model, the journal.
+//! The REPL's commands, which reach into several chapters' state, are in `commands.rs`.
 
-#[cfg(feature = "ch10")]
-use super::reopen::{Opened, continue_session};
+use super::endpoint::Connection;
+#[cfg(not(feature = "ch03"))]
+use mini_agent::ch02_bash::Bash as Workspace;
+use mini_agent::ch02_loop::command_line::Settings;
+use mini_agent::ch02_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, Tools, run_turn};
+#[cfg(feature = "ch03")]
+use mini_agent::ch03_tools::Workspace;
 #[cfg(feature = "ch05")]
-use super::sessions_table::sessions_table;
-#[cfg(feature = "ch05")]
-use mini_agent::ch02_loop::plural;
-use mini_agent::ch02_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, run_turn};
-#[cfg(feature = "ch12")]
-use mini_agent::ch04_terminal::TypeAhead;
-#[cfg(feature = "ch04")]
-use mini_agent::ch04_terminal::{HostCommand, ReplHost};
-#[cfg(feature = "ch05")]
-use mini_agent::ch05_sessions::{Origin, Recorder, SessionStore};
-#[cfg(feature = "ch06")]
-use mini_agent::ch06_skills::{WithSkills, build_system_prompt};
-#[cfg(feature = "ch07")]
-use mini_agent::ch07_context::repeats::RepeatNotes;
-#[cfg(feature = "ch07")]
-use mini_agent::ch07_context::{
-    Compacting, CompactionRecord, CompactionState, SharedCompaction, SharedStats, Stats,
-};
+use mini_agent::ch05_sessions::{Origin, Recorder, Session, SessionStore, TurnHook};
+use std::path::{Path, PathBuf};
+
 /// Where a session's records go: chapter 5's plain file, chapter 9's journal.
 #[cfg(all(feature = "ch05", not(feature = "ch09")))]
 pub type SessionLog = mini_agent::ch05_sessions::SessionFile;
 #[cfg(feature = "ch09")]
 pub type SessionLog = mini_agent::ch09_journal::Journal;
-/// A session reopened for `-c` or `-r` before chapter 10: its recorder and the history it replays to.
-#[cfg(all(feature = "ch05", not(feature = "ch10")))]
-pub type Opened = (Recorder<SessionLog>, Vec<Message>);
-#[cfg(feature = "ch12")]
-use mini_agent::ch12_permissions::{
-    Answer, Gate, Permission, Permissions, Prompter, TerminalPrompter, ask_with,
-};
-use std::path::{Path, PathBuf};
+
+/// The model a session sends to: from chapter 7 on, behind the compacting layer, which the
+/// agent keeps at hand for `/compact` and `/stats`.
+#[cfg(not(feature = "ch07"))]
+pub type AgentModel = Box<dyn Model>;
 #[cfg(feature = "ch07")]
-use std::sync::PoisonError;
+pub type AgentModel = mini_agent::ch07_context::Compacting<Box<dyn Model>>;
 
-/// Who answers "may this call run?" when the flags did not allow it.
-#[cfg(feature = "ch12")]
+// ANCHOR: config
+/// What stays the same for the whole run, whichever session is current: the flags, the
+/// chapters' table, and what a chapter keeps for the whole run.
 #[derive(Clone)]
-pub enum Asker {
-    /// Nobody: the call is denied with a result that names the flag.
-    Nobody,
-    /// `-p` on a terminal: ask on /dev/tty.
-    Tty,
-    /// The REPL: ask through the queue that reads lines during a turn.
-    TypeAhead(TypeAhead),
-}
-
-/// What stays the same for the whole run, whichever session is current.
 pub struct Config {
-    /// The model and endpoint this run talks to, recorded in each session it starts.
+    pub settings: Settings,
+    /// The workspace root the sessions work in.
+    pub root: PathBuf,
+    /// The model and endpoint this run talks to, recorded in each session it starts (chapter 5).
     #[cfg(feature = "ch05")]
     pub origin: Origin,
-    #[cfg(feature = "ch12")]
-    pub permissions: Permissions,
-    #[cfg(feature = "ch12")]
-    pub asker: Asker,
-    pub max_turns: usize,
+    /// What `/stats` counts, from the moment a session is opened (chapter 7).
     #[cfg(feature = "ch07")]
-    pub context_tokens: u64,
+    pub stats: mini_agent::ch07_context::SharedStats,
+    /// The streak of a model repeating one call, shared by each session's tools and turns.
+    #[cfg(feature = "ch07")]
+    pub repeats: mini_agent::ch07_context::repeats::Repeats,
+    /// Who answers "may this call run?" when the flags did not allow it (chapter 12).
+    #[cfg(feature = "ch12")]
+    pub asker: super::permissions::Asker,
     /// The workspace's hooks, if they may run (chapter 16).
     #[cfg(feature = "ch16")]
     pub hooks: mini_agent::ch16_hooks::Hooks,
-    /// The MCP servers of this run (chapter 18), shared by every session.
+    /// The MCP servers of this run, shared by every session (chapter 18).
     #[cfg(feature = "ch18")]
     pub mcp: std::sync::Arc<mini_agent::ch18_mcp::McpServers>,
 }
+// ANCHOR_END: config
 
-// ANCHOR: start
-/// The six tools behind the permission gate, with skills, watched for repetition (chapter 7).
-#[cfg(feature = "ch07")]
-type AgentTools = RepeatNotes<SkilledTools>;
-#[cfg(not(feature = "ch07"))]
-type AgentTools = SkilledTools;
-#[cfg(feature = "ch06")]
-type SkilledTools = WithSkills<GatedTools>;
-#[cfg(not(feature = "ch06"))]
-type SkilledTools = GatedTools;
-#[cfg(all(feature = "ch12", not(feature = "ch16")))]
-type GatedTools = Gate<GateInner>;
-/// Chapter 16: the hooks wrap the gate, so a hook that refuses a call does so before anyone is asked.
-#[cfg(feature = "ch16")]
-type GatedTools = mini_agent::ch16_hooks::Hooked<Gate<GateInner>>;
-#[cfg(all(feature = "ch12", not(feature = "ch18")))]
-type GateInner = Workspace;
-/// Chapter 18: the MCP servers' tools join the six, inside the gate.
-#[cfg(feature = "ch18")]
-type GateInner = mini_agent::ch18_mcp::WithMcp<Workspace>;
-#[cfg(not(feature = "ch12"))]
-type GatedTools = Workspace;
-#[cfg(not(feature = "ch03"))]
-use mini_agent::ch02_bash::Bash as Workspace;
-#[cfg(feature = "ch03")]
-use mini_agent::ch03_tools::Workspace;
-
-/// The model, compacting what it sends from chapter 7 on.
-#[cfg(feature = "ch07")]
-type AgentModel = Compacting<Box<dyn Model>>;
-#[cfg(not(feature = "ch07"))]
-type AgentModel = Box<dyn Model>;
-
-// ANCHOR_END: start
+impl Config {
+    /// The run's configuration: the flags, and what the chapters load once per run (the
+    /// hooks and MCP servers of `root`, asking at the terminal when someone can answer).
+    /// Nobody is asked about a call yet: each mode says who may be (`-p`, the REPL).
+    pub fn new(connection: &Connection, settings: &Settings, root: &Path) -> Result<Config, Error> {
+        let _ = connection; // read by later chapters
+        Ok(Config {
+            settings: settings.clone(),
+            root: root.to_path_buf(),
+            #[cfg(feature = "ch05")]
+            origin: connection.origin.clone(),
+            #[cfg(feature = "ch07")]
+            stats: Default::default(),
+            #[cfg(feature = "ch07")]
+            repeats: Default::default(),
+            #[cfg(feature = "ch12")]
+            asker: super::permissions::Asker::Nobody,
+            #[cfg(feature = "ch16")]
+            hooks: super::hooks::load(root, settings),
+            #[cfg(feature = "ch18")]
+            mcp: super::mcp::load_servers(root, settings)?,
+        })
+    }
+}
 
 // ANCHOR: start_agent
 /// The pieces of a running agent: the model, the tools, and the current session.
 pub struct Agent {
     pub(super) config: Config,
-    #[cfg(feature = "ch04")]
-    root: PathBuf,
+    pub(super) model: AgentModel,
+    pub(super) tools: Box<dyn Tools>,
+    pub(super) history: Vec<Message>,
+    /// What `/skills` shows (chapter 6).
+    #[cfg(feature = "ch06")]
+    pub(super) skills_report: String,
+    /// The sessions of this root, and the current one: its journal and the later chapters'
+    /// parts in its turns (chapter 5).
     #[cfg(feature = "ch05")]
     pub(super) store: SessionStore,
-    model: AgentModel,
-    #[cfg(feature = "ch07")]
-    compaction: SharedCompaction,
-    tools: AgentTools,
-    #[cfg(feature = "ch06")]
-    skills_report: String,
-    #[cfg(feature = "ch04")]
-    system_prompt: String,
-    #[cfg(feature = "ch07")]
-    stats: SharedStats,
     #[cfg(feature = "ch05")]
-    pub(super) recorder: Recorder<SessionLog>,
-    pub(super) history: Vec<Message>,
+    pub(super) session: Session<SessionLog>,
 }
 // ANCHOR_END: start_agent
 
+/// A session to make current: `-c` or `-r` reopened it, or it is new. Its recorder and the
+/// history it goes on with, and, from chapter 7, the compaction that was in force.
+#[cfg(feature = "ch05")]
+pub struct Opened {
+    pub recorder: Recorder<SessionLog>,
+    pub history: Vec<Message>,
+    #[cfg(feature = "ch07")]
+    pub view: Option<mini_agent::ch07_context::CompactionRecord>,
+}
+
 // ANCHOR: agent_start
 impl Agent {
-    /// Starts with `opened` (a session `-c` or `-r` reopened) or a new session in `root`.
+    /// Starts with `opened` (a session `-c` or `-r` reopened) or a new session in the root.
     pub fn start(
         model: Box<dyn Model>,
-        root: PathBuf,
         #[cfg(feature = "ch05")] opened: Option<Opened>,
         config: Config,
     ) -> Result<Agent, Error> {
         #[cfg(feature = "ch07")]
-        let compaction = CompactionState::shared();
-        #[cfg(feature = "ch07")]
-        let model = Compacting::with_state(model, config.context_tokens, compaction.clone());
-        let toolbox = build_tools(&root, &config)?;
+        let model = super::session::compacting(model)?;
+        let toolbox = toolbox(&config)?;
+        let system = Message::System { content: toolbox.system_prompt.clone() };
         #[cfg(feature = "ch05")]
-        let store = super::sessions_of(&root);
-        #[cfg(feature = "ch10")]
-        let opened = opened.map(|opened| continue_session(&compaction, opened));
-        #[cfg(feature = "ch05")]
-        let (recorder, history) = match opened {
-            Some(opened) => opened,
-            None => new_session(&store, &config.origin, &toolbox.system_prompt)?,
+        let (store, opened) = {
+            let store = super::sessions_of(&config.root)?;
+            let opened = opened.map_or_else(|| new_session(&store, &config.origin, system), Ok)?;
+            (store, opened)
         };
         #[cfg(not(feature = "ch05"))]
-        let history = vec![Message::System { content: toolbox.system_prompt.clone() }];
-        // ANCHOR_END: agent_start
+        let history = vec![system];
         let agent = Agent {
-            config,
-            #[cfg(feature = "ch04")]
-            root,
+            #[cfg(feature = "ch05")]
+            session: Session {
+                id: opened.recorder.log().id().into(),
+                recorder: opened.recorder,
+                hooks: toolbox.turns,
+            },
             #[cfg(feature = "ch05")]
             store,
-            model,
-            #[cfg(feature = "ch07")]
-            compaction,
-            tools: toolbox.tools,
             #[cfg(feature = "ch06")]
             skills_report: toolbox.skills_report,
-            #[cfg(feature = "ch04")]
-            system_prompt: toolbox.system_prompt,
-            #[cfg(feature = "ch07")]
-            stats: SharedStats::default(),
+            config,
+            model,
+            tools: toolbox.tools,
             #[cfg(feature = "ch05")]
-            recorder,
+            history: opened.history,
+            #[cfg(not(feature = "ch05"))]
             history,
         };
         #[cfg(feature = "ch07")]
-        agent.reset_stats();
+        agent.start_counting(opened.view);
         Ok(agent)
     }
-
-    #[cfg(feature = "ch05")]
-    pub fn session_id(&self) -> &str {
-        self.recorder.log().id()
-    }
-
-    #[cfg(feature = "ch14")]
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    /// The model and endpoint this run talks to.
-    #[cfg(feature = "ch14")]
-    pub fn origin(&self) -> &Origin {
-        &self.config.origin
-    }
-
-    /// What this session has used: requests, tokens (chapter 17's metrics add them up).
-    #[cfg(feature = "ch17")]
-    pub fn stats(&self) -> Stats {
-        self.stats.snapshot()
-    }
-
-    #[cfg(feature = "ch05")]
-    pub fn model_id(&self) -> &str {
-        &self.config.origin.model
-    }
-
+    // ANCHOR_END: agent_start
     // ANCHOR: turn
     /// One user message to its end: recorded, run with the journal first in the fan-out,
     /// and its ending recorded. `display` draws it; `json` prints it as events.
@@ -234,284 +178,129 @@ impl Agent {
     ) -> Outcome {
         let message = Message::User { content: input };
         #[cfg(feature = "ch05")]
-        if let Err(error) = self.recorder.message(&message) {
+        if let Err(error) = self.session.begin(&message) {
             return Outcome::Failed(error);
         }
-        #[cfg(feature = "ch07")]
-        let mut stats = self.stats.clone();
-        #[cfg(feature = "ch07")]
-        let _ = stats.event(Event::Message(&message));
         self.history.push(message);
-        #[cfg(feature = "ch16")]
-        self.config.hooks.log().set_session(self.recorder.log().id());
-        // ANCHOR_END: turn
-        // ANCHOR: turn_run
-        // A new message from the person: earlier repetition is not a loop any more. A model
-        // stuck repeating a call is asked once more, without tools, for its answer.
-        let model: &mut dyn Model = &mut self.model;
-        #[cfg(feature = "ch07")]
-        self.tools.reset();
-        #[cfg(feature = "ch07")]
-        let mut stuck_check = self.tools.answer_without_tools(model);
-        #[cfg(feature = "ch07")]
-        let model: &mut dyn Model = &mut stuck_check;
         let mut observers: Vec<&mut dyn Observer> = Vec::new();
         #[cfg(feature = "ch05")]
-        observers.push(&mut self.recorder);
-        #[cfg(feature = "ch07")]
-        observers.push(&mut stats);
+        for observer in self.session.observers() {
+            observers.push(observer);
+        }
         if let Some(json) = json {
             observers.push(json);
         }
         observers.push(display);
-        // Chapter 19: the Messages API marks failed results, and only events know which failed.
-        #[cfg(feature = "ch19")]
-        let mut failures = mini_agent::ch19_anthropic::failures::ToolFailures;
-        #[cfg(feature = "ch19")]
-        observers.push(&mut failures);
-        let limits = Limits { max_turns: self.config.max_turns };
-        let outcome = run_turn(model, &mut self.tools, &mut self.history, &mut Fanout(observers), &limits);
-        #[cfg(feature = "ch16")]
-        super::hooks::after_turn(&self.config.hooks, &mut self.recorder, &outcome);
+        let limits = Limits { max_turns: super::max_turns(&self.config.settings) };
+        // A model stuck repeating a call is asked once more, without tools, for its answer
+        // (chapter 7).
+        let model: &mut dyn Model = &mut self.model;
+        #[cfg(feature = "ch07")]
+        let mut stuck_check = self.config.repeats.answer_without_tools(model);
+        #[cfg(feature = "ch07")]
+        let model: &mut dyn Model = &mut stuck_check;
+        let outcome = run_turn(model, &mut *self.tools, &mut self.history, &mut Fanout(observers), &limits);
         #[cfg(feature = "ch05")]
-        self.record_ending(&outcome);
-        outcome
-    }
-    // ANCHOR_END: turn_run
-
-    #[cfg(feature = "ch05")]
-    fn record_ending(&mut self, outcome: &Outcome) {
-        let written = match outcome {
-            Outcome::Completed(_) => Ok(()),
-            Outcome::Interrupted => self.recorder.interrupted(),
-            Outcome::TurnLimit => self.recorder.error(&format!(
-                "stopped after {} (the turn limit)",
-                plural(self.config.max_turns, "model call")
-            )),
-            Outcome::Failed(error) => self.recorder.error(&error.to_string()),
-        };
-        if let Err(error) = written {
+        if let Err(error) = self.session.end(&outcome, limits.max_turns) {
             super::say(&format!("mini-agent: warning: could not record how the turn ended: {error}"));
         }
+        outcome
     }
-
-    /// `/new`: a fresh history (from chapter 5, in a fresh session file).
-    #[cfg(feature = "ch04")]
-    fn new_conversation(&mut self) -> Result<String, Error> {
-        #[cfg(feature = "ch05")]
-        {
-            let (recorder, history) = new_session(&self.store, &self.config.origin, &self.system_prompt)?;
-            self.switch_to(
-                recorder,
-                history,
-                #[cfg(feature = "ch07")]
-                None,
-            )?;
-            Ok(format!("new session {}", self.session_id()))
-        }
-        #[cfg(not(feature = "ch05"))]
-        {
-            let toolbox = build_tools(&self.root, &self.config)?;
-            self.history = vec![Message::System { content: toolbox.system_prompt.clone() }];
-            self.tools = toolbox.tools;
-            self.system_prompt = toolbox.system_prompt;
-            #[cfg(feature = "ch06")]
-            {
-                self.skills_report = toolbox.skills_report;
-            }
-            #[cfg(feature = "ch07")]
-            {
-                restore_view(&self.compaction, None);
-                self.reset_stats();
-            }
-            Ok("new session".into())
-        }
-    }
+    // ANCHOR_END: turn
 
     /// Makes another session the current one (`/new`, `/resume`): its journal, its history
-    /// and its compaction; permissions and `/stats` start again, as for a new session.
+    /// and its compaction; the tools, permissions and `/stats` start again, as for a new session.
     #[cfg(feature = "ch05")]
-    pub(super) fn switch_to(
-        &mut self,
-        recorder: Recorder<SessionLog>,
-        history: Vec<Message>,
-        #[cfg(feature = "ch07")] view: Option<CompactionRecord>,
-    ) -> Result<(), Error> {
-        let toolbox = build_tools(&self.root, &self.config)?;
+    pub(super) fn switch_to(&mut self, toolbox: Toolbox, opened: Opened) {
+        self.session = Session {
+            id: opened.recorder.log().id().into(),
+            recorder: opened.recorder,
+            hooks: toolbox.turns,
+        };
         self.tools = toolbox.tools;
-        self.system_prompt = toolbox.system_prompt;
+        self.history = opened.history;
         #[cfg(feature = "ch06")]
         {
             self.skills_report = toolbox.skills_report;
         }
-        self.recorder = recorder;
-        self.history = history;
         #[cfg(feature = "ch07")]
-        {
-            restore_view(&self.compaction, view);
-            self.reset_stats();
-        }
-        Ok(())
-    }
-
-    /// `/stats` counts this session from the moment it was opened; the history it holds
-    /// already is what the next prompt is estimated from.
-    #[cfg(feature = "ch07")]
-    fn reset_stats(&self) {
-        let mut stats = Stats::new();
-        for message in &self.history {
-            let _ = stats.event(Event::Message(message));
-        }
-        *self.stats.0.lock().unwrap_or_else(PoisonError::into_inner) = stats;
-    }
-
-    #[cfg(feature = "ch07")]
-    fn compact(&mut self) -> Result<String, Error> {
-        let mut stats = self.stats.clone();
-        let mut observers: Vec<&mut dyn Observer> = Vec::new();
-        #[cfg(feature = "ch05")]
-        observers.push(&mut self.recorder);
-        observers.push(&mut stats);
-        match self.model.compact(&self.history, &mut Fanout(observers))? {
-            Some(record) => Ok(format!(
-                "compacted: {} replaced by a summary (about {} → {} tokens)",
-                mini_agent::ch02_loop::plural(record.replaced, "earlier message"),
-                record.tokens_before,
-                record.tokens_after
-            )),
-            None => Ok("nothing to compact yet".into()),
-        }
-    }
-
-    #[cfg(feature = "ch07")]
-    fn stats_report(&self) -> String {
-        let schemas = mini_agent::ch02_loop::Tools::schemas(&self.tools);
-        let next_prompt = self.model.estimate_prompt(&self.history, &schemas);
-        #[cfg(feature = "ch05")]
-        let report = format!("session      {}\n", self.session_id());
-        #[cfg(not(feature = "ch05"))]
-        let report = String::new();
-        format!(
-            "{report}{}\ncontext      about {next_prompt} of {} tokens in the next request",
-            self.stats.snapshot(),
-            self.config.context_tokens
-        )
+        self.start_counting(opened.view);
     }
 }
-
-// ANCHOR: repl_host
-#[cfg(feature = "ch04")]
-impl ReplHost for Agent {
-    fn turn(&mut self, input: String, observer: &mut dyn Observer) -> Outcome {
-        Agent::turn(self, input, observer, None)
-    }
-
-    fn command(&mut self, command: HostCommand) -> Result<String, Error> {
-        match command {
-            HostCommand::New => self.new_conversation(),
-            #[cfg(feature = "ch05")]
-            HostCommand::List => sessions_table(&self.store, Some(self.session_id())),
-            #[cfg(feature = "ch10")]
-            HostCommand::Resume(wanted) => self.resume_session(&wanted),
-            #[cfg(feature = "ch06")]
-            HostCommand::Skills => Ok(self.skills_report.clone()),
-            #[cfg(feature = "ch07")]
-            HostCommand::Compact => self.compact(),
-            #[cfg(feature = "ch07")]
-            HostCommand::Stats => Ok(self.stats_report()),
-            #[cfg(feature = "ch18")]
-            HostCommand::Mcp => Ok(self.config.mcp.report()),
-        }
-    }
-}
-// ANCHOR_END: repl_host
 
 /// A new session of `store`'s root (a journal from chapter 9), the system prompt its first message.
 #[cfg(feature = "ch05")]
-fn new_session(
-    store: &SessionStore,
-    origin: &Origin,
-    system_prompt: &str,
-) -> Result<(Recorder<SessionLog>, Vec<Message>), Error> {
+pub(super) fn new_session(store: &SessionStore, origin: &Origin, system: Message) -> Result<Opened, Error> {
     let mut recorder = Recorder::new(SessionLog::create(store, origin.clone())?);
-    let system = Message::System { content: system_prompt.to_string() };
     recorder.message(&system)?;
-    Ok((recorder, vec![system]))
-}
-
-#[cfg(feature = "ch07")]
-pub(super) fn restore_view(state: &SharedCompaction, record: Option<CompactionRecord>) {
-    let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
-    match record {
-        Some(record) => state.restore(record),
-        None => state.clear(),
-    }
-}
-
-/// The tools and the system prompt they are offered with.
-struct Toolbox {
-    tools: AgentTools,
-    system_prompt: String,
-    /// What `/skills` shows (chapter 6).
-    #[cfg(feature = "ch06")]
-    skills_report: String,
+    Ok(Opened {
+        recorder,
+        history: vec![system],
+        #[cfg(feature = "ch07")]
+        view: None,
+    })
 }
 
 // ANCHOR: build_tools
-/// The tools of `root` behind a fresh permission gate, and the system prompt with skills.
-#[cfg(feature = "ch06")]
-fn build_tools(root: &Path, config: &Config) -> Result<Toolbox, Error> {
-    let gate = gated_tools(root, config)?;
-    let (system_prompt, skills) = build_system_prompt(root);
-    for warning in &skills.warnings {
-        super::say(&format!("mini-agent: warning: {warning}"));
-    }
-    let skills_report = skills.to_string();
-    let tools = WithSkills::new(gate, skills);
-    #[cfg(feature = "ch07")]
-    let tools = RepeatNotes::new(tools);
-    Ok(Toolbox { tools, system_prompt, skills_report })
+/// The tools of one session, and the system prompt they are offered with.
+pub(super) struct Toolbox {
+    pub(super) tools: Box<dyn Tools>,
+    pub(super) system_prompt: String,
+    /// What `/skills` shows (chapter 6).
+    #[cfg(feature = "ch06")]
+    pub(super) skills_report: String,
+    /// The later chapters' parts in each turn of the session these tools serve (chapter 5).
+    #[cfg(feature = "ch05")]
+    pub(super) turns: Vec<Box<dyn TurnHook>>,
 }
 
-/// Chapter 12: the workspace's tools behind a permission gate that asks `config.asker`.
-#[cfg(feature = "ch12")]
-fn gated_tools(root: &Path, config: &Config) -> Result<GatedTools, Error> {
-    let prompter: Option<Box<dyn Prompter>> = match &config.asker {
-        Asker::Nobody => None,
-        Asker::Tty => TerminalPrompter::open_tty().map(|tty| Box::new(tty) as Box<dyn Prompter>),
-        Asker::TypeAhead(queue) => Some(Box::new(TypeAheadPrompter(queue.clone()))),
-    };
+/// The tools of `root` for one session, one line per chapter that wraps them, from the inside
+/// out: MCP's tools join the six (18) inside the permission gate (12), which the hooks wrap
+/// (16) so that a hook refuses a call before anyone is asked; skills add `load_skill` (6)
+/// outside the gate, since reading a skill needs no permission; the repetition notes (7)
+/// watch everything. The chapters with a part in each turn add it on the way.
+pub(super) fn toolbox(config: &Config) -> Result<Toolbox, Error> {
+    let root = &config.root;
     let tools = Workspace::new(root)?;
     #[cfg(feature = "ch18")]
     let tools = mini_agent::ch18_mcp::WithMcp::new(tools, config.mcp.clone(), Workspace::new(root)?);
-    let gate = Gate::new(tools, config.permissions.clone(), prompter);
+    #[cfg(feature = "ch12")]
+    let tools = super::permissions::gate(tools, config);
     #[cfg(feature = "ch16")]
-    let gate = mini_agent::ch16_hooks::Hooked::new(gate, config.hooks.clone());
-    Ok(gate)
+    let tools = mini_agent::ch16_hooks::Hooked::new(tools, config.hooks.clone());
+    #[cfg(not(feature = "ch06"))]
+    let (tools, system_prompt) = (tools, mini_agent::ch02_model::system_prompt(root));
+    #[cfg(feature = "ch06")]
+    let (tools, system_prompt, skills_report) = super::session::with_skills(tools, root);
+    #[cfg(feature = "ch07")]
+    let tools = mini_agent::ch07_context::repeats::RepeatNotes::sharing(tools, &config.repeats);
+    Ok(Toolbox {
+        tools: Box::new(tools),
+        system_prompt,
+        #[cfg(feature = "ch06")]
+        skills_report,
+        // Their parts in each turn: chapter 7 counts and stops a model repeating itself,
+        // chapter 16 runs the `Stop` hooks, chapter 19 notes which results failed.
+        #[cfg(feature = "ch05")]
+        turns: vec![
+            #[cfg(feature = "ch07")]
+            Box::new(mini_agent::ch07_context::ContextTurns {
+                stats: config.stats.clone(),
+                repeats: config.repeats.clone(),
+            }),
+            #[cfg(feature = "ch16")]
+            Box::new(mini_agent::ch16_hooks::HookTurns(config.hooks.clone())),
+            #[cfg(feature = "ch19")]
+            Box::new(mini_agent::ch19_anthropic::failures::ToolFailures),
+        ],
+    })
 }
 // ANCHOR_END: build_tools
-
-/// Before chapter 12 every call the model makes runs.
-#[cfg(not(feature = "ch12"))]
-fn gated_tools(root: &Path, _config: &Config) -> Result<GatedTools, Error> {
-    Workspace::new(root)
-}
-
-/// Before chapter 6 the system prompt says who the agent is, and nothing of the project.
-#[cfg(not(feature = "ch06"))]
-fn build_tools(root: &Path, config: &Config) -> Result<Toolbox, Error> {
-    let system_prompt = format!(
-        "You are mini-agent, a coding agent working in the workspace root {}. Use the tools to \
-         look and to act; say plainly what you did and what failed.",
-        root.display()
-    );
-    Ok(Toolbox { tools: gated_tools(root, config)?, system_prompt })
-}
 
 // ANCHOR: fanout
 /// Hands each event to each observer in order: the journal first (chapter 9). An error
 /// stops the turn before anyone after it acts on an unrecorded event.
-pub struct Fanout<'a>(Vec<&'a mut dyn Observer>);
+pub struct Fanout<'a>(pub Vec<&'a mut dyn Observer>);
 
 impl Observer for Fanout<'_> {
     fn event(&mut self, event: Event) -> Result<(), Error> {
@@ -527,17 +316,3 @@ impl Observer for Fanout<'_> {
     }
 }
 // ANCHOR_END: fanout
-
-// ANCHOR: prompter
-/// Asks for a permission during a REPL turn: the question on stderr, the answer from the
-/// queue of lines typed meanwhile (the REPL's reader thread owns stdin then).
-#[cfg(feature = "ch12")]
-struct TypeAheadPrompter(TypeAhead);
-
-#[cfg(feature = "ch12")]
-impl Prompter for TypeAheadPrompter {
-    fn ask(&mut self, call: &mini_agent::ch02_loop::ToolCall, needed: Permission) -> Answer {
-        ask_with(call, needed, |question| self.0.ask(question))
-    }
-}
-// ANCHOR_END: prompter

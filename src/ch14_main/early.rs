@@ -1,5 +1,6 @@
 //! The command line before chapter 4 gives it a terminal: one line on stderr per tool call
-//! (with `-v`, the first line of its result too), and no signals of its own.
+//! (with `-v`, the first line of its result too), and no signals of its own: SIGTERM and SIGHUP
+//! end the process at once.
 
 use mini_agent::ch02_loop::{Error, Event, Observer, describe_call};
 
@@ -20,9 +21,4 @@ impl Observer for Progress {
         }
         Ok(())
     }
-}
-
-/// Chapter 4 handles SIGTERM and SIGHUP; before it, they end the process at once.
-pub fn stop_signal() -> Option<i32> {
-    None
 }

@@ -3,15 +3,15 @@
 
 #[cfg(feature = "ch19")]
 use super::api::{Api, api_of, configured_endpoint, default_model};
-use super::args::Options;
 use mini_agent::ch02_loop::Error;
+use mini_agent::ch02_loop::command_line::{BASE_URL, DEMO, MODEL, Settings};
 use mini_agent::ch02_model::ClientConfig;
+#[cfg(not(feature = "ch03"))]
+use mini_agent::ch02_model::Keys;
 #[cfg(feature = "ch10")]
 use mini_agent::ch02_model::api_key_required;
 #[cfg(feature = "ch03")]
-pub use mini_agent::ch03_tools::secrets::Keys;
-#[cfg(feature = "ch03")]
-use mini_agent::ch03_tools::secrets::{Redactor, install};
+use mini_agent::ch03_tools::secrets::{Keys, Redactor, install};
 #[cfg(all(feature = "ch10", not(feature = "ch19")))]
 use mini_agent::ch05_sessions::OPENAI_API;
 #[cfg(all(feature = "ch05", not(feature = "ch10")))]
@@ -35,15 +35,28 @@ pub struct Connection {
     _demo: Option<ScriptedServer>,
 }
 
+impl Connection {
+    /// The statuses worth another try with this run's wire format (chapter 8; chapter 19's
+    /// Messages API adds 500 and 529).
+    #[cfg(feature = "ch08")]
+    pub fn retry_statuses(&self) -> &'static [u16] {
+        #[cfg(feature = "ch19")]
+        if let Api::Anthropic(_) = self.api {
+            return mini_agent::ch19_anthropic::RETRY_STATUSES;
+        }
+        mini_agent::ch08_retry::RETRY_STATUSES
+    }
+}
+
 /// Chooses the endpoint (see [`choose_endpoint`]), starts the demo model if that is the one,
 /// and installs the redactor for this run (chapter 3).
 pub fn connect(
-    options: &Options,
+    settings: &Settings,
     keys: &Keys,
     #[cfg(feature = "ch10")] recorded: Option<&Origin>,
 ) -> Result<Connection, Error> {
     let chosen = choose_endpoint(
-        options,
+        settings,
         keys,
         #[cfg(feature = "ch10")]
         recorded,
@@ -107,20 +120,20 @@ pub struct Chosen {
 /// The key comes from the environment only (taken at start-up, chapter 3); the demo model
 /// is never sent one.
 #[cfg(feature = "ch10")]
-pub fn choose_endpoint(options: &Options, keys: &Keys, recorded: Option<&Origin>) -> Result<Chosen, Error> {
+pub fn choose_endpoint(settings: &Settings, keys: &Keys, recorded: Option<&Origin>) -> Result<Chosen, Error> {
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
     // The wire format, and the record only if it is of that one (chapter 19 brings a second).
-    let (api, recorded) = api_of(options, recorded)?;
-    let moved = options.demo || options.base_url.is_some();
+    let (api, recorded) = api_of(settings, recorded)?;
+    let moved = settings.has(&DEMO) || settings.has(&BASE_URL);
     let kept = recorded.filter(|_| !moved);
     let kept_endpoint = kept.and_then(|origin| origin.endpoint.as_deref());
-    let demo = options.demo || kept_endpoint == Some(DEMO_ENDPOINT);
+    let demo = settings.has(&DEMO) || kept_endpoint == Some(DEMO_ENDPOINT);
     // ANCHOR_END: endpoint
     // ANCHOR: endpoint_url
     // Where the user sends the key: the environment's URL, else the default.
     let configured = configured_endpoint(api, keys);
-    let (base_url, send_key) = match (&options.base_url, kept_endpoint) {
-        (Some(flag), _) => (flag.clone(), true),
+    let (base_url, send_key) = match (settings.value(&BASE_URL), kept_endpoint) {
+        (Some(flag), _) => (flag.to_string(), true),
         // The record has no password; the environment's URL may hold it for the same server.
         (None, Some(endpoint)) if without_credentials(&configured) == endpoint => (configured, true),
         (None, Some(endpoint)) if demo => (endpoint.to_string(), false),
@@ -140,9 +153,9 @@ pub fn choose_endpoint(options: &Options, keys: &Keys, recorded: Option<&Origin>
     };
     // ANCHOR_END: endpoint_url
     // ANCHOR: endpoint_model
-    let model = options
-        .model
-        .clone()
+    let model = settings
+        .value(&MODEL)
+        .map(str::to_string)
         .or_else(|| kept.map(|origin| origin.model.clone()))
         .or_else(|| demo.then(|| "demo".to_string()))
         .or_else(|| env("MODEL_ID"))
@@ -173,7 +186,7 @@ pub fn client_config(chosen: &Chosen, keys: &Keys, demo_url: Option<&str>) -> Cl
 /// Before chapter 19 there is one wire format: a session recorded with another is refused.
 #[cfg(all(feature = "ch10", not(feature = "ch19")))]
 fn api_of<'a>(
-    _: &Options,
+    _: &Settings,
     recorded: Option<&'a Origin>,
 ) -> Result<(&'static str, Option<&'a Origin>), Error> {
     if let Some(origin) = recorded.filter(|origin| origin.api != OPENAI_API) {
@@ -199,39 +212,19 @@ fn default_model(_: &str) -> &'static str {
 /// Before chapter 10 there is no recorded session to go back to: flags, the environment,
 /// the defaults.
 #[cfg(not(feature = "ch10"))]
-pub fn choose_endpoint(options: &Options, keys: &Keys) -> Result<Chosen, Error> {
+pub fn choose_endpoint(settings: &Settings, keys: &Keys) -> Result<Chosen, Error> {
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
-    let base_url =
-        options.base_url.clone().or_else(|| keys.base_url()).unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
-    let model = options
-        .model
-        .clone()
-        .or_else(|| options.demo.then(|| "demo".to_string()))
+    let base_url = settings
+        .value(&BASE_URL)
+        .map(str::to_string)
+        .or_else(|| keys.base_url())
+        .unwrap_or(DEFAULT_BASE_URL.into());
+    let demo = settings.has(&DEMO);
+    let model = settings
+        .value(&MODEL)
+        .map(str::to_string)
+        .or_else(|| demo.then(|| "demo".to_string()))
         .or_else(|| env("MODEL_ID"))
         .unwrap_or_else(|| DEFAULT_MODEL.into());
-    Ok(Chosen { demo: options.demo, base_url, model, send_key: true })
-}
-
-/// Before chapter 3 takes the key out of the environment (and wipes it there), it is read
-/// like any other variable.
-#[cfg(not(feature = "ch03"))]
-pub struct Keys {
-    api_key: Option<String>,
-    base_url: Option<String>,
-}
-
-#[cfg(not(feature = "ch03"))]
-impl Keys {
-    pub fn from_environment() -> Keys {
-        let read = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
-        Keys { api_key: read("OPENAI_API_KEY"), base_url: read("OPENAI_BASE_URL") }
-    }
-
-    pub fn api_key(&self) -> Option<String> {
-        self.api_key.clone()
-    }
-
-    pub fn base_url(&self) -> Option<String> {
-        self.base_url.clone()
-    }
+    Ok(Chosen { demo, base_url, model, send_key: true })
 }

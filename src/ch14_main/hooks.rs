@@ -1,23 +1,22 @@
 //! Chapter 16's glue in the command line: the workspace's hooks are loaded once per run
-//! (approved, trusted with `--trust-hooks`, or skipped with a warning), every session's tools
-//! are wrapped with them, and after each turn the `Stop` hooks run and the hooks that ran are
-//! written to the journal.
+//! (approved, trusted with `--trust-hooks`, or skipped with a warning); every session's tools
+//! are wrapped with them (`app.rs`), and the task loop's events reach them too.
 
-use mini_agent::ch02_loop::{Outcome, ToolCall};
+use mini_agent::ch02_loop::command_line::Settings;
 use mini_agent::ch03_tools::Workspace;
 use mini_agent::ch04_terminal::sanitize::sanitize;
-use mini_agent::ch05_sessions::Recorder;
-use mini_agent::ch09_journal::Journal;
 use mini_agent::ch15_tasks::{TaskEvent, TaskEvents};
 use mini_agent::ch16_hooks::approval::{ApprovalStore, ask_on_tty};
-use mini_agent::ch16_hooks::{HookEvent, HookLog, Hooks, load_hooks};
-use serde_json::{Map, json};
+use mini_agent::ch16_hooks::{HookLog, Hooks, TRUST_HOOKS, load_hooks};
+use std::io::IsTerminal;
 use std::path::Path;
 
 // ANCHOR: load
 /// The hooks of `root` for this run; none (with a warning on stderr) when they may not run.
-/// `can_ask`: a person is at the terminal to approve the file.
-pub fn load(root: &Path, trusted: bool, can_ask: bool) -> Hooks {
+/// A person at the terminal is asked to approve the file, unless a program reads (`--json`).
+pub fn load(root: &Path, settings: &Settings) -> Hooks {
+    let (trusted, can_ask) =
+        (settings.has(&TRUST_HOOKS), std::io::stdin().is_terminal() && !super::json_wanted(settings));
     let Ok(workspace) = Workspace::new(root) else { return Hooks::default() };
     let store = ApprovalStore::user();
     let mut ask = ask_on_tty;
@@ -34,30 +33,6 @@ pub fn load(root: &Path, trusted: bool, can_ask: bool) -> Hooks {
     hooks.unwrap_or_default()
 }
 // ANCHOR_END: load
-
-// ANCHOR: after_turn
-/// After a turn: the `Stop` hooks (unless it was interrupted), then one journal record per
-/// hook that ran during the turn, in the order they ran.
-pub fn after_turn(hooks: &Hooks, recorder: &mut Recorder<Journal>, outcome: &Outcome) {
-    let reason = match outcome {
-        Outcome::Completed(_) => Some("completed"),
-        Outcome::TurnLimit => Some("turn_limit"),
-        Outcome::Failed(_) => Some("failed"),
-        Outcome::Interrupted => None,
-    };
-    if let Some(reason) = reason {
-        let fields = Map::from_iter([("reason".to_string(), json!(reason))]);
-        hooks.fire(HookEvent::Stop, None::<&ToolCall>, fields);
-    }
-    for record in hooks.log().take() {
-        let event = format!("{:?}", record.event);
-        let written = recorder.hook(&event, &record.command, record.tool_call_id.as_deref(), &record.outcome);
-        if let Err(error) = written {
-            eprintln!("mini-agent: warning: could not record a hook: {}", sanitize(&error.to_string()));
-        }
-    }
-}
-// ANCHOR_END: after_turn
 
 // ANCHOR: with_hooks
 /// The task loop's observer with the hooks beside it. A task event comes between sessions, so

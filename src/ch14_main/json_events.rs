@@ -22,13 +22,15 @@
 //! | `exit` | `code`, `error` (a one-line reason, null only for exit 0) |
 
 use super::app::Agent;
-use super::args::Options;
-use super::{exit_code, one_line, say, stderr_only, stopped_early, turn_limit_message};
+use super::registry::Registry;
+use super::repl::stderr_only;
+use super::{exit_code, one_line, say, stopped_early, turn_limit_message};
+use mini_agent::ch02_loop::command_line::{Settings, VERBOSE};
 use mini_agent::ch02_loop::{Error, Event, Observer, Outcome};
 use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch03_tools::secrets::redactor;
 use mini_agent::ch04_terminal::{Screen, TerminalObserver, install_interrupt_handler};
-use mini_agent::ch05_sessions::Origin;
+use mini_agent::ch05_sessions::{CONTINUE, Origin, RESUME};
 use serde_json::{Value, json};
 use std::io::Write;
 
@@ -69,11 +71,11 @@ pub fn usage_error(words: &[String], message: &str) {
 
 /// The agent with `--json`: every run ends with an `exit` event, also one that failed before
 /// it started.
-pub fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
-    let result = super::agent(options, keys);
+pub fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
+    let result = super::agent(settings, registry, keys);
     let error = match &result {
         Err(error) => Some(one_line(&error.to_string())),
-        Ok(2) => Some(turn_limit_message(options.max_turns)),
+        Ok(2) => Some(turn_limit_message(settings)),
         Ok(_) => None,
     };
     JsonEvents.exit(exit_code(&result), error.as_deref());
@@ -82,13 +84,13 @@ pub fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
 
 /// `-p … --json`: the session, the loop's events, then the final answer, on stdout; the
 /// progress a person reads stays on stderr.
-pub fn one_shot(mut agent: Agent, task: String, options: &Options) -> Result<u8, Error> {
+pub fn one_shot(mut agent: Agent, task: String, settings: &Settings) -> Result<u8, Error> {
     let mut json = JsonEvents;
-    let root = agent.root().display().to_string();
-    let resumed = options.continue_latest || options.resume.is_some();
-    json.session(agent.session_id(), &root, agent.origin(), resumed);
+    let root = agent.config.root.display().to_string();
+    let resumed = settings.has(&CONTINUE) || settings.has(&RESUME);
+    json.session(agent.session_id(), &root, &agent.config.origin, resumed);
     install_interrupt_handler();
-    let mut display = TerminalObserver::new(stderr_only(&Screen::stdio(options.verbose)), None);
+    let mut display = TerminalObserver::new(stderr_only(&Screen::stdio(settings.has(&VERBOSE))), None);
     match agent.turn(task, &mut display, Some(&mut json)) {
         Outcome::Completed(answer) => {
             if answer.trim().is_empty() {
@@ -97,7 +99,7 @@ pub fn one_shot(mut agent: Agent, task: String, options: &Options) -> Result<u8,
             json.final_answer(&answer);
             Ok(0)
         }
-        stopped => stopped_early(stopped, options.max_turns),
+        stopped => stopped_early(stopped, settings),
     }
 }
 

@@ -1,21 +1,19 @@
 //! The composition root: the one place that knows every chapter.
 //!
-//! `main` parses the command line, builds the pieces — a model client (retrying, streaming,
-//! compacting), the workspace tools behind their permission gate, a session journal, the
-//! observers that report progress — and hands them to the loop of chapter 1, once (`-p`) or
-//! for every line typed (the REPL). The session wiring lives in `app.rs`, the `--json`
-//! events in `json_events.rs`. Everything that can go wrong comes back here as one [`Error`], which
-//! becomes one line on stderr and an exit code: 0 the agent finished, 1 something failed,
-//! 2 the turn limit was reached, 130 the user pressed Ctrl+C (143 / 129 for SIGTERM / SIGHUP,
-//! handled the same way). The final answer, and only
-//! the final answer, goes to stdout, so `mini-agent -p … > answer.md` does what it says.
+//! It reads as three lists. `registry.rs` is the list of chapters: each registers what it adds
+//! to the command line (flags, `--help` lines, slash commands, secret variables), and the
+//! parser, `--help` and the REPL read that table. `build_model` below and `app.rs` are the
+//! folds: the model client wrapped by each chapter that adds a layer to it (retries, redaction,
+//! compaction), the workspace tools wrapped the same way (MCP, the permission gate, hooks,
+//! skills, repetition notes), one line per chapter. Then `main` hands the pieces to the loop
+//! of chapter 2, once (`-p`) or for every line typed (the REPL).
 //!
-//! Each chapter's state builds this command line with what chapters up to it bring (the
-//! `chNN` features): chapter 2 a model and `bash`, chapter 4 the REPL, chapter 5 a session file
-//! per run with `-c`/`-r`/`/list`, chapter 9 the journal in its place, chapter 10 `--status` and
-//! recovery, chapter 12 the permission flags, chapter 13 `eval`.
-//! Chapter 14, the finished command line, adds what only it needs: `--json` (`json_events.rs`)
-//! and the `sessions` subcommand.
+//! Everything that can go wrong comes back here as one [`Error`], which becomes one line on
+//! stderr and an exit code: 0 the agent finished, 1 something failed, 2 the turn limit was
+//! reached, 130 the user pressed Ctrl+C (143 / 129 for SIGTERM / SIGHUP, handled the same
+//! way). The final answer, and only the final answer, goes to stdout, so `mini-agent -p … >
+//! answer.md` does what it says. Chapter 14 itself adds what only the finished command line
+//! needs: `--json` (`json_events.rs`) and the `sessions` subcommand.
 
 #[cfg(feature = "ch19")]
 mod api;
@@ -33,62 +31,43 @@ mod json_events;
 mod mcp;
 #[cfg(feature = "ch17")]
 mod notify;
+#[cfg(feature = "ch12")]
+mod permissions;
+mod registry;
 #[cfg(feature = "ch10")]
 mod reopen;
 #[cfg(feature = "ch04")]
 mod repl;
+#[cfg(feature = "ch04")]
+mod session;
 #[cfg(feature = "ch05")]
 mod sessions_table;
 #[cfg(feature = "ch15")]
 mod tasks;
-#[cfg(feature = "ch15")]
-mod tasks_words;
 #[cfg(all(test, feature = "ch05"))]
 mod tests;
 
-#[cfg(feature = "ch12")]
-use app::Asker;
 use app::{Agent, Config};
-use args::{Command, Options, Prompt};
-#[cfg(not(feature = "ch04"))]
-use early::{Progress, stop_signal};
-use endpoint::{Connection, Keys, connect};
+use args::Command;
+use endpoint::Connection;
+#[cfg(not(feature = "ch10"))]
+use endpoint::connect;
+use mini_agent::ch02_loop::command_line::{Flag, MAX_TURNS, PROMPT, ROOT, Settings};
 use mini_agent::ch02_loop::{Error, Model, Outcome, plural};
+use mini_agent::ch02_model::ChatClient;
+#[cfg(not(feature = "ch03"))]
+use mini_agent::ch02_model::Keys;
 use mini_agent::ch02_model::text_calls::TextCallCheck;
-use mini_agent::ch02_model::waiting::{FIRST_BYTE_VARIABLE, parse_first_byte_timeout};
-use mini_agent::ch02_model::{
-    ChatClient, IDLE_TIMEOUT_VARIABLE, REQUEST_LIMIT_VARIABLE, parse_idle_timeout, parse_request_limit,
-};
+use mini_agent::ch02_model::waiting::Waits;
 #[cfg(feature = "ch03")]
 use mini_agent::ch03_tools::secrets::{
-    Redacted, SecretVariable, redactor, seal_memory, wipe_credentials_in_command_line,
+    Keys, Redacted, redactor, seal_memory, wipe_credentials_in_command_line,
 };
 #[cfg(feature = "ch04")]
 use mini_agent::ch04_terminal::sanitize::sanitize;
-#[cfg(feature = "ch04")]
-use mini_agent::ch04_terminal::signals::stop_signal;
-#[cfg(feature = "ch04")]
-use mini_agent::ch04_terminal::{Screen, TerminalObserver, install_interrupt_handler, render_markdown};
 #[cfg(feature = "ch05")]
 use mini_agent::ch05_sessions::SessionStore;
-#[cfg(feature = "ch07")]
-use mini_agent::ch07_context::parse_context_tokens;
-#[cfg(feature = "ch08")]
-use mini_agent::ch08_retry::{Retrying, parse_max_retries};
-#[cfg(feature = "ch10")]
-use mini_agent::ch10_recovery::resume;
-#[cfg(feature = "ch10")]
-use mini_agent::ch10_recovery::status_of;
-#[cfg(feature = "ch11")]
-use mini_agent::ch11_streaming::StreamingClient;
-#[cfg(feature = "ch12")]
-use mini_agent::ch12_permissions::Permissions;
-#[cfg(feature = "ch13")]
-use mini_agent::ch13_evaluation::{DEFAULT_SCENARIO_DIR, run_eval};
-#[cfg(feature = "ch04")]
-use repl::stderr_only;
-#[cfg(feature = "ch14")]
-use sessions_table::sessions_table;
+use registry::Registry;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -97,9 +76,11 @@ use std::process::ExitCode;
 pub fn main() -> ExitCode {
     let words: Vec<String> =
         std::env::args_os().skip(1).map(|word| word.to_string_lossy().into_owned()).collect();
-    let keys = take_keys(&words);
-    let result = run(&words, &keys);
-    match (&result, stop_signal()) {
+    // The chapters' table lives as long as the run; the sessions of the REPL share it.
+    let registry: &'static Registry = Box::leak(Box::new(registry::chapters()));
+    let keys = take_keys(&words, registry);
+    let result = run(&words, registry, &keys);
+    match (&result, stopped_by_signal()) {
         (Err(Error::Interrupted), Some(signal)) => say(&format!(
             "mini-agent: stopped by {}; the running tool was killed and the interruption recorded",
             if signal == 1 { "SIGHUP" } else { "SIGTERM" }
@@ -111,33 +92,31 @@ pub fn main() -> ExitCode {
 }
 // ANCHOR_END: main
 
-/// Chapter 3: the key leaves the environment and the command line before anything runs, and
-/// no other process of the user may read this one's memory.
-#[cfg(feature = "ch03")]
-fn take_keys(words: &[String]) -> Keys {
-    // Later chapters' secret variables, and flags whose value is a credential.
-    let secrets: &[&[SecretVariable]] = &[
-        #[cfg(feature = "ch17")]
-        mini_agent::ch17_notify::webhook::SECRETS,
-        #[cfg(feature = "ch19")]
-        mini_agent::ch19_anthropic::SECRETS,
-    ];
-    let capability_flags: &[&str] = &[
-        #[cfg(feature = "ch17")]
-        "--webhook",
-    ];
+/// Chapter 3: the key and the other secret variables the chapters registered leave the
+/// environment and the command line before anything runs, and no other process of the user
+/// may read this one's memory. Before chapter 3 the key is read like any variable.
+fn take_keys(words: &[String], registry: &Registry) -> Keys {
+    #[cfg(feature = "ch03")]
     // SAFETY: first thing in main, before any thread exists (chapter 3's secrets).
     let keys = unsafe {
+        let (secrets, capability_flags) = &registry.secrets;
         wipe_credentials_in_command_line(words, capability_flags);
-        Keys::take(&secrets.concat())
+        let keys = Keys::take(secrets);
+        seal_memory();
+        keys
     };
-    seal_memory();
+    #[cfg(not(feature = "ch03"))]
+    let (keys, _) = (Keys::from_environment(), (words, registry));
     keys
 }
 
-#[cfg(not(feature = "ch03"))]
-fn take_keys(_: &[String]) -> Keys {
-    Keys::from_environment()
+/// The signal (SIGTERM 15, SIGHUP 1) that stopped the run, if one did (chapter 4 handles them;
+/// before it they end the process at once).
+fn stopped_by_signal() -> Option<i32> {
+    #[cfg(feature = "ch04")]
+    return mini_agent::ch04_terminal::signals::stop_signal();
+    #[cfg(not(feature = "ch04"))]
+    None
 }
 
 // ANCHOR: exit_code
@@ -145,7 +124,7 @@ fn take_keys(_: &[String]) -> Keys {
 /// 130 interrupted; 143 or 129 when SIGTERM or SIGHUP stopped the run (128 + the signal, as a
 /// shell reports it).
 fn exit_code(result: &Result<u8, Error>) -> u8 {
-    if let Some(signal) = stop_signal() {
+    if let Some(signal) = stopped_by_signal() {
         return 128 + signal as u8;
     }
     match result {
@@ -160,8 +139,8 @@ fn exit_code(result: &Result<u8, Error>) -> u8 {
 // ANCHOR_END: exit_code
 
 // ANCHOR: main_run
-fn run(words: &[String], keys: &Keys) -> Result<u8, Error> {
-    let command = match args::parse(words) {
+fn run(words: &[String], registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
+    let command = match args::parse(words, registry) {
         Ok(command) => command,
         Err(message) => {
             #[cfg(feature = "ch14")]
@@ -170,92 +149,83 @@ fn run(words: &[String], keys: &Keys) -> Result<u8, Error> {
         }
     };
     match command {
-        Command::Help => print_stdout(&args::help()),
+        Command::Help => print_stdout(&help::help(registry, "")),
         Command::Version => print_stdout(&format!("mini-agent {}\n", env!("CARGO_PKG_VERSION"))),
         #[cfg(feature = "ch13")]
-        Command::Eval(eval) => evaluate(&eval),
+        Command::Sub("eval", words) => evaluate(&words, registry),
         #[cfg(feature = "ch14")]
-        Command::Sessions { root } => {
-            let store = sessions_of(&workspace_root(root.as_deref())?);
-            print_stdout(&format!("{}\n", sessions_table(&store, None)?))
-        }
+        Command::Sub("sessions", words) => sessions_table::sessions(&words, registry),
         #[cfg(feature = "ch15")]
-        Command::Tasks(words) => tasks::main(&words, keys),
-        #[cfg(feature = "ch14")]
-        Command::Agent(options) if options.json => json_events::agent(&options, keys),
-        Command::Agent(options) => agent(&options, keys),
+        Command::Sub("tasks", words) => tasks::main(&words, registry, keys),
+        Command::Sub(name, _) => Err(Error::Usage(format!("mini-agent {name} is not in this state"))),
+        Command::Agent(settings) => agent_with_events(&settings, registry, keys),
     }
 }
 // ANCHOR_END: main_run
 
+/// `--json` (chapter 14): a program reads the events, and nobody is there to answer.
+pub const JSON: Flag = Flag::switch(14, "--json", &["with -p: print events as JSON Lines on stdout"]);
+
+/// Whether a program reads this run's events (`--json`, never given before chapter 14).
+fn json_wanted(settings: &Settings) -> bool {
+    settings.has(&JSON)
+}
+
+/// The agent; from chapter 14, with `--json`'s closing `exit` event.
+fn agent_with_events(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
+    if json_wanted(settings) {
+        #[cfg(feature = "ch14")]
+        return json_events::agent(settings, registry, keys);
+    }
+    agent(settings, registry, keys)
+}
+
 // ANCHOR: eval
 /// `mini-agent eval`: the scenarios of chapter 13, run against this very binary.
 #[cfg(feature = "ch13")]
-fn evaluate(eval: &args::EvalOptions) -> Result<u8, Error> {
+fn evaluate(words: &[String], registry: &Registry) -> Result<u8, Error> {
+    use mini_agent::ch13_evaluation::{DEFAULT_SCENARIO_DIR, EVAL_VERBOSE, REPEATS, run_eval};
+    let mut dir = None;
+    let parsed = args::parse_flags(words, "eval", registry, |word| match dir.replace(PathBuf::from(word)) {
+        None => Ok(()),
+        Some(_) => Err(format!("eval takes one directory, got a second one: '{word}'")),
+    });
+    let settings = match parsed.map_err(Error::Usage)? {
+        args::Parsed::Settings(settings) => settings,
+        args::Parsed::Help | args::Parsed::Version => return print_stdout(&help::help(registry, "")),
+    };
     let binary = std::env::current_exe().map_err(|e| Error::io("finding the mini-agent binary", e))?;
-    let dir = eval.dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_SCENARIO_DIR));
-    let all_passed = run_eval(&binary, &dir, eval.repeats, eval.verbose)?;
+    let dir = dir.unwrap_or_else(|| PathBuf::from(DEFAULT_SCENARIO_DIR));
+    let repeats = settings.count(&REPEATS).unwrap_or(1);
+    let all_passed = run_eval(&binary, &dir, repeats, settings.has(&EVAL_VERBOSE))?;
     Ok(if all_passed { 0 } else { 1 })
 }
 // ANCHOR_END: eval
 
 // ANCHOR: agent
 /// `--status`, one task (`-p`) or the REPL, in a new session or a resumed one.
-fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
-    let here = workspace_root(options.root.as_deref())?;
+fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
+    let here = workspace_root(settings.value(&ROOT).map(Path::new))?;
     // A symlinked .mini_agent/ would move every record elsewhere (chapter 9).
-    #[cfg(feature = "ch09")]
-    sessions_of(&here).check_dirs()?;
     #[cfg(feature = "ch10")]
-    let chosen = match chosen_session(&sessions_of(&here), options)? {
-        SessionChoice::Status(status) => return print_stdout(&status),
-        SessionChoice::Session(path) => path,
+    let chosen = match reopen::chosen_session(&sessions_of(&here)?, settings)? {
+        reopen::SessionChoice::Status(status) => return print_stdout(&status),
+        reopen::SessionChoice::Session(path) => path,
     };
     #[cfg(all(feature = "ch05", not(feature = "ch10")))]
-    let opened = reopen(&sessions_of(&here), options)?;
-    let task = options.prompt.as_ref().map(read_prompt).transpose()?;
+    let opened = reopen(&sessions_of(&here)?, settings)?;
+    let task = settings.value(&PROMPT).map(read_prompt).transpose()?;
     #[cfg(feature = "ch10")]
-    let opened = chosen.map(|path| resume(&path, options.acknowledge_unknown)).transpose()?;
-    #[cfg(feature = "ch10")]
-    let plan = opened.as_ref().map(|(_, plan)| plan);
-    #[cfg(feature = "ch10")]
-    if let Some(warning) = plan.and_then(|plan| plan.warning.as_deref()) {
-        say(&format!("mini-agent: warning: {warning}"));
-    }
-    #[cfg(feature = "ch10")]
-    let (root, recorded) = (plan.map_or(here, |plan| plan.root.clone()), plan.map(|plan| &plan.origin));
-    #[cfg(feature = "ch10")]
-    let connection = connect(options, keys, recorded)?;
+    let (opened, root, connection) = reopen::resumed(chosen, here, settings, keys)?;
     #[cfg(not(feature = "ch10"))]
-    let (root, connection) = (here, connect(options, keys)?);
+    let (root, connection) = (here, connect(settings, keys)?);
     // ANCHOR_END: agent
     // ANCHOR: agent_run
-    let model = build_model(&connection, options)?;
-    let config = Config {
-        #[cfg(feature = "ch05")]
-        origin: connection.origin.clone(),
-        #[cfg(feature = "ch12")]
-        permissions: permissions(options),
-        #[cfg(feature = "ch12")]
-        asker: Asker::Nobody,
-        max_turns: options.max_turns,
-        #[cfg(feature = "ch07")]
-        context_tokens: parse_context_tokens(std::env::var("MINI_AGENT_CONTEXT_TOKENS").ok().as_deref())?,
-        #[cfg(feature = "ch16")]
-        hooks: hooks::load(&root, options.trust_hooks, std::io::stdin().is_terminal() && !options.json),
-        #[cfg(feature = "ch18")]
-        mcp: mcp::load_servers(&root, options)?,
-    };
-    #[cfg(feature = "ch05")]
-    let resumed = opened.is_some();
-    #[cfg(all(feature = "ch04", not(feature = "ch05")))]
-    let resumed = false;
-    #[cfg(feature = "ch04")]
-    let history = root.join(".mini_agent").join("history");
+    let model = build_model(&connection, settings)?;
+    let config = Config::new(&connection, settings, &root)?;
     let start = |config| {
         Agent::start(
             model,
-            root,
             #[cfg(feature = "ch05")]
             opened,
             config,
@@ -264,152 +234,66 @@ fn agent(options: &Options, keys: &Keys) -> Result<u8, Error> {
     match task {
         Some(task) => {
             #[cfg(feature = "ch12")]
-            let config = ask_at_the_terminal(config, options);
-            one_shot(start(config)?, task, options)
+            let config = permissions::at_the_terminal(config);
+            one_shot(start(config)?, task, settings)
         }
         #[cfg(feature = "ch04")]
-        None => repl::repl(start, resumed, &history, config, options.verbose),
+        None => repl::repl(start, config, &registry.commands),
         #[cfg(not(feature = "ch04"))]
-        None => Err(Error::Usage("give the task with -p \"…\"".into())),
+        None => {
+            let _ = registry; // its slash commands are the REPL's, from chapter 4
+            Err(Error::Usage("give the task with -p \"…\"".into()))
+        }
     }
 }
 // ANCHOR_END: agent_run
 
-/// `-c` or `-r` before chapter 10: the session reopened, its history replayed.
-#[cfg(all(feature = "ch05", not(feature = "ch10")))]
-fn reopen(store: &SessionStore, options: &Options) -> Result<Option<app::Opened>, Error> {
-    let path = match (&options.resume, options.continue_latest) {
-        (Some(wanted), _) => store.resolve(wanted)?,
-        (None, true) => store.latest()?,
-        (None, false) => return Ok(None),
-    };
-    #[cfg(not(feature = "ch09"))]
-    let (log, records) = mini_agent::ch05_sessions::SessionFile::open(&path)?;
-    // Chapter 9: the journal, locked, its torn last line cut off.
-    #[cfg(feature = "ch09")]
-    let (log, records) = {
-        let (journal, loaded) = mini_agent::ch09_journal::Journal::open(&path)?;
-        if let Some(warning) = &loaded.warning {
-            say(&format!("mini-agent: warning: {warning}"));
-        }
-        (journal, loaded.records)
-    };
-    let history = mini_agent::ch05_sessions::continue_history(log.id(), &records)?;
-    Ok(Some((mini_agent::ch05_sessions::Recorder::new(log), history)))
-}
-
-/// What `-c`, `-r` and `--status` ask for (chapter 10).
-#[cfg(feature = "ch10")]
-enum SessionChoice {
-    /// `--status`: the session's state, to print.
-    Status(String),
-    /// The journal of the session to continue, if one was named.
-    Session(Option<PathBuf>),
-}
-
-#[cfg(feature = "ch10")]
-fn chosen_session(store: &SessionStore, options: &Options) -> Result<SessionChoice, Error> {
-    let chosen = match (&options.resume, options.continue_latest) {
-        (Some(wanted), _) => Some(store.resolve(wanted)?),
-        (None, true) => Some(store.latest()?),
-        (None, false) => None,
-    };
-    if !options.status {
-        return Ok(SessionChoice::Session(chosen));
-    }
-    // No key, no request, no lock: reading the journal is enough.
-    let path = chosen.ok_or_else(|| Error::Usage("--status needs -c or -r ID".into()))?;
-    // The recorded error may quote a server's body: shown, never obeyed.
-    Ok(SessionChoice::Status(sanitize(&status_of(&path)?.to_string())))
-}
-
-// ANCHOR: ask_at_the_terminal
-/// `-p` asks at the terminal only when a person is there to answer (DESIGN: scripts and tests
-/// get a denial that names the flag).
-#[cfg(feature = "ch12")]
-fn ask_at_the_terminal(config: Config, options: &Options) -> Config {
-    let asker =
-        if std::io::stdin().is_terminal() && !json_wanted(options) { Asker::Tty } else { Asker::Nobody };
-    Config { asker, ..config }
-}
-// ANCHOR_END: ask_at_the_terminal
-
 // ANCHOR: models
-/// `Compacting(TextCallCheck(Redacted(Retrying(ChatClient))))`, or the same around the
-/// streaming client: chapter 8 retries only failures that come before the first byte of the
-/// body, so nothing shown is ever repeated. The compacting layer is added by the agent.
-fn build_model(connection: &Connection, options: &Options) -> Result<Box<dyn Model>, Error> {
-    let idle = parse_idle_timeout(std::env::var(IDLE_TIMEOUT_VARIABLE).ok().as_deref())?;
-    let limit = parse_request_limit(std::env::var(REQUEST_LIMIT_VARIABLE).ok().as_deref())?;
-    let first_byte = parse_first_byte_timeout(std::env::var(FIRST_BYTE_VARIABLE).ok().as_deref())?;
-    let endpoint = &connection.endpoint;
-    // Chapter 19: the same layers around the Messages API client.
-    #[cfg(feature = "ch19")]
-    if let api::Api::Anthropic(auth) = &connection.api {
-        return api::anthropic_model(endpoint, auth, options, idle);
-    }
+/// The model of this run, one line per chapter that wraps it: the client chapter 2 speaks (or
+/// chapter 11's streaming one, or chapter 19's Messages API), chapter 8's retries of failures
+/// that come before the first byte of a reply (so nothing shown is ever repeated), chapter 3's
+/// redaction of what comes back, and chapter 2's check for a tool call written as text.
+/// Chapter 7's compacting layer is added per session, by the agent.
+fn build_model(connection: &Connection, settings: &Settings) -> Result<Box<dyn Model>, Error> {
+    let waits = Waits::from_environment()?;
+    let client = ChatClient::new(connection.endpoint.clone())?;
+    let model: Box<dyn Model> = Box::new(
+        client
+            .with_idle_timeout(waits.idle)
+            .with_first_byte_timeout(waits.first_byte)
+            .with_request_limit(waits.limit),
+    );
     #[cfg(feature = "ch11")]
-    if options.stream {
-        return layers(
-            StreamingClient::new(endpoint.clone())?
-                .with_idle_timeout(idle)
-                .with_first_byte_timeout(first_byte)
-                .with_request_limit(limit),
-        );
-    }
-    #[cfg(not(feature = "ch11"))]
-    let _ = options; // --stream comes with chapter 11
-    layers(
-        ChatClient::new(endpoint.clone())?
-            .with_idle_timeout(idle)
-            .with_first_byte_timeout(first_byte)
-            .with_request_limit(limit),
-    )
-}
-
-/// The same layers around either client.
-fn layers(client: impl Model + 'static) -> Result<Box<dyn Model>, Error> {
-    Ok(Box::new(TextCallCheck { inner: redacted(retrying(client)?) }))
-}
-
-/// Replies, streamed text and errors are redacted once, at the seam (chapter 3).
-#[cfg(feature = "ch03")]
-fn redacted<M: Model>(model: M) -> Redacted<M> {
-    Redacted::new(model, redactor())
-}
-
-#[cfg(feature = "ch08")]
-fn retrying<M: Model>(client: M) -> Result<Retrying<M>, Error> {
-    let retries = parse_max_retries(std::env::var("MINI_AGENT_REQUEST_MAX_RETRIES").ok().as_deref())?;
-    Ok(Retrying::new(client, retries))
+    let model = mini_agent::ch11_streaming::stream_if_asked(model, settings, &connection.endpoint, waits)?;
+    #[cfg(feature = "ch19")]
+    let model = api::anthropic_if_chosen(model, connection, settings, waits)?;
+    #[cfg(feature = "ch08")]
+    let model = mini_agent::ch08_retry::retrying(model, connection.retry_statuses())?;
+    #[cfg(feature = "ch03")]
+    let model: Box<dyn Model> = Box::new(Redacted::new(model, redactor()));
+    let _ = settings; // read by the chapters that choose another client
+    Ok(Box::new(TextCallCheck { inner: model }))
 }
 // ANCHOR_END: models
-
-#[cfg(not(feature = "ch03"))]
-fn redacted<M: Model>(model: M) -> M {
-    model
-}
-
-/// Before chapter 8 a failed request fails the turn.
-#[cfg(not(feature = "ch08"))]
-fn retrying<M: Model>(client: M) -> Result<M, Error> {
-    Ok(client)
-}
 
 // ANCHOR: one_shot
 /// `-p`: one task, the final answer on stdout, the outcome as the exit code.
 #[cfg(feature = "ch04")]
-fn one_shot(mut agent: Agent, task: String, options: &Options) -> Result<u8, Error> {
+fn one_shot(mut agent: Agent, task: String, settings: &Settings) -> Result<u8, Error> {
+    use mini_agent::ch04_terminal::{Screen, TerminalObserver, install_interrupt_handler, render_markdown};
     #[cfg(feature = "ch14")]
-    if options.json {
-        return json_events::one_shot(agent, task, options);
+    if json_wanted(settings) {
+        return json_events::one_shot(agent, task, settings);
     }
     install_interrupt_handler();
-    let terminal = Screen::stdio(options.verbose);
+    let terminal = Screen::stdio(settings.has(&mini_agent::ch02_loop::command_line::VERBOSE));
     // Progress on stderr; stdout gets the final answer alone — or, with --stream, the
     // replies' text as it arrives.
-    let streams_to_stdout = streams(options);
-    let screen = if streams_to_stdout { terminal.clone() } else { stderr_only(&terminal) };
+    #[cfg(feature = "ch11")]
+    let streams_to_stdout = settings.has(&mini_agent::ch11_streaming::STREAM);
+    #[cfg(not(feature = "ch11"))]
+    let streams_to_stdout = false;
+    let screen = if streams_to_stdout { terminal.clone() } else { repl::stderr_only(&terminal) };
     let mut display = TerminalObserver::new(screen, None);
     match agent.turn(task, &mut display, None) {
         Outcome::Completed(answer) if answer.trim().is_empty() => {
@@ -419,28 +303,28 @@ fn one_shot(mut agent: Agent, task: String, options: &Options) -> Result<u8, Err
         Outcome::Completed(_) if streams_to_stdout => Ok(0),
         // Styled on a terminal; exactly what the model wrote when piped or with NO_COLOR.
         Outcome::Completed(answer) => print_stdout(&render_markdown(&answer, terminal.look)),
-        stopped => stopped_early(stopped, options.max_turns),
+        stopped => stopped_early(stopped, settings),
     }
 }
 // ANCHOR_END: one_shot
 
 /// Before chapter 4's terminal: progress lines on stderr, the answer as the model wrote it.
 #[cfg(not(feature = "ch04"))]
-fn one_shot(mut agent: Agent, task: String, options: &Options) -> Result<u8, Error> {
-    let mut progress = Progress { verbose: options.verbose };
-    match agent.turn(task, &mut progress, None) {
+fn one_shot(mut agent: Agent, task: String, settings: &Settings) -> Result<u8, Error> {
+    let verbose = settings.has(&mini_agent::ch02_loop::command_line::VERBOSE);
+    match agent.turn(task, &mut early::Progress { verbose }, None) {
         Outcome::Completed(answer) => print_stdout(&format!("{}\n", answer.trim_end())),
-        stopped => stopped_early(stopped, options.max_turns),
+        stopped => stopped_early(stopped, settings),
     }
 }
 
 // ANCHOR: stopped_early
 /// A turn that did not complete: the turn limit is exit 2, the rest are errors.
-fn stopped_early(outcome: Outcome, max_turns: usize) -> Result<u8, Error> {
+fn stopped_early(outcome: Outcome, settings: &Settings) -> Result<u8, Error> {
     match outcome {
         Outcome::Completed(_) => Ok(0),
         Outcome::TurnLimit => {
-            say(&format!("mini-agent: {}", turn_limit_message(max_turns)));
+            say(&format!("mini-agent: {}", turn_limit_message(settings)));
             Ok(2)
         }
         Outcome::Interrupted => Err(Error::Interrupted),
@@ -449,35 +333,18 @@ fn stopped_early(outcome: Outcome, max_turns: usize) -> Result<u8, Error> {
 }
 // ANCHOR_END: stopped_early
 
-/// `--json` (chapter 14): a program reads the events, nobody is there to answer a question.
-#[cfg(feature = "ch14")]
-fn json_wanted(options: &Options) -> bool {
-    options.json
-}
-
-#[cfg(all(feature = "ch12", not(feature = "ch14")))]
-fn json_wanted(_: &Options) -> bool {
-    false
-}
-
-/// `--stream` (chapter 11) shows the reply on stdout as it arrives.
-#[cfg(feature = "ch11")]
-fn streams(options: &Options) -> bool {
-    options.stream
-}
-
-#[cfg(all(feature = "ch04", not(feature = "ch11")))]
-fn streams(_: &Options) -> bool {
-    false
-}
-
 /// Why a run exits 2: on stderr, and as the `exit` event's `error` with `--json`.
-fn turn_limit_message(max_turns: usize) -> String {
+fn turn_limit_message(settings: &Settings) -> String {
     format!(
         "stopped after {} (the turn limit); the task may be unfinished — continue with -c, or \
          rerun with a higher --max-turns",
-        plural(max_turns, "model call")
+        plural(max_turns(settings), "model call")
     )
+}
+
+/// `--max-turns`, else the default.
+fn max_turns(settings: &Settings) -> usize {
+    settings.count(&MAX_TURNS).unwrap_or(mini_agent::ch02_loop::command_line::DEFAULT_MAX_TURNS)
 }
 
 fn workspace_root(flag: Option<&Path>) -> Result<PathBuf, Error> {
@@ -497,10 +364,10 @@ fn workspace_root(flag: Option<&Path>) -> Result<PathBuf, Error> {
     Ok(root)
 }
 
-fn read_prompt(prompt: &Prompt) -> Result<String, Error> {
+/// `-p TASK`, or with `-p -` the whole of stdin.
+fn read_prompt(prompt: &str) -> Result<String, Error> {
     let text = match prompt {
-        Prompt::Text(text) => text.clone(),
-        Prompt::Stdin => {
+        "-" => {
             // At a terminal, `-p -` would otherwise look like a hang.
             if std::io::stdin().is_terminal() {
                 say(
@@ -513,6 +380,7 @@ fn read_prompt(prompt: &Prompt) -> Result<String, Error> {
                 .map_err(|e| Error::io("reading the prompt from stdin (-p -)", e))?;
             text
         }
+        text => text.to_string(),
     };
     if text.trim().is_empty() {
         return Err(Error::Usage("the prompt is empty — say what the agent should do".into()));
@@ -543,13 +411,10 @@ fn say(line: &str) {
 // ANCHOR_END: output
 
 /// Control characters made visible (chapter 4's sanitiser).
-#[cfg(feature = "ch04")]
 fn visible(text: &str) -> String {
-    sanitize(text)
-}
-
-#[cfg(not(feature = "ch04"))]
-fn visible(text: &str) -> String {
+    #[cfg(feature = "ch04")]
+    return sanitize(text);
+    #[cfg(not(feature = "ch04"))]
     text.to_string()
 }
 
@@ -561,23 +426,70 @@ fn one_line(text: &str) -> String {
 }
 // ANCHOR_END: one_line
 
-/// The sessions of `root`; from chapter 9 on, their files are read as untrusted workspace input.
+/// Whether `-c` or `-r` chose a session to go on with (chapter 5).
 #[cfg(feature = "ch05")]
-fn sessions_of(root: &Path) -> SessionStore {
-    let store = SessionStore::new(root);
-    #[cfg(feature = "ch09")]
-    let store = SessionStore::of_workspace(store.root());
-    store
+fn resumed_by(settings: &Settings) -> bool {
+    use mini_agent::ch05_sessions::{CONTINUE, RESUME};
+    settings.has(&CONTINUE) || settings.has(&RESUME)
 }
 
-/// The permissions granted up front by the flags; the rest is asked for (chapter 12).
-#[cfg(feature = "ch12")]
-pub(super) fn permissions(options: &Options) -> Permissions {
-    let given = [
-        (options.allow_write, "--allow-write"),
-        (options.allow_shell, "--allow-shell"),
-        #[cfg(feature = "ch18")]
-        (options.mcp.allow, "--allow-mcp"),
-    ];
-    Permissions::granting(given.into_iter().filter(|(given, _)| *given).map(|(_, flag)| flag))
+/// The sessions of `root`; from chapter 9 on, `.mini_agent/` checked and its session files
+/// read as untrusted workspace input.
+#[cfg(feature = "ch05")]
+fn sessions_of(root: &Path) -> Result<SessionStore, Error> {
+    let store = SessionStore::new(root);
+    #[cfg(feature = "ch09")]
+    let store = store.as_workspace_input()?;
+    Ok(store)
+}
+
+/// `-c` or `-r` before chapter 10: the session reopened, its history replayed.
+#[cfg(all(feature = "ch05", not(feature = "ch10")))]
+fn reopen(store: &SessionStore, settings: &Settings) -> Result<Option<app::Opened>, Error> {
+    use mini_agent::ch05_sessions::{CONTINUE, RESUME, Recorder, continue_history};
+    let path = match (settings.value(&RESUME), settings.has(&CONTINUE)) {
+        (Some(wanted), _) => store.resolve(wanted)?,
+        (None, true) => store.latest()?,
+        (None, false) => return Ok(None),
+    };
+    #[cfg(not(feature = "ch09"))]
+    let (log, records) = app::SessionLog::open(&path)?;
+    // Chapter 9: the journal, locked, its torn last line cut off.
+    #[cfg(feature = "ch09")]
+    let (log, records) = {
+        let (journal, loaded) = app::SessionLog::open(&path)?;
+        if let Some(warning) = &loaded.warning {
+            say(&format!("mini-agent: warning: {warning}"));
+        }
+        (journal, loaded.records)
+    };
+    let history = continue_history(log.id(), &records)?;
+    Ok(Some(app::Opened {
+        recorder: Recorder::new(log),
+        history,
+        #[cfg(feature = "ch07")]
+        view: None,
+    }))
+}
+
+/// Chapter 14's own additions to the command line: `--json`, and `mini-agent sessions`.
+#[cfg(feature = "ch14")]
+fn register(registry: &mut dyn mini_agent::ch02_loop::command_line::Registry) {
+    use mini_agent::ch02_loop::command_line::{Help, SHOW_HELP};
+    registry.flag(JSON);
+    registry.flag(Flag { chapter: 14, command: "sessions", ..ROOT });
+    registry.flag(Flag { chapter: 14, command: "sessions", ..SHOW_HELP });
+    let help = |section, lines| Help { chapter: 14, page: "", section, lines };
+    registry.help(help(
+        "USAGE",
+        &["  mini-agent sessions [--root DIR]      list this root's sessions: id, date, state, turns, prompt"],
+    ));
+    registry.help(help(
+        "SESSIONS",
+        &["  mini-agent sessions                   every session of this root, with its state"],
+    ));
+    registry.check(|settings| match json_wanted(settings) && !settings.has(&PROMPT) {
+        true => Err("--json prints the events of one task: add -p \"task\"".into()),
+        false => Ok(()),
+    });
 }

@@ -6,38 +6,23 @@
 //! it is taken out of the environment at start-up: no command the agent runs can read it. The file's webhook
 //! comes through chapter 16's rule: untrusted, the whole file is skipped, webhook included.
 
+use super::app::Config;
 use mini_agent::ch02_loop::Error;
+use mini_agent::ch02_loop::command_line::Settings;
 use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch15_tasks::{TaskEvent, TaskEvents};
-use mini_agent::ch16_hooks::Hooks;
 use mini_agent::ch17_notify::webhook::SECRET_VARIABLE;
-use mini_agent::ch17_notify::{MetricsOut, Notifier, SharedMetrics, Webhook, WebhookConfig};
+use mini_agent::ch17_notify::{
+    METRICS, MetricsOut, Notifier, SharedMetrics, WEBHOOK, Webhook, WebhookConfig,
+};
 use std::path::{Path, PathBuf};
-
-/// `tasks run`'s chapter 17 flags.
-#[derive(Clone, Debug, Default)]
-pub struct NotifyOptions {
-    pub webhook: Option<String>,
-    pub metrics: Option<PathBuf>,
-}
-
-impl NotifyOptions {
-    /// Takes `word` (and its value from `rest`) if it is one of ours. `Ok(false)`: not ours.
-    pub fn parse(&mut self, word: &str, rest: &mut dyn Iterator<Item = &String>) -> Result<bool, String> {
-        let mut value = |flag: &str, what: &str| {
-            rest.next().filter(|v| !v.is_empty()).cloned().ok_or(format!("{flag} needs {what}"))
-        };
-        match word {
-            "--webhook" => self.webhook = Some(value(word, "a URL")?),
-            "--metrics" => self.metrics = Some(resolve(Path::new(&value(word, "a file")?))?),
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-}
 
 /// `--metrics FILE` from the current directory, its directory made canonical (so that git,
 /// which sees the root's real path, can leave the file out of the task commits).
+pub fn metrics_file(extra: &Settings) -> Result<Option<PathBuf>, Error> {
+    extra.value(&METRICS).map(|file| resolve(Path::new(file)).map_err(Error::Usage)).transpose()
+}
+
 fn resolve(file: &Path) -> Result<PathBuf, String> {
     let cwd = std::env::current_dir().map_err(|e| format!("reading the current directory: {e}"))?;
     let path = cwd.join(file);
@@ -51,30 +36,32 @@ fn resolve(file: &Path) -> Result<PathBuf, String> {
 // ANCHOR: build
 /// The observer for this run: `--webhook` (else the approved file's webhook) and `--metrics`.
 pub fn notifier(
-    options: &NotifyOptions,
-    hooks: &Hooks,
+    extra: &Settings,
+    metrics: Option<PathBuf>,
+    config: &Config,
     tasks: &Path,
     keys: &Keys,
 ) -> Result<Notifier, Error> {
-    let config = match &options.webhook {
+    let flag = extra.value(&WEBHOOK);
+    let webhook = match flag {
         Some(url) => Some(WebhookConfig {
-            url: url.clone(),
+            url: url.to_string(),
             // Taken out of the environment at start-up, like the model's key (chapter 3).
             secret: keys.get(SECRET_VARIABLE),
             events: None,
         }),
-        None => hooks.webhook(),
+        None => config.hooks.webhook(),
     };
-    let webhook = match config.map(Webhook::new).transpose() {
+    let webhook = match webhook.map(Webhook::new).transpose() {
         Ok(webhook) => webhook,
         // The flag was typed now: a usage error. The file's: a warning, and the loop runs.
-        Err(error) if options.webhook.is_some() => return Err(error),
+        Err(error) if flag.is_some() => return Err(error),
         Err(error) => {
             eprintln!("mini-agent: warning: the webhook of .mini_agent/hooks.json is ignored: {error}");
             None
         }
     };
-    let metrics = options.metrics.as_ref().map(|file| MetricsOut { file: file.clone(), tasks: tasks.into() });
+    let metrics = metrics.map(|file| MetricsOut { file, tasks: tasks.into() });
     Ok(Notifier::new(webhook, metrics))
 }
 // ANCHOR_END: build

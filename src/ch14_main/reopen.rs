@@ -4,30 +4,69 @@
 //! here its plan becomes the host's current session: the journal to append to, the history
 //! to send, the compaction that was in force, and what to show the person who came back.
 
-use super::app::{Agent, restore_view};
+use super::app::{Agent, Opened, toolbox};
+use super::endpoint::{Connection, connect};
+use super::say;
+use mini_agent::ch02_loop::command_line::Settings;
 use mini_agent::ch02_loop::{Error, Message};
+use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch04_terminal::sanitize::sanitize;
 use mini_agent::ch04_terminal::{Look, render_markdown};
-use mini_agent::ch05_sessions::{Origin, Recorder};
-use mini_agent::ch07_context::SharedCompaction;
+use mini_agent::ch05_sessions::{CONTINUE, Origin, RESUME, Recorder, SessionStore};
 use mini_agent::ch09_journal::Journal;
-use mini_agent::ch10_recovery::{ResumePlan, resume};
+use mini_agent::ch10_recovery::{ACKNOWLEDGE_UNKNOWN, ResumePlan, STATUS, resume, status_of};
+use std::path::PathBuf;
 
-/// A session chapter 10 opened: its journal, locked and repaired, and the plan to go on.
-pub type Opened = (Journal, ResumePlan);
+/// What `-c`, `-r` and `--status` ask for.
+pub enum SessionChoice {
+    /// `--status`: the session's state, to print.
+    Status(String),
+    /// The journal of the session to continue, if one was named.
+    Session(Option<PathBuf>),
+}
+
+pub fn chosen_session(store: &SessionStore, settings: &Settings) -> Result<SessionChoice, Error> {
+    let chosen = match (settings.value(&RESUME), settings.has(&CONTINUE)) {
+        (Some(wanted), _) => Some(store.resolve(wanted)?),
+        (None, true) => Some(store.latest()?),
+        (None, false) => None,
+    };
+    if !settings.has(&STATUS) {
+        return Ok(SessionChoice::Session(chosen));
+    }
+    // No key, no request, no lock: reading the journal is enough.
+    let path = chosen.ok_or_else(|| Error::Usage("--status needs -c or -r ID".into()))?;
+    // The recorded error may quote a server's body: shown, never obeyed.
+    Ok(SessionChoice::Status(sanitize(&status_of(&path)?.to_string())))
+}
+
+/// The chosen session opened by chapter 10 (its journal locked, its open calls answered),
+/// the root it works in (its own, wherever the command was typed) and the connection to its
+/// model (its own, unless a flag moves it).
+pub fn resumed(
+    chosen: Option<PathBuf>,
+    here: PathBuf,
+    settings: &Settings,
+    keys: &Keys,
+) -> Result<(Option<Opened>, PathBuf, Connection), Error> {
+    let opened = chosen.map(|path| resume(&path, settings.has(&ACKNOWLEDGE_UNKNOWN))).transpose()?;
+    let plan = opened.as_ref().map(|(_, plan)| plan);
+    if let Some(warning) = plan.and_then(|plan| plan.warning.as_deref()) {
+        say(&format!("mini-agent: warning: {warning}"));
+    }
+    let root = plan.map_or(here, |plan| plan.root.clone());
+    let connection = connect(settings, keys, plan.map(|plan| &plan.origin))?;
+    Ok((opened.map(continue_session), root, connection))
+}
 
 // ANCHOR: opened
 /// Continues a session chapter 10 opened for `-c` or `--resume`: the journal it locked records
 /// from here on, the history it replayed goes on, and the compaction that was in force is the
 /// view the model is sent again.
-pub fn continue_session(
-    compaction: &SharedCompaction,
-    (journal, plan): Opened,
-) -> (Recorder<Journal>, Vec<Message>) {
-    restore_view(compaction, plan.compaction);
+pub fn continue_session((journal, plan): (Journal, ResumePlan)) -> Opened {
     #[cfg(feature = "ch19")]
     mini_agent::ch19_anthropic::failures::remember(&plan.failed);
-    (Recorder::new(journal), plan.history)
+    Opened { recorder: Recorder::new(journal), history: plan.history, view: plan.compaction }
 }
 // ANCHOR_END: opened
 
@@ -35,19 +74,18 @@ impl Agent {
     /// `/resume ID`: switches to another session of this root.
     pub(super) fn resume_session(&mut self, wanted: &str) -> Result<String, Error> {
         let path = self.store.resolve(wanted)?;
-        if path == self.recorder.log().path() {
+        if path == self.session.recorder.log().path() {
             return Ok(format!("already in session {}", self.session_id()));
         }
         let (journal, plan) = resume(&path, false)?;
-        #[cfg(feature = "ch19")]
-        mini_agent::ch19_anthropic::failures::remember(&plan.failed);
         if let Some(warning) = &plan.warning {
             eprintln!("mini-agent: warning: {}", sanitize(warning));
         }
         if let Some(note) = self.moved_note(&plan.origin) {
             eprintln!("mini-agent: note: {}", sanitize(&note));
         }
-        self.switch_to(Recorder::new(journal), plan.history, plan.compaction)?;
+        let toolbox = toolbox(&self.config)?;
+        self.switch_to(toolbox, continue_session((journal, plan)));
         let last = self.last_exchange(Look::Plain).unwrap_or_default();
         Ok(format!("resumed session {}\n{last}", self.session_id()))
     }

@@ -1,14 +1,10 @@
 //! No `-p`: the REPL of chapter 4, with the session host of `app.rs` as its host.
 
-#[cfg(feature = "ch12")]
-use super::app::Asker;
 use super::app::{Agent, Config};
 use super::say;
 use mini_agent::ch02_loop::Error;
-#[cfg(feature = "ch05")]
-use mini_agent::ch04_terminal::sanitize::sanitize;
-use mini_agent::ch04_terminal::{LineReader, Screen, run_repl};
-use std::path::Path;
+use mini_agent::ch02_loop::command_line::VERBOSE;
+use mini_agent::ch04_terminal::{LineReader, Screen, SlashCommand, run_repl};
 
 /// The largest `.mini_agent/history` the line editor loads (it keeps 1,000 lines).
 const HISTORY_MAX_BYTES: u64 = 8 << 20;
@@ -17,11 +13,11 @@ const HISTORY_MAX_BYTES: u64 = 8 << 20;
 /// No `-p`: the REPL of chapter 4, with this session as its host.
 pub fn repl(
     start: impl FnOnce(Config) -> Result<Agent, Error>,
-    resumed: bool,
-    history: &Path,
     config: Config,
-    verbose: bool,
+    commands: &[SlashCommand],
 ) -> Result<u8, Error> {
+    let history = config.root.join(".mini_agent").join("history");
+    let history = history.as_path();
     // A history file planted as a symlink would have typed lines appended to its target.
     // A planted 1 GB one would be loaded whole by the line editor: it is read only when small.
     let history = match std::fs::symlink_metadata(history) {
@@ -41,17 +37,19 @@ pub fn repl(
     // Permission questions need someone typing; a piped script is denied, naming the flag.
     #[cfg(feature = "ch12")]
     let config = match reader.is_terminal() {
-        true => Config { asker: Asker::TypeAhead(reader.type_ahead()), ..config },
+        true => Config { asker: super::permissions::Asker::TypeAhead(reader.type_ahead()), ..config },
         false => config,
     };
     let mut agent = start(config)?;
-    let screen = Screen::stdio(verbose);
-    screen.status(&banner(&agent, resumed));
+    let screen = Screen::stdio(agent.config.settings.has(&VERBOSE));
+    screen.status(&banner(&agent));
     #[cfg(feature = "ch10")]
-    if resumed && let Some(last) = agent.last_exchange(screen.look) {
+    if super::resumed_by(&agent.config.settings)
+        && let Some(last) = agent.last_exchange(screen.look)
+    {
         screen.status(&last);
     }
-    run_repl(&mut agent, &mut reader, &screen)?;
+    run_repl(&mut agent, commands, &mut reader, &screen)?;
     Ok(0)
 }
 // ANCHOR_END: repl_start
@@ -66,18 +64,15 @@ pub fn stderr_only(terminal: &Screen) -> Screen {
 }
 
 /// The first line of a REPL: the version, and from chapter 5 the session and its model.
-#[cfg(feature = "ch05")]
-fn banner(agent: &Agent, resumed: bool) -> String {
-    let verb = if resumed { "resumed" } else { "new" };
-    format!(
-        "mini-agent {} · {verb} session {} · {} · /help for commands\n",
-        env!("CARGO_PKG_VERSION"),
-        sanitize(agent.session_id()),
-        sanitize(agent.model_id())
-    )
-}
-
-#[cfg(not(feature = "ch05"))]
-fn banner(_: &Agent, _: bool) -> String {
-    format!("mini-agent {} · /help for commands\n", env!("CARGO_PKG_VERSION"))
+fn banner(agent: &Agent) -> String {
+    let version = format!("mini-agent {}", env!("CARGO_PKG_VERSION"));
+    #[cfg(feature = "ch05")]
+    let version = {
+        use mini_agent::ch04_terminal::sanitize::sanitize;
+        let verb = if super::resumed_by(&agent.config.settings) { "resumed" } else { "new" };
+        let (id, model) = (sanitize(agent.session_id()), sanitize(&agent.config.origin.model));
+        format!("{version} · {verb} session {id} · {model}")
+    };
+    let _ = agent;
+    format!("{version} · /help for commands\n")
 }

@@ -68,3 +68,19 @@ fn state_word(path: &std::path::Path) -> &'static str {
         SessionState::UnknownOutcomes(_) => "unknown",
     }
 }
+
+/// `mini-agent sessions [--root DIR]` (chapter 14): the sessions of a root, as `/list` shows them.
+#[cfg(feature = "ch14")]
+pub fn sessions(words: &[String], registry: &super::registry::Registry) -> Result<u8, Error> {
+    use super::args::{Parsed, parse_flags};
+    use mini_agent::ch02_loop::command_line::ROOT;
+    let parsed = parse_flags(words, "sessions", registry, |word| {
+        Err(format!("sessions takes no argument, got '{word}' (use --root DIR)"))
+    });
+    let settings = match parsed.map_err(Error::Usage)? {
+        Parsed::Settings(settings) => settings,
+        Parsed::Help | Parsed::Version => return super::print_stdout(&super::help::help(registry, "")),
+    };
+    let root = super::workspace_root(settings.value(&ROOT).map(std::path::Path::new))?;
+    super::print_stdout(&format!("{}\n", sessions_table(&super::sessions_of(&root)?, None)?))
+}

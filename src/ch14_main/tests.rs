@@ -8,7 +8,7 @@ use mini_agent::temp_dir::TempDir;
 fn run_in(root: &Path, words: &[&str]) -> Result<u8, Error> {
     let mut words: Vec<String> = words.iter().map(|word| word.to_string()).collect();
     words.extend(["--root".to_string(), root.display().to_string()]);
-    run(&words, &Keys::default())
+    run(&words, Box::leak(Box::new(registry::chapters())), &Keys::default())
 }
 
 #[test]

@@ -18,6 +18,8 @@
 //!   [`run::TaskEvents`].
 //! * [`recover`] — a task left in progress by a crash.
 
+use crate::ch02_loop::command_line::{Flag, Help, MAX_TURNS_CEILING, Registry, SHOW_HELP, Takes};
+
 pub mod file;
 pub mod git;
 pub mod git_process;
@@ -34,3 +36,32 @@ pub mod verify;
 
 pub use file::{DEFAULT_TASKS_FILE, Task, TaskFile, TaskStatus};
 pub use run::{Attempts, Loop, RunEnd, Settings, TaskEvent, TaskEvents};
+
+// ANCHOR: register
+/// The flags of `tasks run` (the agent's own flags come after them: the model, permissions…).
+pub const ITERATIONS: Flag =
+    Flag::value(15, "--iterations", Takes::Count("N", MAX_TURNS_CEILING), &[]).of("tasks run");
+pub const MAX_ATTEMPTS: Flag =
+    Flag::value(15, "--max-attempts", Takes::Count("N", MAX_TURNS_CEILING), &[]).of("tasks run");
+pub const INTERVENTION_AFTER: Flag =
+    Flag::value(15, "--intervention-after", Takes::Count("N", MAX_TURNS_CEILING), &[]).of("tasks run");
+pub const NO_COMMIT: Flag = Flag::switch(15, "--no-commit", &[]).of("tasks run");
+pub const ALLOW_DIRTY: Flag = Flag::switch(15, "--allow-dirty", &[]).of("tasks run");
+
+/// Chapter 15's command line: the `tasks` subcommand, and the exit code that asks for a person.
+pub fn register(registry: &mut dyn Registry) {
+    for flag in [ITERATIONS, MAX_ATTEMPTS, INTERVENTION_AFTER, NO_COMMIT, ALLOW_DIRTY] {
+        registry.flag(flag);
+    }
+    registry.flag(Flag { chapter: 15, command: "tasks", ..SHOW_HELP });
+    let help = |section, lines| Help { chapter: 15, page: "", section, lines };
+    registry.help(help(
+        "USAGE",
+        &["  mini-agent tasks add|list|status|show|run|reset  work through a task list unattended (tasks --help)"],
+    ));
+    registry.help(help(
+        "EXIT CODES",
+        &["  3  mini-agent tasks run stopped: a human is needed (a task is needs_human)"],
+    ));
+}
+// ANCHOR_END: register

@@ -24,7 +24,7 @@ pub struct Stale {
 
 /// The tasks marked `in_progress`, each with its last session's state.
 pub fn stale_tasks(tasks: &[Task], root: &Path) -> Vec<Stale> {
-    let store = SessionStore::of_workspace(root);
+    let store = SessionStore::new(root);
     tasks
         .iter()
         .filter(|task| task.status == TaskStatus::InProgress)
@@ -97,7 +97,7 @@ fn check_session(stale: &Stale, root: &Path, acknowledge_unknown: bool) -> Resul
         }
         Some(Ok(status)) if matches!(status.state, SessionState::UnknownOutcomes(_)) => {
             // Records the "unknown, the user looked" result, so the journal is whole again.
-            drop(resume(&SessionStore::of_workspace(root).path_of(&session), true)?);
+            drop(resume(&SessionStore::new(root).path_of(&session), true)?);
             Ok(session)
         }
         _ => Ok(session),

@@ -17,10 +17,13 @@ pub mod task_approval;
 mod tasks;
 #[cfg(test)]
 mod tests;
+mod turns;
 
 pub use load::{HOOKS_FILE, load_hooks};
 pub use run::Ran;
+pub use turns::HookTurns;
 
+use crate::ch02_loop::command_line::{Flag, Help, Registry};
 use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
 use crate::text::shorten;
 use serde::Deserialize;
@@ -265,3 +268,39 @@ impl<T: Tools> Tools for Hooked<T> {
     }
 }
 // ANCHOR_END: hooked_post
+
+// ANCHOR: register
+/// `--trust-hooks` runs the workspace's hooks for this run without asking; `tasks run
+/// --trust-tasks` does the same for the task list's verify commands.
+pub const TRUST_HOOKS: Flag =
+    Flag::switch(16, "--trust-hooks", &["run the workspace's hooks for this run without asking"]);
+pub const TRUST_TASKS: Flag = Flag::switch(16, "--trust-tasks", &[]).of("tasks run");
+
+pub fn register(registry: &mut dyn Registry) {
+    registry.flag(TRUST_HOOKS);
+    registry.flag(TRUST_TASKS);
+    registry.help(Help {
+        chapter: 16,
+        page: "",
+        section: "HOOKS",
+        lines: &[
+            "  .mini_agent/hooks.json runs your commands before and after tool calls and when a turn",
+            "  stops (PreToolUse exit 2 refuses the call). Its commands run only once you approved the",
+            "  file's exact contents at the terminal (remembered in ~/.config/mini-agent/approved), or",
+            "  for one run with --trust-hooks.",
+        ],
+    });
+    registry.help(Help {
+        chapter: 16,
+        page: "tasks",
+        section: "VERIFY COMMANDS",
+        lines: &[
+            "  A verify command is the workspace's, so the harness runs one only once it is approved:",
+            "  tasks add --verify CMD approves what you typed; at a terminal, tasks run asks about any",
+            "  other (a list you wrote by hand, or one a cloned repository came with). With nobody to",
+            "  ask, tasks run stops before the first attempt unless --trust-tasks trusts the list for",
+            "  this run.",
+        ],
+    });
+}
+// ANCHOR_END: register

@@ -26,10 +26,12 @@ pub mod server;
 mod tests;
 pub mod tools;
 
+use crate::ch02_loop::command_line::{Flag, Help};
 use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
 use crate::ch03_tools::Workspace;
 use crate::ch03_tools::secrets::redactor;
 use crate::ch04_terminal::sanitize::sanitize;
+use crate::ch04_terminal::{RegisterCommands, SlashCommand};
 use crate::ch12_permissions::{Guarded, Permission};
 use config::ServerConfig;
 use serde_json::Value;
@@ -361,3 +363,34 @@ impl<T: Guarded> Guarded for WithMcp<T> {
     }
 }
 // ANCHOR_END: permission
+
+// ANCHOR: register
+/// `--trust-mcp` starts the servers of the workspace's `.mcp.json` without asking;
+/// `--allow-mcp` grants [`MCP`] up front.
+pub const TRUST_MCP: Flag =
+    Flag::switch(18, "--trust-mcp", &["start the MCP servers of the workspace's .mcp.json without asking"]);
+pub const ALLOW_MCP: Flag = Flag::switch(18, MCP.flag, &["let the agent call MCP tools without asking"]);
+
+pub fn register(registry: &mut dyn RegisterCommands) {
+    registry.flag(TRUST_MCP);
+    registry.flag(ALLOW_MCP);
+    registry.help(Help {
+        chapter: 18,
+        page: "",
+        section: "MCP SERVERS",
+        lines: &[
+            "  MCP servers (tools from other programs, over stdio) are listed in .mcp.json in the root",
+            "  and in ~/.config/mini-agent/mcp.json: {\"mcpServers\": {\"NAME\": {\"command\", \"args\",",
+            "  \"env\", \"cwd\", \"timeout\"}}}. Their tools appear as mcp__NAME__TOOL. The servers of a",
+            "  workspace .mcp.json start only once you approved its exact contents at the terminal, or",
+            "  with --trust-mcp; MCP calls are asked for like shell commands. /mcp in the REPL lists them.",
+        ],
+    });
+    registry.command(SlashCommand {
+        chapter: 18,
+        name: "mcp",
+        argument: "",
+        help: "MCP servers, their state and their tools",
+    });
+}
+// ANCHOR_END: register

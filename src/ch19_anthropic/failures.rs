@@ -9,6 +9,7 @@
 //! chapter 10's plan lists them and [`remember`] adds them to the set.
 
 use crate::ch02_loop::{Error, Event, Observer, ToolStatus};
+use crate::ch05_sessions::TurnHook;
 use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
 
@@ -26,6 +27,13 @@ impl Observer for ToolFailures {
             remember(std::slice::from_ref(&call.id));
         }
         Ok(())
+    }
+}
+
+/// A part of every turn of a session: its observer.
+impl TurnHook for ToolFailures {
+    fn observer(&mut self) -> Option<&mut dyn Observer> {
+        Some(self)
     }
 }
 

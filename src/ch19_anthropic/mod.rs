@@ -25,13 +25,15 @@ pub mod request;
 #[cfg(test)]
 mod tests;
 
+use crate::ch02_loop::command_line::{Flag, Help, Takes};
 use crate::ch02_loop::{Error, Model, Observer, Reply, Request};
 use crate::ch02_model::errors::MESSAGES_API_ERROR;
 use crate::ch02_model::waiting::{backstop, first_byte_timeout, read_counted, run_watched};
 use crate::ch02_model::{
     DEFAULT_IDLE_TIMEOUT, api_key_required, error_from_response, network_error, new_agent,
 };
-use crate::ch03_tools::secrets::{Keys, SecretVariable, base_url_secret, secret};
+use crate::ch03_tools::secrets::{Keys, RegisterSecrets, SecretVariable, base_url_secret, secret};
+use crate::ch05_sessions::OPENAI_API;
 use crate::ch11_streaming::{receive, start_worker};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -247,3 +249,37 @@ impl Model for AnthropicClient {
     }
 }
 // ANCHOR_END: complete
+
+// ANCHOR: register
+/// `--api openai|anthropic`: the model's wire format.
+pub const API: Flag = Flag::value(
+    19,
+    "--api",
+    Takes::OneOf("NAME", &[OPENAI_API, ANTHROPIC_API]),
+    &[
+        "the model's wire format: openai (Chat Completions, the",
+        "default) or anthropic (the Messages API); default: a resumed",
+        "session's own, else $MINI_AGENT_API, else openai",
+    ],
+);
+
+pub fn register(registry: &mut dyn RegisterSecrets) {
+    registry.flag(API);
+    for variable in SECRETS {
+        registry.secret(*variable);
+    }
+    registry.help(Help {
+        chapter: 19,
+        page: "",
+        section: "ENVIRONMENT",
+        lines: &[
+            "  MINI_AGENT_API             default for --api (openai or anthropic)",
+            "  ANTHROPIC_API_KEY          with --api anthropic: the key, sent as x-api-key",
+            "  ANTHROPIC_AUTH_TOKEN       with --api anthropic: a token sent as Authorization: Bearer",
+            "  ANTHROPIC_BASE_URL         with --api anthropic: default for --base-url",
+            "                             (https://api.anthropic.com; /v1/messages is appended)",
+            "  MINI_AGENT_MAX_TOKENS      with --api anthropic: the reply's output limit (default 8192)",
+        ],
+    });
+}
+// ANCHOR_END: register

@@ -1,34 +1,68 @@
-//! Tests of the command-line parser.
+//! Tests of the command-line parser: against this state's table for chapter 2's flags (every
+//! state has them), and against a table made up here for what later chapters register, so the
+//! tests do not depend on the chapter state they run in.
 
 use super::*;
+use crate::ch14_main::registry::{Registry, chapters};
+use mini_agent::ch02_loop::command_line::{
+    BASE_URL, DEMO, Help, MAX_TURNS, MODEL, PROMPT, ROOT, Registry as _, VERBOSE,
+};
 
-fn parse_words(words: &[&str]) -> Result<Command, String> {
-    parse(&words.iter().map(|w| w.to_string()).collect::<Vec<_>>())
+fn words(words: &[&str]) -> Vec<String> {
+    words.iter().map(|word| word.to_string()).collect()
 }
 
-fn agent(words: &[&str]) -> Options {
-    match parse_words(words) {
-        Ok(Command::Agent(options)) => options,
-        other => panic!("expected agent options for {words:?}, got {other:?}"),
+fn agent_in(registry: &Registry, given: &[&str]) -> Settings {
+    match parse(&words(given), registry) {
+        Ok(Command::Agent(settings)) => settings,
+        other => panic!("expected agent settings for {given:?}, got {other:?}"),
     }
 }
 
-fn error(words: &[&str]) -> String {
-    match parse_words(words) {
+fn error_in(registry: &Registry, given: &[&str]) -> String {
+    match parse(&words(given), registry) {
         Err(message) => message,
-        other => panic!("expected an error for {words:?}, got {other:?}"),
+        other => panic!("expected an error for {given:?}, got {other:?}"),
     }
+}
+
+fn agent(given: &[&str]) -> Settings {
+    agent_in(&chapters(), given)
+}
+
+fn error(given: &[&str]) -> String {
+    error_in(&chapters(), given)
+}
+
+const CONTINUE: Flag = Flag::switch(5, "--continue", &["continue"]).short('c');
+const RESUME: Flag = Flag::value(5, "--resume", Takes::NonEmpty("ID"), &["resume"]).short('r');
+const API: Flag = Flag::value(19, "--api", Takes::OneOf("NAME", &["openai", "anthropic"]), &["api"]);
+const REPEATS: Flag = Flag::value(13, "--repeats", Takes::Count("N", 10), &["repeats"]).of("eval");
+
+/// Chapter 2's table with flags like later chapters': a short switch, a short value, a choice,
+/// a subcommand, and a rule about two flags together.
+fn later() -> Registry {
+    let mut registry = Registry::default();
+    mini_agent::ch02_loop::command_line::register(&mut registry);
+    for flag in [CONTINUE, RESUME, API, REPEATS] {
+        registry.flag(flag);
+    }
+    registry.help(Help { chapter: 5, page: "", section: "SESSIONS", lines: &["  sessions"] });
+    registry.check(|settings| match settings.has(&CONTINUE) && settings.has(&RESUME) {
+        true => Err("use either -c/--continue or -r/--resume, not both".into()),
+        false => Ok(()),
+    });
+    registry
 }
 
 #[test]
 fn no_words_means_the_interactive_defaults() {
-    assert_eq!(agent(&[]), Options::default());
-    assert_eq!(Options::default().max_turns, 50);
+    assert_eq!(agent(&[]), Settings::default());
 }
 
 #[test]
-fn every_flag_lands_in_its_field() {
-    let options = agent(&[
+fn every_flag_lands_in_the_settings() {
+    let settings = agent(&[
         "-p",
         "do it",
         "-v",
@@ -39,79 +73,80 @@ fn every_flag_lands_in_its_field() {
         "--base-url",
         "http://127.0.0.1:1/v1",
     ]);
-    assert_eq!(
-        options,
-        Options {
-            prompt: Some(Prompt::Text("do it".into())),
-            verbose: true,
-            max_turns: 7,
-            model: Some("m1".into()),
-            base_url: Some("http://127.0.0.1:1/v1".into()),
-            ..Options::default()
-        }
+    assert_eq!(settings.value(&PROMPT), Some("do it"));
+    assert!(settings.has(&VERBOSE));
+    assert_eq!(settings.count(&MAX_TURNS), Some(7));
+    assert_eq!(settings.value(&MODEL), Some("m1"));
+    assert_eq!(settings.value(&BASE_URL), Some("http://127.0.0.1:1/v1"));
+    assert!(!settings.has(&DEMO));
+    assert!(agent(&["--demo"]).has(&DEMO));
+    assert_eq!(agent(&["--root", "/tmp/x"]).value(&ROOT), Some("/tmp/x"));
+}
+
+#[test]
+fn a_later_chapters_flags_parse_from_its_table_and_only_there() {
+    let later = later();
+    let session = agent_in(&later, &["-r", "2026", "-v"]);
+    assert_eq!(session.value(&RESUME), Some("2026"));
+    assert!(agent_in(&later, &["-vc"]).has(&CONTINUE));
+    assert!(error_in(&later, &["-c", "-r", "x"]).contains("not both"));
+    assert!(error_in(&later, &["-cr", "2026"]).contains("not both"));
+    assert!(error_in(&later, &["-r", " "]).contains("empty"));
+    assert_eq!(error_in(&later, &["--continue=yes"]), "--continue takes no value");
+    assert_eq!(error_in(&later, &["--contineu"]), "unknown flag --contineu — did you mean --continue?");
+    // Chapter 2's table alone does not know them: a state names only what it has.
+    let mut chapter_2 = Registry::default();
+    mini_agent::ch02_loop::command_line::register(&mut chapter_2);
+    assert_eq!(error_in(&chapter_2, &["--contineu"]), "unknown flag --contineu — see mini-agent --help");
+    let rule = error_in(&chapter_2, &["-vx"]);
+    assert!(
+        rule.starts_with(
+            "unknown flag -x in -vx: one-letter flags combine from -p -v -h -V, a value-taking one (-p) last"
+        ),
+        "{rule}"
     );
-    assert!(agent(&["--demo"]).demo);
-    assert_eq!(agent(&["--root", "/tmp/x"]).root, Some(PathBuf::from("/tmp/x")));
 }
 
-#[cfg(feature = "ch10")]
 #[test]
-fn the_session_flags_of_chapter_10() {
-    let session = agent(&["-r", "2026", "--status", "--acknowledge-unknown"]);
-    assert_eq!(session.resume.as_deref(), Some("2026"));
-    assert!(session.status && session.acknowledge_unknown);
-    assert!(agent(&["--continue"]).continue_latest);
-    assert!(agent(&["-vc"]).continue_latest);
-    assert!(error(&["-c", "-r", "x"]).contains("not both"));
-    assert!(error(&["-cr", "2026"]).contains("not both"));
-    assert!(error(&["--status"]).contains("add -c"));
-    assert!(error(&["-r", " "]).contains("empty"));
+fn a_choice_names_its_words() {
+    let later = later();
+    assert_eq!(agent_in(&later, &["--api", "anthropic"]).value(&API), Some("anthropic"));
+    assert_eq!(agent_in(&later, &["--api=openai"]).value(&API), Some("openai"));
+    assert_eq!(error_in(&later, &["--api", "gemini"]), r#"--api must be openai or anthropic, got "gemini""#);
+    assert!(error_in(&later, &["--api", "openai", "--api", "anthropic"]).contains("given twice"));
 }
 
-#[cfg(feature = "ch11")]
 #[test]
-fn streaming_is_a_flag_from_chapter_11() {
-    assert!(agent(&["--stream"]).stream);
-}
-
-#[cfg(feature = "ch12")]
-#[test]
-fn the_permission_flags_of_chapter_12() {
-    let options = agent(&["--allow-write", "--allow-shell"]);
-    assert!(options.allow_write && options.allow_shell);
-    assert_eq!(error(&["--alow-write"]), "unknown flag --alow-write — did you mean --allow-write?");
-}
-
-#[cfg(feature = "ch14")]
-#[test]
-fn json_is_a_flag_from_chapter_14() {
-    assert!(agent(&["--json", "-p", "x"]).json);
-    assert!(error(&["--json"]).contains("add -p"));
-}
-
-/// Chapter 18's switches, and their hint.
-#[cfg(feature = "ch18")]
-#[test]
-fn the_mcp_switches_land_in_their_fields() {
-    let options = agent(&["--trust-mcp", "--allow-mcp"]);
-    assert_eq!(error(&["--allow-mcp=no"]), "--allow-mcp takes no value");
-    assert!(options.mcp.trust && options.mcp.allow);
-    assert!(!agent(&[]).mcp.trust && !agent(&[]).mcp.allow);
-    assert_eq!(error(&["--trust-mpc"]), "unknown flag --trust-mpc — did you mean --trust-mcp?");
+fn a_subcommand_has_its_own_words() {
+    let later = later();
+    assert_eq!(
+        parse(&words(&["eval", "x", "--repeats", "3"]), &later),
+        Ok(Command::Sub("eval", words(&["x", "--repeats", "3"])))
+    );
+    let mut dir = Vec::new();
+    let parsed = parse_flags(&words(&["x", "--repeats", "3"]), "eval", &later, |word| {
+        dir.push(word.to_string());
+        Ok(())
+    });
+    let Ok(Parsed::Settings(settings)) = parsed else { panic!("{parsed:?}") };
+    assert_eq!((dir, settings.count(&REPEATS)), (vec!["x".to_string()], Some(3)));
+    let typo = parse_flags(&words(&["--repeat", "2"]), "eval", &later, |_| Ok(()));
+    assert_eq!(typo, Err("unknown flag --repeat — did you mean --repeats?".into()));
+    assert!(parse_flags(&words(&["--repeats", "11"]), "eval", &later, |_| Ok(())).is_err());
 }
 
 #[test]
 fn values_can_be_attached_with_an_equals_sign() {
-    let options = agent(&["--prompt=a=b", "--model=x", "--max-turns=3"]);
-    assert_eq!(options.prompt, Some(Prompt::Text("a=b".into())));
-    assert_eq!(options.model.as_deref(), Some("x"));
-    assert_eq!(options.max_turns, 3);
+    let settings = agent(&["--prompt=a=b", "--model=x", "--max-turns=3"]);
+    assert_eq!(settings.value(&PROMPT), Some("a=b"));
+    assert_eq!(settings.value(&MODEL), Some("x"));
+    assert_eq!(settings.count(&MAX_TURNS), Some(3));
 }
 
 #[test]
 fn a_dash_prompt_means_stdin_and_a_prompt_may_start_with_one_dash() {
-    assert_eq!(agent(&["-p", "-"]).prompt, Some(Prompt::Stdin));
-    assert_eq!(agent(&["-p", "-x is odd"]).prompt, Some(Prompt::Text("-x is odd".into())));
+    assert_eq!(agent(&["-p", "-"]).value(&PROMPT), Some("-"));
+    assert_eq!(agent(&["-p", "-x is odd"]).value(&PROMPT), Some("-x is odd"));
 }
 
 #[test]
@@ -128,20 +163,10 @@ fn unknown_flags_get_the_nearest_known_one() {
     assert_eq!(error(&["--frobnicate"]), "unknown flag --frobnicate — see mini-agent --help");
 }
 
-#[cfg(feature = "ch13")]
-#[test]
-fn eval_flags_get_the_nearest_known_one_too() {
-    assert_eq!(error(&["eval", "--repeat", "2"]), "unknown flag --repeat — did you mean --repeats?");
-    assert_eq!(parse_words(&["eval", "-h"]), Ok(Command::Help));
-}
-
 #[test]
 fn mistakes_say_how_to_fix_them() {
     assert_eq!(error(&["-p"]), "-p needs a value");
-    assert_eq!(
-        error(&["-p", "--allow-write"]),
-        "-p needs a value, but the next word is the flag --allow-write"
-    );
+    assert_eq!(error(&["-p", "--verbose"]), "-p needs a value, but the next word is the flag --verbose");
     assert_eq!(error(&["--demo=yes"]), "--demo takes no value");
     assert!(error(&["fix the bug"]).contains("mini-agent -p \"fix the bug\""));
     assert!(error(&["--demo", "--base-url", "http://x"]).contains("drop --base-url"));
@@ -157,36 +182,32 @@ fn a_value_given_twice_or_empty_is_an_error() {
 
 #[test]
 fn short_flags_combine_with_a_value_taking_one_last() {
-    let options = agent(&["-vp", "do it"]);
-    assert!(options.verbose);
-    assert_eq!(options.prompt, Some(Prompt::Text("do it".into())));
+    let settings = agent(&["-vp", "do it"]);
+    assert!(settings.has(&VERBOSE));
+    assert_eq!(settings.value(&PROMPT), Some("do it"));
     assert!(error(&["-pv", "x"]).starts_with("-p takes a value, so it must come last in -pv"));
-    assert!(error(&["-vx"]).starts_with("unknown flag -x in -vx: one-letter flags combine"));
-    assert_eq!(agent(&["-p", "-vx is odd"]).prompt, Some(Prompt::Text("-vx is odd".into())));
+    assert_eq!(agent(&["-p", "-vx is odd"]).value(&PROMPT), Some("-vx is odd"));
 }
 
 #[test]
 fn help_and_version_win_wherever_they_appear() {
-    assert_eq!(parse_words(&["-p", "x", "--help"]), Ok(Command::Help));
-    assert_eq!(parse_words(&["-V"]), Ok(Command::Version));
-    let text = help();
-    for must in ["--demo", "OPENAI_API_KEY", "EXIT CODES", "-p -"] {
-        assert!(text.contains(must), "help lacks {must}");
-    }
+    assert_eq!(parse(&words(&["-p", "x", "--help"]), &chapters()), Ok(Command::Help));
+    assert_eq!(parse(&words(&["-V"]), &chapters()), Ok(Command::Version));
 }
 
-#[cfg(feature = "ch13")]
 #[test]
-fn eval_takes_a_directory_and_repeats() {
-    assert_eq!(
-        parse_words(&["eval", "scenarios", "--repeats", "3"]),
-        Ok(Command::Eval(EvalOptions { dir: Some("scenarios".into()), repeats: 3, verbose: false }))
-    );
-    assert_eq!(
-        parse_words(&["eval"]),
-        Ok(Command::Eval(EvalOptions { dir: None, repeats: 1, verbose: false }))
-    );
-    assert!(error(&["eval", "a", "b"]).contains("second"));
+fn help_lists_what_the_table_holds_in_its_sections() {
+    let text = super::super::help::help(&later(), "");
+    for must in
+        ["--demo", "OPENAI_API_KEY", "EXIT CODES", "-p -", "-r, --resume ID", "--api NAME", "SESSIONS"]
+    {
+        assert!(text.contains(must), "help lacks {must}:\n{text}");
+    }
+    let full = super::super::help::help(&chapters(), "");
+    assert!(!full.contains("{version}") && !full.contains("{max_turns}"), "every placeholder is filled");
+    let sections: Vec<&str> =
+        text.lines().filter(|line| !line.starts_with(' ') && line.ends_with(char::is_uppercase)).collect();
+    assert_eq!(sections.last(), Some(&"EXIT CODES"), "{sections:?}");
 }
 
 #[test]
@@ -213,31 +234,17 @@ fn odd_inputs_never_panic() {
         "--acknowledge-unknown=1",
         "💥",
     ];
-    for a in odd {
-        for b in odd {
-            let _ = parse_words(&[a, b]);
-            let _ = parse_words(&["eval", a, b]);
-            let _ = parse_words(&[a, "-p", b]);
+    let registries = [chapters(), later()];
+    for registry in &registries {
+        for a in odd {
+            for b in odd {
+                let _ = parse(&words(&[a, b]), registry);
+                let _ = parse(&words(&["eval", a, b]), registry);
+                let _ = parse(&words(&[a, "-p", b]), registry);
+                let _ = parse_flags(&words(&[a, b]), "eval", registry, |_| Ok(()));
+            }
         }
     }
     assert_eq!(edit_distance("", ""), 0);
     assert_eq!(edit_distance("kitten", "sitting"), 3);
-}
-
-#[cfg(feature = "ch16")]
-#[test]
-fn trust_hooks_is_a_switch_and_its_misspelling_is_caught() {
-    assert!(agent(&["--trust-hooks", "-p", "x"]).trust_hooks);
-    assert!(!agent(&["-p", "x"]).trust_hooks);
-    assert_eq!(error(&["--trust-hook"]), "unknown flag --trust-hook — did you mean --trust-hooks?");
-    assert!(help().contains("--trust-hooks"));
-}
-
-#[cfg(feature = "ch19")]
-#[test]
-fn api_names_one_of_the_two_wire_formats() {
-    assert_eq!(agent(&["--api", "anthropic"]).api.as_deref(), Some("anthropic"));
-    assert_eq!(agent(&["--api=openai"]).api.as_deref(), Some("openai"));
-    assert_eq!(error(&["--api", "gemini"]), r#"--api must be openai or anthropic, got "gemini""#);
-    assert!(error(&["--api", "openai", "--api", "anthropic"]).contains("given twice"));
 }

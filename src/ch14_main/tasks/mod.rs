@@ -1,6 +1,6 @@
 //! `mini-agent tasks …`: chapter 15's loop on the command line.
 //!
-//! This file is glue. It takes the parsed `tasks` words (`tasks_words.rs`: the model,
+//! This file is glue. It takes the parsed `tasks` words (`words.rs`: the model,
 //! permission and `--json` flags of `tasks run` go through the agent's own parser, so they
 //! mean what they mean for `-p`), opens the task list, and gives the loop its pieces: [`SessionAttempts`], which runs each
 //! attempt as an ordinary session built the way `-p` builds one; the verify command under
@@ -9,18 +9,23 @@
 //! list, and the loop went on), 3 the loop stopped because a person is needed (a task is
 //! `needs_human`), 1 an error, 130/143 interrupted — the task is then pending again.
 
-use super::app::{Agent, Asker, Config};
-use super::args::Options;
+mod words;
+
+use words::{Action, RunOptions, help, parse};
+
+use super::app::{Agent, Config};
 use super::endpoint::{Connection, connect};
 use super::json_events::JsonEvents;
-use super::tasks_words::{Action, RunOptions, help, parse};
-use super::{build_model, one_line, print_stdout, say, stderr_only, workspace_root};
+use super::registry::Registry;
+use super::repl::stderr_only;
+use super::{build_model, json_wanted, one_line, print_stdout, say, workspace_root};
+use mini_agent::ch02_loop::command_line::VERBOSE;
 use mini_agent::ch02_loop::{Error, Observer, Outcome, plural};
 use mini_agent::ch03_tools::Workspace;
 use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch04_terminal::sanitize::sanitize;
 use mini_agent::ch04_terminal::{Screen, TerminalObserver, install_interrupt_handler};
-use mini_agent::ch07_context::parse_context_tokens;
+use mini_agent::ch10_recovery::ACKNOWLEDGE_UNKNOWN;
 use mini_agent::ch15_tasks::file::{TaskFile, touch, update};
 use mini_agent::ch15_tasks::git::Git;
 use mini_agent::ch15_tasks::pick::{counts, next_id};
@@ -39,11 +44,11 @@ pub const NEEDS_HUMAN_EXIT: u8 = 3;
 
 // ANCHOR: main
 /// `mini-agent tasks WORDS…`.
-pub fn main(words: &[String], keys: &Keys) -> Result<u8, Error> {
+pub fn main(words: &[String], registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
     let json = words.first().is_some_and(|w| w == "run") && words.iter().any(|w| w == "--json");
-    let result = parse(words).map_err(Error::Usage).and_then(|(action, root, file)| match action {
-        Action::Help => print_stdout(&help()),
-        Action::Add(task) => add(&tasks_path(root.as_deref(), file.as_deref())?, task),
+    let result = parse(words, registry).map_err(Error::Usage).and_then(|(action, root, file)| match action {
+        Action::Help => print_stdout(&help(registry)),
+        Action::Add(task) => add(&tasks_path(root.as_deref(), file.as_deref())?, *task),
         Action::List => list(&tasks_path(root.as_deref(), file.as_deref())?),
         Action::Status => status(&tasks_path(root.as_deref(), file.as_deref())?),
         Action::Show(id) => show(&tasks_path(root.as_deref(), file.as_deref())?, &id),
@@ -79,7 +84,7 @@ fn tasks_path(root: Option<&Path>, file: Option<&Path>) -> Result<(PathBuf, Path
         }
         None => {
             // A symlinked .mini_agent/ would carry the list (and the sessions) elsewhere.
-            super::sessions_of(&root).check_dirs()?;
+            super::sessions_of(&root)?;
             root.join(DEFAULT_TASKS_FILE)
         }
     };
@@ -250,20 +255,24 @@ fn reset((_, path): &(PathBuf, PathBuf), id: &str) -> Result<u8, Error> {
 }
 
 fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -> Result<u8, Error> {
-    let options = &run.agent;
+    let settings = &run.agent;
     // The harness's own files are never committed: the task list, and the metrics file.
-    #[cfg_attr(not(feature = "ch17"), allow(unused_mut))]
-    let mut harness_files = vec![path.as_path()];
     #[cfg(feature = "ch17")]
-    harness_files.extend(run.notify.metrics.as_deref());
-    let git = if run.commit { Git::open(root, &harness_files)? } else { None };
+    let metrics = super::notify::metrics_file(&run.extra)?;
+    let harness_files = [
+        Some(path.as_path()),
+        #[cfg(feature = "ch17")]
+        metrics.as_deref(),
+    ];
+    let harness_files: Vec<&Path> = harness_files.into_iter().flatten().collect();
+    let git = if run.commits() { Git::open(root, &harness_files)? } else { None };
     // ANCHOR: run_tasks
     install_interrupt_handler();
     // What a crash left: the task in progress is pending again, its changes set aside.
-    for note in recover(path, root, git.as_ref(), options.acknowledge_unknown)? {
+    for note in recover(path, root, git.as_ref(), settings.has(&ACKNOWLEDGE_UNKNOWN))? {
         say(&format!("mini-agent: {note}"));
     }
-    if let (Some(git), false) = (&git, run.allow_dirty) {
+    if let (Some(git), false) = (&git, run.allows_dirty()) {
         let changes = git.changes()?;
         if let Some(first) = changes.first() {
             return Err(Error::Usage(format!(
@@ -276,37 +285,25 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
     }
     let workspace = Workspace::new(root)?;
     let template = load_template(&workspace)?;
-    let connection = connect(options, keys, None)?;
-    #[cfg(feature = "ch16")]
-    let hooks = super::hooks::load(
-        root,
-        options.trust_hooks,
-        std::io::IsTerminal::is_terminal(&std::io::stdin()) && !options.json,
-    );
+    let connection = connect(settings, keys, None)?;
     // ANCHOR_END: run_tasks
     // ANCHOR: run_tasks_loop
-    let mut attempts = SessionAttempts {
-        connection: &connection,
-        options,
-        root: root.clone(),
-        agent: None,
-        #[cfg(feature = "ch16")]
-        hooks: hooks.clone(),
-        #[cfg(feature = "ch17")]
-        usage: None,
-    };
+    let config = Config::new(&connection, settings, root)?;
     let mut verifier = CommandVerifier { workspace: &workspace, timeout_secs: VERIFY_TIMEOUT_SECS };
     #[cfg(feature = "ch16")]
-    let mut verifier = approved_verifier(&mut verifier, path, run.trust_tasks, !options.json)?;
-    let mut events = Report { json: options.json };
+    let mut verifier = approved_verifier(&mut verifier, path, &run.extra, !json_wanted(settings))?;
+    let mut events = Report { json: json_wanted(settings) };
     #[cfg(feature = "ch16")]
-    let mut events = super::hooks::WithHooks { inner: &mut events, hooks: hooks.clone() };
+    let mut events = super::hooks::WithHooks { inner: &mut events, hooks: config.hooks.clone() };
     #[cfg(feature = "ch17")]
-    let mut notifier = super::notify::notifier(&run.notify, &hooks, path, keys)?;
-    #[cfg(feature = "ch17")]
-    {
-        attempts.usage = Some(notifier.counters.clone());
-    }
+    let mut notifier = super::notify::notifier(&run.extra, metrics, &config, path, keys)?;
+    let mut attempts = SessionAttempts {
+        connection: &connection,
+        config,
+        agent: None,
+        #[cfg(feature = "ch17")]
+        usage: notifier.counters.clone(),
+    };
     #[cfg(feature = "ch17")]
     let mut events = super::notify::WithNotifier { inner: &mut events, notifier: &mut notifier };
     let end = Loop {
@@ -316,7 +313,7 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
         verifier: &mut verifier,
         git: git.as_ref(),
         events: &mut events,
-        settings: run.settings,
+        settings: run.loop_settings(),
     }
     .run();
     // ANCHOR_END: run_tasks_loop
@@ -372,37 +369,24 @@ fn nothing_pending(path: &Path) -> String {
 /// allow is denied with a message naming the flag, as for a script.
 struct SessionAttempts<'a> {
     connection: &'a Connection,
-    options: &'a Options,
-    root: PathBuf,
+    /// The run's configuration, for every attempt: the hooks (chapter 16) and the MCP servers
+    /// (chapter 18) belong to the run, as in the REPL.
+    config: Config,
     agent: Option<Agent>,
-    /// The workspace's hooks, loaded once for the whole run (chapter 16).
-    #[cfg(feature = "ch16")]
-    hooks: mini_agent::ch16_hooks::Hooks,
     /// Where each attempt's requests and tokens are added up for `--metrics` (chapter 17).
     #[cfg(feature = "ch17")]
-    usage: Option<mini_agent::ch17_notify::SharedMetrics>,
+    usage: mini_agent::ch17_notify::SharedMetrics,
 }
 
 impl Attempts for SessionAttempts<'_> {
     // ANCHOR: attempts
     fn begin(&mut self) -> Result<String, Error> {
-        let options = self.options;
-        let config = Config {
-            origin: self.connection.origin.clone(),
-            permissions: super::permissions(options),
-            asker: Asker::Nobody,
-            max_turns: options.max_turns,
-            context_tokens: parse_context_tokens(std::env::var("MINI_AGENT_CONTEXT_TOKENS").ok().as_deref())?,
-            #[cfg(feature = "ch16")]
-            hooks: self.hooks.clone(),
-            #[cfg(feature = "ch18")]
-            mcp: super::mcp::load_servers(&self.root, options)?,
-        };
-        let model = build_model(self.connection, options)?;
-        let agent = Agent::start(model, self.root.clone(), None, config)?;
-        if options.json {
-            let root = agent.root().display().to_string();
-            JsonEvents.session(agent.session_id(), &root, agent.origin(), false);
+        let settings = &self.config.settings;
+        let model = build_model(self.connection, settings)?;
+        let agent = Agent::start(model, None, self.config.clone())?;
+        if json_wanted(settings) {
+            let root = agent.config.root.display().to_string();
+            JsonEvents.session(agent.session_id(), &root, &agent.config.origin, false);
         }
         let id = agent.session_id().to_string();
         self.agent = Some(agent);
@@ -415,13 +399,12 @@ impl Attempts for SessionAttempts<'_> {
         let Some(mut agent) = self.agent.take() else {
             return Outcome::Failed(Error::Session("no session was begun for this attempt".into()));
         };
-        let mut display = TerminalObserver::new(stderr_only(&Screen::stdio(self.options.verbose)), None);
-        let mut json = self.options.json.then_some(JsonEvents);
+        let settings = &self.config.settings;
+        let mut display = TerminalObserver::new(stderr_only(&Screen::stdio(settings.has(&VERBOSE))), None);
+        let mut json = json_wanted(settings).then_some(JsonEvents);
         let outcome = agent.turn(prompt, &mut display, json.as_mut().map(|j| j as &mut dyn Observer));
         #[cfg(feature = "ch17")]
-        if let Some(usage) = &self.usage {
-            super::notify::add_usage(usage, &agent.stats());
-        }
+        super::notify::add_usage(&self.usage, &agent.config.stats.snapshot());
         if let (Some(json), Outcome::Completed(answer)) = (&json, &outcome) {
             json.final_answer(answer);
         }
@@ -503,10 +486,11 @@ impl TaskEvents for Report {
 fn approved_verifier<'a>(
     verifier: &'a mut dyn mini_agent::ch15_tasks::verify::Verifier,
     path: &Path,
-    trusted: bool,
+    extra: &mini_agent::ch02_loop::command_line::Settings,
     can_ask: bool,
 ) -> Result<mini_agent::ch16_hooks::task_approval::ApprovedOnly<'a>, Error> {
     use mini_agent::ch16_hooks::approval::{ApprovalStore, Ask, ask_on_tty};
+    let trusted = extra.has(&mini_agent::ch16_hooks::TRUST_TASKS);
     let store = ApprovalStore::user();
     let mut tty = ask_on_tty;
     let can_ask = can_ask && std::io::IsTerminal::is_terminal(&std::io::stdin());

@@ -1,10 +1,18 @@
 //! The words of `mini-agent tasks …`: chapter 15's subcommands and their flags, and the help
-//! that names them. Kept apart from `tasks.rs` (which runs the loop) so each file holds one
-//! thing: here, what the person typed; there, what the harness does with it.
+//! that names them. Kept apart from `mod.rs` (which runs the loop) so each file holds one
+//! thing: here, what the person typed; there, what the harness does with it. Later chapters
+//! register flags of `tasks run` (chapter 16's `--trust-tasks`, chapter 17's `--webhook`) and
+//! sections of this help page; they are read from the chapters' table like the agent's own.
 
-use super::args::{self, Command, Options};
+use super::super::args::{self, Command};
+use super::super::registry::Registry;
+use mini_agent::ch02_loop::command_line::{self, PROMPT, ROOT, Takes};
+use mini_agent::ch05_sessions::{CONTINUE, RESUME};
+use mini_agent::ch10_recovery::STATUS;
 use mini_agent::ch15_tasks::pick::check_id;
-use mini_agent::ch15_tasks::{DEFAULT_TASKS_FILE, Settings, Task};
+use mini_agent::ch15_tasks::{
+    ALLOW_DIRTY, DEFAULT_TASKS_FILE, INTERVENTION_AFTER, ITERATIONS, MAX_ATTEMPTS, NO_COMMIT, Settings, Task,
+};
 use std::path::PathBuf;
 
 /// `tasks run` defaults, as the issue states them.
@@ -12,7 +20,7 @@ const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 const DEFAULT_INTERVENTION_AFTER: u32 = 3;
 /// What `tasks` was asked to do.
 pub(super) enum Action {
-    Add(Task),
+    Add(Box<Task>),
     List,
     Status,
     Show(String),
@@ -22,21 +30,39 @@ pub(super) enum Action {
 }
 
 pub(super) struct RunOptions {
-    pub(super) settings: Settings,
-    pub(super) commit: bool,
-    pub(super) allow_dirty: bool,
-    /// `--trust-tasks`: run the list's verify commands without approving them (chapter 16).
-    #[cfg(feature = "ch16")]
-    pub(super) trust_tasks: bool,
     /// The agent's flags, as `-p` takes them (model, permissions, `--json`, `--root`…).
-    pub(super) agent: Options,
-    /// `--webhook`, `--metrics` (chapter 17).
-    #[cfg(feature = "ch17")]
-    pub(super) notify: super::notify::NotifyOptions,
+    pub(super) agent: command_line::Settings,
+    /// The flags of `tasks run`, this chapter's and those later chapters registered
+    /// (`--trust-tasks`, `--webhook`…).
+    pub(super) extra: command_line::Settings,
+}
+
+impl RunOptions {
+    /// How the loop goes: how many iterations, attempts per task, failures in a row.
+    pub(super) fn loop_settings(&self) -> Settings {
+        let count = |flag, default| self.extra.count(flag).map_or(default, |n| n as u32);
+        Settings {
+            iterations: self.extra.count(&ITERATIONS),
+            max_attempts: count(&MAX_ATTEMPTS, DEFAULT_MAX_ATTEMPTS),
+            intervention_after: count(&INTERVENTION_AFTER, DEFAULT_INTERVENTION_AFTER),
+        }
+    }
+
+    /// Whether each passed task is committed (`--no-commit` says not).
+    pub(super) fn commits(&self) -> bool {
+        !self.extra.has(&NO_COMMIT)
+    }
+
+    pub(super) fn allows_dirty(&self) -> bool {
+        self.extra.has(&ALLOW_DIRTY)
+    }
 }
 
 /// `tasks SUBCOMMAND …` → what to do, `--root`, `--tasks`.
-pub(super) fn parse(words: &[String]) -> Result<(Action, Option<PathBuf>, Option<PathBuf>), String> {
+pub(super) fn parse(
+    words: &[String],
+    registry: &Registry,
+) -> Result<(Action, Option<PathBuf>, Option<PathBuf>), String> {
     let Some(sub) = words.first() else { return Ok((Action::Help, None, None)) };
     let mut rest = Vec::new();
     let (mut root, mut file) = (None, None);
@@ -56,7 +82,7 @@ pub(super) fn parse(words: &[String]) -> Result<(Action, Option<PathBuf>, Option
     }
     let action = match sub.as_str() {
         "-h" | "--help" | "help" => Action::Help,
-        "add" => Action::Add(parse_add(&rest)?),
+        "add" => Action::Add(Box::new(parse_add(&rest)?)),
         "list" | "status" if !rest.is_empty() => {
             return Err(format!("tasks {sub} takes no argument: {}", rest[0]));
         }
@@ -70,7 +96,7 @@ pub(super) fn parse(words: &[String]) -> Result<(Action, Option<PathBuf>, Option
             [id] => Action::Show(id.clone()),
             _ => return Err("tasks show takes one task id: mini-agent tasks show ID".into()),
         },
-        "run" => Action::Run(parse_run(&rest, root.clone())?),
+        "run" => Action::Run(parse_run(&rest, root.clone(), registry)?),
         other => {
             return Err(format!("unknown tasks command '{other}': add, list, status, show, run or reset"));
         }
@@ -109,66 +135,78 @@ fn parse_add(words: &[String]) -> Result<Task, String> {
     Ok(task)
 }
 
-fn parse_run(words: &[String], root: Option<PathBuf>) -> Result<RunOptions, String> {
-    let mut settings = Settings {
-        iterations: None,
-        max_attempts: DEFAULT_MAX_ATTEMPTS,
-        intervention_after: DEFAULT_INTERVENTION_AFTER,
-    };
-    let (mut commit, mut allow_dirty, mut json) = (true, false, false);
-    #[cfg(feature = "ch17")]
-    let mut notify = super::notify::NotifyOptions::default();
-    #[cfg(feature = "ch16")]
-    let mut trust_tasks = false;
+fn parse_run(words: &[String], root: Option<PathBuf>, registry: &Registry) -> Result<RunOptions, String> {
+    let mut json = false;
+    let mut run = command_line::Settings::default();
     let mut agent_words = Vec::new();
     let mut words = words.iter();
     while let Some(word) = words.next() {
-        #[cfg(feature = "ch17")]
-        if notify.parse(word, &mut words)? {
-            continue;
-        }
-        let mut number = |flag: &str| -> Result<u32, String> {
-            let text = words.next().ok_or(format!("{flag} needs a number"))?;
-            text.parse()
-                .ok()
-                .filter(|n| *n >= 1)
-                .ok_or(format!("{flag} expects a whole number from 1, got '{text}'"))
+        let (name, inline) = match word.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_string())),
+            _ => (word.as_str(), None),
         };
-        match word.as_str() {
-            "--iterations" => settings.iterations = Some(number(word)? as usize),
-            "--max-attempts" => settings.max_attempts = number(word)?,
-            "--intervention-after" => settings.intervention_after = number(word)?,
-            "--no-commit" => commit = false,
-            "--allow-dirty" => allow_dirty = true,
-            #[cfg(feature = "ch16")]
-            "--trust-tasks" => trust_tasks = true,
-            // The agent's parser would ask for -p; here the task is the prompt.
-            "--json" => json = true,
-            _ => agent_words.push(word.clone()),
-        }
+        let Some(flag) = registry.flags.iter().find(|flag| flag.command == "tasks run" && flag.long == name)
+        else {
+            // The agent's parser would ask for -p with --json; here the task is the prompt.
+            match word.as_str() {
+                "--json" => json = true,
+                _ => agent_words.push(word.clone()),
+            }
+            continue;
+        };
+        let value =
+            match flag.takes {
+                Takes::Nothing => None,
+                Takes::Count(_, max) => {
+                    let text =
+                        inline.or_else(|| words.next().cloned()).ok_or(format!("{name} needs a number"))?;
+                    let number = text.parse::<usize>().ok().filter(|n| (1..=max).contains(n));
+                    Some(
+                        number
+                            .ok_or(format!("{name} expects a whole number from 1 to {max}, got '{text}'"))?
+                            .to_string(),
+                    )
+                }
+                _ => Some(inline.or_else(|| words.next().cloned()).filter(|value| !value.is_empty()).ok_or(
+                    format!("{name} needs a value: {name} {}", flag.value_name().unwrap_or_default()),
+                )?),
+            };
+        run.set(flag, value);
     }
-    let mut agent = match args::parse(&agent_words)? {
-        Command::Agent(options) => options,
+    let mut agent = match args::parse(&agent_words, registry)? {
+        Command::Agent(settings) => settings,
         _ => return Err("tasks run takes the agent's flags (see mini-agent tasks --help)".into()),
     };
-    if agent.prompt.is_some() || agent.continue_latest || agent.resume.is_some() || agent.status {
+    if [PROMPT, CONTINUE, RESUME, STATUS].iter().any(|flag| agent.has(flag)) {
         return Err("tasks run makes its own prompts and sessions: drop -p, -c, -r and --status".into());
     }
-    agent.json = json;
-    agent.root = root;
-    Ok(RunOptions {
-        settings,
-        commit,
-        allow_dirty,
-        #[cfg(feature = "ch16")]
-        trust_tasks,
-        agent,
-        #[cfg(feature = "ch17")]
-        notify,
-    })
+    if json {
+        agent.set(&super::super::JSON, None);
+    }
+    if let Some(root) = root {
+        agent.set(&ROOT, Some(root.display().to_string()));
+    }
+    Ok(RunOptions { agent, extra: run })
 }
 
-pub(super) fn help() -> String {
+/// `mini-agent tasks --help`: this chapter's page, with the flags and sections later chapters
+/// registered for it.
+pub(super) fn help(registry: &Registry) -> String {
+    let mut run_flags = String::from("  mini-agent tasks run");
+    let mut width = run_flags.len();
+    for flag in registry.flags.iter().filter(|flag| flag.command == "tasks run") {
+        let word = match flag.value_name() {
+            Some(value) => format!(" [{} {value}]", flag.long),
+            None => format!(" [{}]", flag.long),
+        };
+        if width + word.len() > 92 {
+            run_flags.push_str("\n                      ");
+            width = 22;
+        }
+        width += word.len();
+        run_flags.push_str(&word);
+    }
+    let sections = super::super::help::help(registry, "tasks");
     format!(
         "\
 mini-agent tasks — work through a list of tasks unattended
@@ -177,9 +215,8 @@ mini-agent tasks — work through a list of tasks unattended
   mini-agent tasks list                 id, priority, status, attempts, name (and the last error)
   mini-agent tasks status               counts, the task in progress and its session, git
   mini-agent tasks show ID              one task: its last error whole, its set-aside attempts
-  mini-agent tasks run [--iterations N] [--max-attempts N] [--intervention-after N]
-                       [--no-commit] [--allow-dirty] [--acknowledge-unknown]{notify_flags}
-                       [--allow-write] [--allow-shell] [--json] [--model ID] [--base-url URL] ...
+{run_flags}
+                       [--acknowledge-unknown] [--allow-write] [--allow-shell] [--json] [--model ID] ...
   mini-agent tasks reset ID             back to pending, attempts 0 (after a human looked)
   Every subcommand takes --root DIR and --tasks PATH (default {DEFAULT_TASKS_FILE};
   Agent-Loop's {{\"features\": [...]}} files are read and written as they are).
@@ -192,46 +229,14 @@ the next one the verify output; in a repository, its changes are kept under
 refs/mini-agent/failed/<id>/<attempt> (git show REF) and the tree is put back as it was. --max-attempts (default {DEFAULT_MAX_ATTEMPTS}) attempts per task, then it
 is failed; after --intervention-after (default {DEFAULT_INTERVENTION_AFTER}) failed attempts in a row the loop stops.
 Nobody answers permission questions: pass --allow-write / --allow-shell as needed.
-{notify}
+
 EXIT CODES
   0    nothing left to do, or --iterations used; tasks out of attempts are failed in the
        list (see tasks list) and the loop went on past them
   3    the loop stopped because a human is needed: a task is needs_human
   1    an error (the task list, git, the model or the network); the task is pending again
   130  interrupted (Ctrl+C); 143 SIGTERM — the task is pending again
-{verify}",
-        notify = notify_help(),
-        verify = verify_help(),
-        notify_flags = if cfg!(feature = "ch17") { " [--webhook URL] [--metrics FILE]" } else { "" },
+
+{sections}",
     )
-}
-
-/// Chapter 16's paragraph: who approves a verify command.
-fn verify_help() -> &'static str {
-    #[cfg(feature = "ch16")]
-    return "
-VERIFY COMMANDS are commands the workspace supplies, so the harness runs one only once it is
-approved: tasks add --verify CMD approves what you typed; at a terminal, tasks run asks about
-any other (a list you wrote by hand, or one a cloned repository came with). With nobody to ask,
-tasks run stops before the first attempt unless --trust-tasks trusts the list for this run.
-";
-    #[cfg(not(feature = "ch16"))]
-    ""
-}
-
-/// Chapter 17's flags of `tasks run`.
-fn notify_help() -> &'static str {
-    #[cfg(feature = "ch17")]
-    return "
-NOTIFICATIONS AND METRICS (tasks run)
-  --webhook URL     POST a JSON event (task_completed, task_failed, needs_human) to an
-                    http(s) URL; signed with MINI_AGENT_WEBHOOK_SECRET if set (header
-                    X-Mini-Agent-Signature: sha256=HMAC). Retried on 429/5xx, at most 3 times
-                    and 30 s per event; a failure is a warning, never a stop. The same from
-                    \"webhook\": {\"url\", \"secret\", \"events\"} in an approved .mini_agent/hooks.json.
-  --metrics FILE    after each attempt, write Prometheus text format to FILE atomically
-                    (for node_exporter's textfile collector; name it *.prom)
-";
-    #[cfg(not(feature = "ch17"))]
-    ""
 }

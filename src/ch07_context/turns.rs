@@ -1,0 +1,28 @@
+//! Chapter 7 in every turn of a session: the figures `/stats` shows, and the streak of a model
+//! that repeats itself, both told of each new message from the person (the turn's model is lent
+//! the stuck check by the session host, `Repeats::answer_without_tools`).
+
+use super::repeats::Repeats;
+use super::stats::SharedStats;
+use crate::ch02_loop::{Event, Message, Observer};
+use crate::ch05_sessions::TurnHook;
+
+// ANCHOR: turns
+/// `/stats`'s counters and the repetition streak, in one session's turns.
+pub struct ContextTurns {
+    pub stats: SharedStats,
+    pub repeats: Repeats,
+}
+
+impl TurnHook for ContextTurns {
+    /// A new message from the person: it counts, and earlier repetition is not a loop any more.
+    fn begin(&mut self, _: &str, message: &Message) {
+        let _ = self.stats.event(Event::Message(message));
+        self.repeats.reset();
+    }
+
+    fn observer(&mut self) -> Option<&mut dyn Observer> {
+        Some(&mut self.stats)
+    }
+}
+// ANCHOR_END: turns

@@ -1,0 +1,107 @@
+//! The chapter list: every chapter of this state registers what it adds to the command line.
+//!
+//! A chapter describes its flags, `--help` lines, rules, secret variables and slash commands
+//! as data (chapter 2's `Flag` and `Help`, chapter 3's `SecretVariable`, chapter 4's
+//! `SlashCommand`) and hands them over in its `register` function. This is the one list of
+//! those functions, one line per chapter, in reading order; the parser, `--help`, the REPL's
+//! `/help` and the start-up that takes the secrets out of the environment all read the
+//! [`Registry`] it fills. It runs first thing in `main`, before any thread exists.
+
+use mini_agent::ch02_loop::command_line::{self, Check, Flag, Help};
+#[cfg(feature = "ch03")]
+use mini_agent::ch03_tools::secrets::{RegisterSecrets, SecretVariable};
+#[cfg(feature = "ch04")]
+use mini_agent::ch04_terminal::{RegisterCommands, SlashCommand};
+
+// ANCHOR: chapters
+/// What the chapters of this state registered.
+pub fn chapters() -> Registry {
+    let mut registry = Registry::default();
+    command_line::register(&mut registry);
+    #[cfg(feature = "ch04")]
+    mini_agent::ch04_terminal::register(&mut registry);
+    #[cfg(feature = "ch05")]
+    mini_agent::ch05_sessions::register(&mut registry);
+    #[cfg(feature = "ch06")]
+    mini_agent::ch06_skills::register(&mut registry);
+    #[cfg(feature = "ch07")]
+    mini_agent::ch07_context::register(&mut registry);
+    #[cfg(feature = "ch08")]
+    mini_agent::ch08_retry::register(&mut registry);
+    #[cfg(feature = "ch10")]
+    mini_agent::ch10_recovery::register(&mut registry);
+    #[cfg(feature = "ch11")]
+    mini_agent::ch11_streaming::register(&mut registry);
+    #[cfg(feature = "ch12")]
+    mini_agent::ch12_permissions::register(&mut registry);
+    #[cfg(feature = "ch13")]
+    mini_agent::ch13_evaluation::register(&mut registry);
+    #[cfg(feature = "ch14")]
+    super::register(&mut registry);
+    #[cfg(feature = "ch15")]
+    mini_agent::ch15_tasks::register(&mut registry);
+    #[cfg(feature = "ch16")]
+    mini_agent::ch16_hooks::register(&mut registry);
+    #[cfg(feature = "ch17")]
+    mini_agent::ch17_notify::register(&mut registry);
+    #[cfg(feature = "ch18")]
+    mini_agent::ch18_mcp::register(&mut registry);
+    #[cfg(feature = "ch19")]
+    mini_agent::ch19_anthropic::register(&mut registry);
+    registry
+}
+// ANCHOR_END: chapters
+
+// ANCHOR: registry
+/// Everything registered, in chapter order.
+#[derive(Default)]
+pub struct Registry {
+    pub flags: Vec<Flag>,
+    pub help: Vec<Help>,
+    pub checks: Vec<Check>,
+    /// Secret variables (chapter 3), and flags whose value is a credential.
+    #[cfg(feature = "ch03")]
+    pub secrets: (Vec<SecretVariable>, Vec<&'static str>),
+    /// The REPL's slash commands (chapter 4).
+    #[cfg(feature = "ch04")]
+    pub commands: Vec<SlashCommand>,
+}
+
+impl command_line::Registry for Registry {
+    fn flag(&mut self, flag: Flag) {
+        self.flags.push(flag);
+    }
+    fn help(&mut self, help: Help) {
+        self.help.push(help);
+    }
+    fn check(&mut self, check: Check) {
+        self.checks.push(check);
+    }
+}
+// ANCHOR_END: registry
+
+#[cfg(feature = "ch03")]
+impl RegisterSecrets for Registry {
+    fn secret(&mut self, variable: SecretVariable) {
+        self.secrets.0.push(variable);
+    }
+    fn capability_flag(&mut self, long: &'static str) {
+        self.secrets.1.push(long);
+    }
+}
+
+#[cfg(feature = "ch04")]
+impl RegisterCommands for Registry {
+    fn command(&mut self, command: SlashCommand) {
+        self.commands.push(command);
+    }
+}
+
+impl Registry {
+    /// The subcommand named `word` (`eval`, `tasks`…): one that registered flags of its own
+    /// (each has `--help`).
+    pub fn subcommand(&self, word: &str) -> Option<&'static str> {
+        let names = self.flags.iter().map(|flag| flag.command.split(' ').next().unwrap_or_default());
+        names.filter(|name| !name.is_empty()).find(|name| *name == word)
+    }
+}

@@ -1,0 +1,131 @@
+//! What the chapters add to a session beyond the loop, from chapter 4 on: their layers of the
+//! tools and the model with what those layers report, and the REPL's commands, each routed to
+//! the chapter whose state it shows or changes (`/list` to chapter 5's store, `/compact` to
+//! chapter 7's compacting model, `/mcp` to chapter 18's servers…).
+
+use super::app::{Agent, toolbox};
+use mini_agent::ch02_loop::{Error, Message, Observer, Outcome};
+use mini_agent::ch04_terminal::{HostCommand, ReplHost};
+
+// ANCHOR: repl_host
+impl ReplHost for Agent {
+    fn turn(&mut self, input: String, observer: &mut dyn Observer) -> Outcome {
+        Agent::turn(self, input, observer, None)
+    }
+
+    fn command(&mut self, command: HostCommand) -> Result<String, Error> {
+        match command.name {
+            #[cfg(feature = "ch05")]
+            "list" => super::sessions_table::sessions_table(&self.store, Some(self.session_id())),
+            #[cfg(feature = "ch10")]
+            "resume" => self.resume_session(&command.argument),
+            #[cfg(feature = "ch06")]
+            "skills" => Ok(self.skills_report.clone()),
+            #[cfg(feature = "ch07")]
+            "compact" => self.compact(),
+            #[cfg(feature = "ch07")]
+            "stats" => Ok(self.stats_report()),
+            #[cfg(feature = "ch18")]
+            "mcp" => Ok(self.config.mcp.report()),
+            "new" => self.new_conversation(),
+            other => Err(Error::Usage(format!("/{other} is not a command of this agent; type /help"))),
+        }
+    }
+}
+// ANCHOR_END: repl_host
+
+impl Agent {
+    /// `/new`: a fresh history, in a fresh session from chapter 5 on.
+    fn new_conversation(&mut self) -> Result<String, Error> {
+        let toolbox = toolbox(&self.config)?;
+        let system = Message::System { content: toolbox.system_prompt.clone() };
+        #[cfg(feature = "ch05")]
+        {
+            let opened = super::app::new_session(&self.store, &self.config.origin, system)?;
+            self.switch_to(toolbox, opened);
+            Ok(format!("new session {}", self.session_id()))
+        }
+        #[cfg(not(feature = "ch05"))]
+        {
+            (self.tools, self.history) = (toolbox.tools, vec![system]);
+            Ok("new session".into())
+        }
+    }
+
+    #[cfg(feature = "ch05")]
+    pub fn session_id(&self) -> &str {
+        &self.session.id
+    }
+}
+
+/// Chapter 6's layer: `load_skill` beside the tools, the system prompt with `AGENTS.md` and
+/// the skills, and what `/skills` shows; files that could not be read are named on stderr.
+#[cfg(feature = "ch06")]
+pub fn with_skills<T: mini_agent::ch02_loop::Tools>(
+    tools: T,
+    root: &std::path::Path,
+) -> (impl mini_agent::ch02_loop::Tools + use<T>, String, String) {
+    let (system_prompt, skills) = mini_agent::ch06_skills::build_system_prompt(root);
+    for warning in &skills.warnings {
+        super::say(&format!("mini-agent: warning: {warning}"));
+    }
+    let report = skills.to_string();
+    (mini_agent::ch06_skills::WithSkills::new(tools, skills), system_prompt, report)
+}
+
+/// Chapter 7's layers: the model compacts what it sends when a request would pass 80% of
+/// `MINI_AGENT_CONTEXT_TOKENS`; the tools note a call repeated with the same result, and
+/// the session's turns count and stop a model that goes on repeating it.
+#[cfg(feature = "ch07")]
+pub fn compacting(model: Box<dyn mini_agent::ch02_loop::Model>) -> Result<super::app::AgentModel, Error> {
+    use mini_agent::ch07_context::{Compacting, parse_context_tokens};
+    let tokens = parse_context_tokens(std::env::var("MINI_AGENT_CONTEXT_TOKENS").ok().as_deref())?;
+    Ok(Compacting::new(model, tokens))
+}
+
+#[cfg(feature = "ch07")]
+impl Agent {
+    /// `/stats` counts the session from the moment it was opened (the history it holds
+    /// already is what the next prompt is estimated from); the compaction it had is restored.
+    pub(super) fn start_counting(&self, view: Option<mini_agent::ch07_context::CompactionRecord>) {
+        use mini_agent::ch02_loop::Event;
+        use std::sync::PoisonError;
+        let shared = self.model.state();
+        let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
+        match view {
+            Some(record) => state.restore(record),
+            None => state.clear(),
+        }
+        let mut stats = mini_agent::ch07_context::Stats::new();
+        for message in &self.history {
+            let _ = stats.event(Event::Message(message));
+        }
+        *self.config.stats.0.lock().unwrap_or_else(PoisonError::into_inner) = stats;
+    }
+
+    fn compact(&mut self) -> Result<String, Error> {
+        let mut stats = self.config.stats.clone();
+        let mut observers: Vec<&mut dyn Observer> = vec![&mut self.session.recorder, &mut stats];
+        let mut fanout = super::app::Fanout(std::mem::take(&mut observers));
+        match self.model.compact(&self.history, &mut fanout)? {
+            Some(record) => Ok(format!(
+                "compacted: {} replaced by a summary (about {} → {} tokens)",
+                mini_agent::ch02_loop::plural(record.replaced, "earlier message"),
+                record.tokens_before,
+                record.tokens_after
+            )),
+            None => Ok("nothing to compact yet".into()),
+        }
+    }
+
+    fn stats_report(&self) -> String {
+        let next_prompt =
+            self.model.estimate_prompt(&self.history, &mini_agent::ch02_loop::Tools::schemas(&*self.tools));
+        format!(
+            "session      {}\n{}\ncontext      about {next_prompt} of {} tokens in the next request",
+            self.session_id(),
+            self.config.stats.snapshot(),
+            self.model.context_tokens()
+        )
+    }
+}
