@@ -218,15 +218,12 @@ pub fn register(registry: &mut dyn Registry) {
         ],
     });
 }
-
-// ANCHOR: layer
 /// Chapter 8's layer: `model`, retried as `MINI_AGENT_REQUEST_MAX_RETRIES` says (default 2) on
 /// these statuses.
 pub fn retrying(model: Box<dyn Model>, statuses: &'static [u16]) -> Result<Box<dyn Model>, Error> {
     let retries = parse_max_retries(std::env::var("MINI_AGENT_REQUEST_MAX_RETRIES").ok().as_deref())?;
     Ok(Box::new(Retrying::new(model, retries).with_statuses(statuses)))
 }
-// ANCHOR_END: layer
 
 #[cfg(test)]
 mod tests {

@@ -14,9 +14,9 @@
 use crate::ch02_loop::command_line::{Flag, Help, Registry, Settings};
 use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools, plural};
 use crate::ch03_tools::Workspace;
-use crate::ch04_terminal::question_open;
 use crate::ch04_terminal::ready::{Ready, read_when_ready};
 use crate::ch04_terminal::sanitize::sanitize_command;
+use crate::ch04_terminal::{TypeAhead, question_open};
 use crate::text::head_and_tail;
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
@@ -354,8 +354,6 @@ fn describe(call: &ToolCall) -> Described {
     Described { text, whole, hidden }
 }
 // ANCHOR_END: describe_call
-
-// ANCHOR: register
 /// The flags that grant chapter 3's two permissions up front.
 pub const ALLOW_WRITE: Flag =
     Flag::switch(12, WRITE.flag, &["let the agent write and edit files inside the root"]);
@@ -388,7 +386,43 @@ pub fn register(registry: &mut dyn Registry) {
 pub fn granted(settings: &Settings) -> Permissions {
     Permissions::granting(settings.switches())
 }
-// ANCHOR_END: register
+
+// ANCHOR: asker
+/// Who answers "may this call run?" when the flags did not allow it: the command line chooses
+/// by mode (a terminal for `-p`, the REPL's reader, nobody for a script or `--json`).
+#[derive(Clone)]
+pub enum Asker {
+    /// Nobody: the call is denied with a result that names the flag.
+    Nobody,
+    /// `-p` on a terminal: ask on /dev/tty.
+    Tty,
+    /// The REPL: ask through the queue that reads lines during a turn.
+    TypeAhead(TypeAhead),
+}
+
+/// This chapter's layer: `tools` behind a gate that grants what the flags granted and asks
+/// `asker` about the rest.
+pub fn gate<T: Guarded>(tools: T, settings: &Settings, asker: &Asker) -> Gate<T> {
+    let prompter: Option<Box<dyn Prompter>> = match asker {
+        Asker::Nobody => None,
+        Asker::Tty => TerminalPrompter::open_tty().map(|tty| Box::new(tty) as Box<dyn Prompter>),
+        Asker::TypeAhead(queue) => Some(Box::new(TypeAheadPrompter(queue.clone()))),
+    };
+    Gate::new(tools, granted(settings), prompter)
+}
+// ANCHOR_END: asker
+
+// ANCHOR: repl_prompter
+/// Asks for a permission during a REPL turn: the question on stderr, the answer from the
+/// queue of lines typed meanwhile (the REPL's reader thread owns stdin then).
+struct TypeAheadPrompter(TypeAhead);
+
+impl Prompter for TypeAheadPrompter {
+    fn ask(&mut self, call: &ToolCall, needed: Permission) -> Answer {
+        ask_with(call, needed, |question| self.0.ask(question))
+    }
+}
+// ANCHOR_END: repl_prompter
 
 #[cfg(test)]
 mod tests {

@@ -134,8 +134,6 @@ impl Settings {
     }
 }
 // ANCHOR_END: settings
-
-// ANCHOR: flags
 /// `-p`: the task; `-p -` reads it from stdin.
 pub const PROMPT: Flag =
     Flag::value(2, "--prompt", Takes::Text("PROMPT"), &["run one task and print the final answer on stdout"])
@@ -163,7 +161,6 @@ pub const BASE_URL: Flag = Flag::value(
 );
 pub const SHOW_HELP: Flag = Flag::switch(2, "--help", &["show this help"]).short('h');
 pub const SHOW_VERSION: Flag = Flag::switch(2, "--version", &["show the version"]).short('V');
-// ANCHOR_END: flags
 
 pub const DEFAULT_MAX_TURNS: usize = 50;
 /// A ceiling that catches typos (`--max-turns 50000`) without getting in anyone's way.

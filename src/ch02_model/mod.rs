@@ -47,6 +47,10 @@ pub use errors::{
 /// Reading the reply, field by field, is its own file's lesson (`reply.rs`).
 pub use reply::{parse_reply, parse_usage};
 
+/// Where the model lives when nothing says otherwise, and which one it is.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
+
 /// How long to wait for a TCP (and TLS) connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the server may stay silent before we give up: the bound on the wait for the next

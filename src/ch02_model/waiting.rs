@@ -53,8 +53,6 @@ pub fn first_byte_message(bound: Duration, fixed: bool) -> String {
 }
 // ANCHOR_END: first_byte
 
-/// `MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS`'s value: unset or empty is the rule of
-/// [`first_byte_timeout`]; anything but a whole number of seconds, at least 1, is an error.
 /// How long a model request may wait, as the environment says: between two bytes, for the
 /// first byte (unset: scaled to the request), and in all (unset: no bound). Read once per run and
 /// handed to each client the run builds.
@@ -76,6 +74,8 @@ impl Waits {
     }
 }
 
+/// `MINI_AGENT_FIRST_BYTE_TIMEOUT_SECS`'s value: unset or empty is the rule of
+/// [`first_byte_timeout`]; anything but a whole number of seconds, at least 1, is an error.
 pub fn parse_first_byte_timeout(value: Option<&str>) -> Result<Option<Duration>, Error> {
     whole_seconds(FIRST_BYTE_VARIABLE, value, "unset: the idle timeout plus 1 s per 100 bytes of request")
 }

@@ -67,6 +67,7 @@ pub const fn base_url_secret(name: &'static str) -> SecretVariable {
 pub const OPENAI_API_KEY: SecretVariable = secret("OPENAI_API_KEY");
 pub const OPENAI_BASE_URL: SecretVariable = base_url_secret("OPENAI_BASE_URL");
 pub const SECRETS: &[SecretVariable] = &[OPENAI_API_KEY, OPENAI_BASE_URL];
+// ANCHOR_END: key_variables
 
 /// What a chapter registers from this one on: chapter 2's flags and help, and its secrets. A
 /// capability flag takes a URL that is its own credential (whoever knows it may use it), so
@@ -84,6 +85,7 @@ fn secret_variables() -> impl Iterator<Item = &'static SecretVariable> {
     SECRETS.iter().chain(TAKEN.get().into_iter().flatten())
 }
 
+// ANCHOR: remove_keys
 /// Removes the key variables from a child's environment (the rule for every spawned process).
 pub fn remove_keys(command: &mut Command) -> &mut Command {
     for variable in secret_variables() {
@@ -93,7 +95,7 @@ pub fn remove_keys(command: &mut Command) -> &mut Command {
     }
     command
 }
-// ANCHOR_END: key_variables
+// ANCHOR_END: remove_keys
 
 // ANCHOR: keys
 /// The secrets of this run, taken out of the environment: each variable that was set and not

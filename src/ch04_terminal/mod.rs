@@ -59,8 +59,6 @@ pub use streamed_markdown::StreamRenderer;
 pub use type_ahead::{TypeAhead, TypeAheadReader};
 
 use crate::ch02_loop::command_line::Help;
-
-// ANCHOR: register
 /// Chapter 4's command line: the REPL when there is no `-p`, colours, and Ctrl+C.
 pub fn register(registry: &mut dyn RegisterCommands) {
     let help = |section, lines| Help { chapter: 4, page: "", section, lines };
@@ -75,7 +73,6 @@ pub fn register(registry: &mut dyn RegisterCommands) {
     ));
     registry.command(commands::NEW);
 }
-// ANCHOR_END: register
 
 #[cfg(test)]
 mod tests;

@@ -4,8 +4,6 @@
 use crate::ch02_loop::command_line::{Flag, Help};
 use crate::ch04_terminal::{RegisterCommands, SlashCommand};
 use crate::ch05_sessions::{CONTINUE, RESUME};
-
-// ANCHOR: register
 /// `--status` prints where a session stopped; `--acknowledge-unknown` lets it go on.
 pub const STATUS: Flag = Flag::switch(10, "--status", &["with -c/-r: print the session's state and exit"]);
 pub const ACKNOWLEDGE_UNKNOWN: Flag = Flag::switch(
@@ -42,4 +40,3 @@ pub fn register(registry: &mut dyn RegisterCommands) {
         }
     });
 }
-// ANCHOR_END: register

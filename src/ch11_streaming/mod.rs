@@ -582,8 +582,6 @@ pub const STREAM: Flag = Flag::switch(11, "--stream", &["show the reply as it is
 pub fn register(registry: &mut dyn Registry) {
     registry.flag(STREAM);
 }
-
-// ANCHOR: layer
 /// Chapter 11's choice of client: with `--stream`, the streaming one in place of `model`.
 pub fn stream_if_asked(
     model: Box<dyn Model>,
@@ -600,7 +598,6 @@ pub fn stream_if_asked(
         .with_request_limit(waits.limit);
     Ok(Box::new(client))
 }
-// ANCHOR_END: layer
 
 #[cfg(test)]
 mod tests;

@@ -89,8 +89,6 @@ pub use scenario::{
     CallSpec, DEFAULT_SCENARIO_DIR, ErrorSpec, Expect, Run, Scenario, ScriptStep, SignalName, SignalPlan,
     StreamSpec, load_scenario, load_scenarios,
 };
-
-// ANCHOR: register
 /// `mini-agent eval [DIR] [--repeats N] [-v]`: the flags of the subcommand.
 pub const REPEATS: Flag =
     Flag::value(13, "--repeats", Takes::Count("N", MAX_TURNS_CEILING), &["run each scenario N times"])
@@ -109,7 +107,6 @@ pub fn register(registry: &mut dyn Registry) {
         lines: &["  mini-agent eval [DIR] [--repeats N]   run the scripted evaluation scenarios (offline)"],
     });
 }
-// ANCHOR_END: register
 
 #[cfg(test)]
 mod tests;

@@ -59,7 +59,7 @@ pub struct Config {
     pub repeats: mini_agent::ch07_context::repeats::Repeats,
     /// Who answers "may this call run?" when the flags did not allow it (chapter 12).
     #[cfg(feature = "ch12")]
-    pub asker: super::permissions::Asker,
+    pub asker: mini_agent::ch12_permissions::Asker,
     /// The workspace's hooks, if they may run (chapter 16).
     #[cfg(feature = "ch16")]
     pub hooks: mini_agent::ch16_hooks::Hooks,
@@ -85,11 +85,23 @@ impl Config {
             #[cfg(feature = "ch07")]
             repeats: Default::default(),
             #[cfg(feature = "ch12")]
-            asker: super::permissions::Asker::Nobody,
+            asker: mini_agent::ch12_permissions::Asker::Nobody,
             #[cfg(feature = "ch16")]
-            hooks: super::hooks::load(root, settings),
+            hooks: mini_agent::ch16_hooks::load_for_run(
+                root,
+                settings.has(&mini_agent::ch16_hooks::TRUST_HOOKS),
+                super::can_ask(settings),
+                &[
+                    #[cfg(feature = "ch17")]
+                    mini_agent::ch17_notify::webhook::HOOKS_SECTION,
+                ],
+            ),
             #[cfg(feature = "ch18")]
-            mcp: super::mcp::load_servers(root, settings)?,
+            mcp: mini_agent::ch18_mcp::load_servers(
+                root,
+                settings.has(&mini_agent::ch18_mcp::TRUST_MCP),
+                super::can_ask(settings),
+            )?,
         })
     }
 }
@@ -265,7 +277,7 @@ pub(super) fn toolbox(config: &Config) -> Result<Toolbox, Error> {
     #[cfg(feature = "ch18")]
     let tools = mini_agent::ch18_mcp::WithMcp::new(tools, config.mcp.clone(), Workspace::new(root)?);
     #[cfg(feature = "ch12")]
-    let tools = super::permissions::gate(tools, config);
+    let tools = mini_agent::ch12_permissions::gate(tools, &config.settings, &config.asker);
     #[cfg(feature = "ch16")]
     let tools = mini_agent::ch16_hooks::Hooked::new(tools, config.hooks.clone());
     #[cfg(not(feature = "ch06"))]

@@ -1,8 +1,6 @@
 //! Where the model lives: flags, then (from chapter 10) a resumed session's own record, then
 //! the environment, then the defaults. The key goes only where the user sends it.
 
-#[cfg(feature = "ch19")]
-use super::api::{Api, api_of, configured_endpoint, default_model};
 use mini_agent::ch02_loop::Error;
 use mini_agent::ch02_loop::command_line::{BASE_URL, DEMO, MODEL, Settings};
 use mini_agent::ch02_model::ClientConfig;
@@ -18,6 +16,8 @@ use mini_agent::ch05_sessions::OPENAI_API;
 use mini_agent::ch05_sessions::{DEMO_ENDPOINT, OPENAI_API, Origin};
 #[cfg(feature = "ch10")]
 use mini_agent::ch05_sessions::{DEMO_ENDPOINT, Origin, without_credentials};
+#[cfg(feature = "ch19")]
+use mini_agent::ch19_anthropic::choice::{Api, api_of, configured_endpoint, default_model};
 #[cfg(feature = "ch19")]
 use mini_agent::ch19_anthropic::{ANTHROPIC_API, AnthropicKeys};
 use mini_agent::demo::start_demo_server;
@@ -96,9 +96,6 @@ pub fn connect(
         _demo: demo,
     })
 }
-
-pub(super) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-pub(super) const DEFAULT_MODEL: &str = "gpt-4o-mini";
 
 // ANCHOR: endpoint
 /// Where the model of this run lives, before the demo server (if any) has started.
@@ -201,12 +198,12 @@ fn api_of<'a>(
 /// Where the user sends the key: the environment's URL, else the default.
 #[cfg(all(feature = "ch10", not(feature = "ch19")))]
 fn configured_endpoint(_: &str, keys: &Keys) -> String {
-    keys.base_url().unwrap_or_else(|| DEFAULT_BASE_URL.to_string())
+    keys.base_url().unwrap_or_else(|| mini_agent::ch02_model::DEFAULT_BASE_URL.to_string())
 }
 
 #[cfg(all(feature = "ch10", not(feature = "ch19")))]
 fn default_model(_: &str) -> &'static str {
-    DEFAULT_MODEL
+    mini_agent::ch02_model::DEFAULT_MODEL
 }
 
 /// Before chapter 10 there is no recorded session to go back to: flags, the environment,
@@ -218,13 +215,13 @@ pub fn choose_endpoint(settings: &Settings, keys: &Keys) -> Result<Chosen, Error
         .value(&BASE_URL)
         .map(str::to_string)
         .or_else(|| keys.base_url())
-        .unwrap_or(DEFAULT_BASE_URL.into());
+        .unwrap_or(mini_agent::ch02_model::DEFAULT_BASE_URL.into());
     let demo = settings.has(&DEMO);
     let model = settings
         .value(&MODEL)
         .map(str::to_string)
         .or_else(|| demo.then(|| "demo".to_string()))
         .or_else(|| env("MODEL_ID"))
-        .unwrap_or_else(|| DEFAULT_MODEL.into());
+        .unwrap_or_else(|| mini_agent::ch02_model::DEFAULT_MODEL.into());
     Ok(Chosen { demo, base_url, model, send_key: true })
 }

@@ -15,24 +15,14 @@
 //! answer.md` does what it says. Chapter 14 itself adds what only the finished command line
 //! needs: `--json` (`json_events.rs`) and the `sessions` subcommand.
 
-#[cfg(feature = "ch19")]
-mod api;
 mod app;
 mod args;
 #[cfg(not(feature = "ch04"))]
 mod early;
 mod endpoint;
 mod help;
-#[cfg(feature = "ch16")]
-mod hooks;
 #[cfg(feature = "ch14")]
 mod json_events;
-#[cfg(feature = "ch18")]
-mod mcp;
-#[cfg(feature = "ch17")]
-mod notify;
-#[cfg(feature = "ch12")]
-mod permissions;
 mod registry;
 #[cfg(feature = "ch10")]
 mod reopen;
@@ -171,6 +161,26 @@ fn json_wanted(settings: &Settings) -> bool {
     settings.has(&JSON)
 }
 
+/// Whether a person can be asked a question at the terminal (chapter 12's permissions, and
+/// the approvals of later chapters): stdin is one, and no program reads the events (`--json`).
+#[cfg(feature = "ch12")]
+fn can_ask(settings: &Settings) -> bool {
+    std::io::stdin().is_terminal() && !json_wanted(settings)
+}
+
+// ANCHOR: ask_at_the_terminal
+/// `-p` asks at the terminal only when a person is there to answer (DESIGN: scripts and tests
+/// get a denial that names the flag).
+#[cfg(feature = "ch12")]
+fn asking_at_the_terminal(config: Config) -> Config {
+    let asker = match can_ask(&config.settings) {
+        true => mini_agent::ch12_permissions::Asker::Tty,
+        false => mini_agent::ch12_permissions::Asker::Nobody,
+    };
+    Config { asker, ..config }
+}
+// ANCHOR_END: ask_at_the_terminal
+
 /// The agent; from chapter 14, with `--json`'s closing `exit` event.
 fn agent_with_events(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
     if json_wanted(settings) {
@@ -234,7 +244,7 @@ fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Resul
     match task {
         Some(task) => {
             #[cfg(feature = "ch12")]
-            let config = permissions::at_the_terminal(config);
+            let config = asking_at_the_terminal(config);
             one_shot(start(config)?, task, settings)
         }
         #[cfg(feature = "ch04")]
@@ -256,9 +266,9 @@ fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Resul
 /// Chapter 7's compacting layer is added per session, by the agent.
 fn build_model(connection: &Connection, settings: &Settings) -> Result<Box<dyn Model>, Error> {
     let waits = Waits::from_environment()?;
-    let client = ChatClient::new(connection.endpoint.clone())?;
+    let endpoint = connection.endpoint.clone();
     let model: Box<dyn Model> = Box::new(
-        client
+        ChatClient::new(endpoint)?
             .with_idle_timeout(waits.idle)
             .with_first_byte_timeout(waits.first_byte)
             .with_request_limit(waits.limit),
@@ -266,7 +276,12 @@ fn build_model(connection: &Connection, settings: &Settings) -> Result<Box<dyn M
     #[cfg(feature = "ch11")]
     let model = mini_agent::ch11_streaming::stream_if_asked(model, settings, &connection.endpoint, waits)?;
     #[cfg(feature = "ch19")]
-    let model = api::anthropic_if_chosen(model, connection, settings, waits)?;
+    let model = mini_agent::ch19_anthropic::choice::anthropic_if_chosen(
+        model,
+        (&connection.endpoint, &connection.api),
+        settings,
+        waits,
+    )?;
     #[cfg(feature = "ch08")]
     let model = mini_agent::ch08_retry::retrying(model, connection.retry_statuses())?;
     #[cfg(feature = "ch03")]

@@ -37,7 +37,9 @@ pub fn repl(
     // Permission questions need someone typing; a piped script is denied, naming the flag.
     #[cfg(feature = "ch12")]
     let config = match reader.is_terminal() {
-        true => Config { asker: super::permissions::Asker::TypeAhead(reader.type_ahead()), ..config },
+        true => {
+            Config { asker: mini_agent::ch12_permissions::Asker::TypeAhead(reader.type_ahead()), ..config }
+        }
         false => config,
     };
     let mut agent = start(config)?;

@@ -36,8 +36,6 @@ pub mod verify;
 
 pub use file::{DEFAULT_TASKS_FILE, Task, TaskFile, TaskStatus};
 pub use run::{Attempts, Loop, RunEnd, Settings, TaskEvent, TaskEvents};
-
-// ANCHOR: register
 /// The flags of `tasks run` (the agent's own flags come after them: the model, permissions…).
 pub const ITERATIONS: Flag =
     Flag::value(15, "--iterations", Takes::Count("N", MAX_TURNS_CEILING), &[]).of("tasks run");
@@ -64,4 +62,3 @@ pub fn register(registry: &mut dyn Registry) {
         &["  3  mini-agent tasks run stopped: a human is needed (a task is needs_human)"],
     ));
 }
-// ANCHOR_END: register

@@ -5,8 +5,9 @@
 
 use super::{HookEvent, HookLog, Hooks, HooksFile, Section};
 use crate::ch03_tools::Workspace;
-use crate::ch04_terminal::sanitize::sanitize_command;
-use crate::ch16_hooks::approval::{ApprovalStore, Ask, Decision, Request, decide, shown_word};
+use crate::ch04_terminal::sanitize::{sanitize, sanitize_command};
+use crate::ch16_hooks::approval::{ApprovalStore, Ask, Decision, Request, ask_on_tty, decide, shown_word};
+use std::path::Path;
 
 /// Where the workspace keeps its hooks.
 pub const HOOKS_FILE: &str = ".mini_agent/hooks.json";
@@ -89,3 +90,22 @@ fn summary(file: &HooksFile, sections: &[Section]) -> Result<String, String> {
 fn name(event: HookEvent) -> String {
     format!("{event:?}")
 }
+
+// ANCHOR: load
+/// The hooks of `root` for one run of the command line; none (with a warning on stderr) when
+/// they may not run. `trusted` is `--trust-hooks`; `can_ask` says a person is at the terminal
+/// to approve the file (and no program reads the output); `sections` are the keys later
+/// chapters read (chapter 17's `webhook`).
+pub fn load_for_run(root: &Path, trusted: bool, can_ask: bool, sections: &[Section]) -> Hooks {
+    let Ok(workspace) = Workspace::new(root) else { return Hooks::default() };
+    let store = ApprovalStore::user();
+    let mut ask = ask_on_tty;
+    let ask: Option<Ask> = if can_ask { Some(&mut ask) } else { None };
+    let (hooks, warnings) =
+        load_hooks(&workspace, HookLog::default(), trusted, store.as_ref(), ask, sections);
+    for warning in warnings {
+        eprintln!("mini-agent: warning: {}", sanitize(&warning));
+    }
+    hooks.unwrap_or_default()
+}
+// ANCHOR_END: load

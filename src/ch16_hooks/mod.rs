@@ -19,8 +19,9 @@ mod tasks;
 mod tests;
 mod turns;
 
-pub use load::{HOOKS_FILE, load_hooks};
+pub use load::{HOOKS_FILE, load_for_run, load_hooks};
 pub use run::Ran;
+pub use tasks::WithHooks;
 pub use turns::HookTurns;
 
 use crate::ch02_loop::command_line::{Flag, Help, Registry};
@@ -268,8 +269,6 @@ impl<T: Tools> Tools for Hooked<T> {
     }
 }
 // ANCHOR_END: hooked_post
-
-// ANCHOR: register
 /// `--trust-hooks` runs the workspace's hooks for this run without asking; `tasks run
 /// --trust-tasks` does the same for the task list's verify commands.
 pub const TRUST_HOOKS: Flag =
@@ -303,4 +302,3 @@ pub fn register(registry: &mut dyn Registry) {
         ],
     });
 }
-// ANCHOR_END: register

@@ -14,10 +14,11 @@
 //! nobody to ask, `tasks run` refuses before the first attempt and names the flag; and a
 //! command that changes during the run is not run but reported as the attempt's failure.
 
+use crate::ch02_loop::Error;
 use crate::ch04_terminal::sanitize::sanitize_command;
 use crate::ch15_tasks::verify::{Verdict, Verifier};
-use crate::ch15_tasks::{Task, TaskStatus};
-use crate::ch16_hooks::approval::{ApprovalStore, Ask, approval_key, shown_word};
+use crate::ch15_tasks::{Task, TaskFile, TaskStatus};
+use crate::ch16_hooks::approval::{ApprovalStore, Ask, approval_key, ask_on_tty, shown_word};
 use std::path::{Path, PathBuf};
 
 /// The flag that trusts a task list's verify commands for one run.
@@ -110,6 +111,23 @@ impl Verifier for ApprovedOnly<'_> {
     }
 }
 // ANCHOR_END: approved_only
+
+/// The harness's verifier for one `tasks run`: it runs only verify commands the person approved
+/// (or `trusted`, `--trust-tasks`), asking at the terminal when `can_ask` and the list holds
+/// others.
+pub fn approved_only<'a>(
+    verifier: &'a mut dyn Verifier,
+    path: &Path,
+    trusted: bool,
+    can_ask: bool,
+) -> Result<ApprovedOnly<'a>, Error> {
+    let store = ApprovalStore::user();
+    let mut tty = ask_on_tty;
+    let ask: Option<Ask> = if can_ask { Some(&mut tty) } else { None };
+    let list = TaskFile::load(path)?.tasks;
+    let approved = check(path, &list, trusted, store.as_ref(), ask).map_err(Error::Usage)?;
+    Ok(ApprovedOnly { inner: verifier, tasks: path.to_path_buf(), trusted, approved })
+}
 
 #[cfg(test)]
 mod tests {

@@ -4,6 +4,7 @@
 //! task object (and the reason) on the hook's stdin.
 
 use super::{HookEvent, Hooks};
+use crate::ch04_terminal::sanitize::sanitize;
 use crate::ch15_tasks::{TaskEvent, TaskEvents};
 use serde_json::{Map, json};
 
@@ -26,3 +27,23 @@ impl TaskEvents for Hooks {
     }
 }
 // ANCHOR_END: task_events
+
+// ANCHOR: with_hooks
+/// The task loop's observer with the hooks beside it. A task event comes between sessions, so
+/// its hooks have no journal to go to: each is reported on stderr instead.
+pub struct WithHooks<'a> {
+    pub inner: &'a mut dyn TaskEvents,
+    pub hooks: Hooks,
+}
+
+impl TaskEvents for WithHooks<'_> {
+    fn event(&mut self, event: TaskEvent<'_>) {
+        self.inner.event(event);
+        self.hooks.event(event);
+        for record in self.hooks.log().take() {
+            let line = format!("{:?} hook `{}`: {}", record.event, record.command, record.outcome);
+            eprintln!("mini-agent: {}", sanitize(&line));
+        }
+    }
+}
+// ANCHOR_END: with_hooks

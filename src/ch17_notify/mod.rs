@@ -16,6 +16,7 @@ use crate::ch03_tools::secrets::RegisterSecrets;
 
 pub mod metrics;
 pub mod notifier;
+pub mod tasks_run;
 #[cfg(test)]
 mod tests;
 pub mod webhook;
@@ -23,8 +24,6 @@ pub mod webhook;
 pub use metrics::Metrics;
 pub use notifier::{MetricsOut, Notifier, SharedMetrics, event_body};
 pub use webhook::{Policy, WEBHOOK_POLICY, Webhook, WebhookConfig, signature};
-
-// ANCHOR: register
 /// `tasks run --webhook URL` and `--metrics FILE`.
 pub const WEBHOOK: Flag = Flag::value(17, "--webhook", Takes::NonEmpty("URL"), &[]).of("tasks run");
 pub const METRICS: Flag = Flag::value(17, "--metrics", Takes::NonEmpty("FILE"), &[]).of("tasks run");
@@ -64,4 +63,3 @@ pub fn register(registry: &mut dyn RegisterSecrets) {
         ],
     ));
 }
-// ANCHOR_END: register

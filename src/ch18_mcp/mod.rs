@@ -27,12 +27,13 @@ mod tests;
 pub mod tools;
 
 use crate::ch02_loop::command_line::{Flag, Help};
-use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
+use crate::ch02_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools};
 use crate::ch03_tools::Workspace;
 use crate::ch03_tools::secrets::redactor;
 use crate::ch04_terminal::sanitize::sanitize;
 use crate::ch04_terminal::{RegisterCommands, SlashCommand};
 use crate::ch12_permissions::{Guarded, Permission};
+use crate::ch16_hooks::approval::{ApprovalStore, Ask, ask_on_tty};
 use config::ServerConfig;
 use serde_json::Value;
 use server::{Server, State, describe};
@@ -302,6 +303,26 @@ fn start_one(server: &mut Server) -> Result<usize, String> {
     }
 }
 
+// ANCHOR: load_servers
+/// The MCP servers of one run of the command line, read once at start: the workspace's
+/// `.mcp.json` (approved, trusted by `--trust-mcp`, or skipped with a warning) and the user's
+/// `mcp.json`. Nothing starts here — the servers start when the first turn asks for the tool
+/// schemas — so the approval question comes before any work. `can_ask`: a person at the
+/// terminal can answer (and no program reads the output). The servers belong to the run, not
+/// to a session: `/new` and `/resume` keep them.
+pub fn load_servers(root: &Path, trusted: bool, can_ask: bool) -> Result<Arc<McpServers>, Error> {
+    let workspace = Workspace::new(root)?;
+    let store = ApprovalStore::user();
+    let mut ask = ask_on_tty;
+    let asker: Option<Ask> = if can_ask { Some(&mut ask) } else { None };
+    let loaded = config::load(&workspace, trusted, store.as_ref(), asker);
+    for warning in &loaded.warnings {
+        warn(warning);
+    }
+    Ok(Arc::new(McpServers::new(loaded.servers, root)))
+}
+// ANCHOR_END: load_servers
+
 fn warn(line: &str) {
     say(&format!("warning: {line}"));
 }
@@ -363,8 +384,6 @@ impl<T: Guarded> Guarded for WithMcp<T> {
     }
 }
 // ANCHOR_END: permission
-
-// ANCHOR: register
 /// `--trust-mcp` starts the servers of the workspace's `.mcp.json` without asking;
 /// `--allow-mcp` grants [`MCP`] up front.
 pub const TRUST_MCP: Flag =
@@ -393,4 +412,3 @@ pub fn register(registry: &mut dyn RegisterCommands) {
         help: "MCP servers, their state and their tools",
     });
 }
-// ANCHOR_END: register

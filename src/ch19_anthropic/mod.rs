@@ -18,6 +18,7 @@
 //! - [`events`]: the streamed reply, event by event, for chapter 11's receive loop;
 //! - [`failures`]: which results were errors, remembered from the loop's events.
 
+pub mod choice;
 pub mod events;
 pub mod failures;
 pub mod reply;
@@ -249,8 +250,6 @@ impl Model for AnthropicClient {
     }
 }
 // ANCHOR_END: complete
-
-// ANCHOR: register
 /// `--api openai|anthropic`: the model's wire format.
 pub const API: Flag = Flag::value(
     19,
@@ -282,4 +281,3 @@ pub fn register(registry: &mut dyn RegisterSecrets) {
         ],
     });
 }
-// ANCHOR_END: register

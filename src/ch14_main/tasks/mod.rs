@@ -258,7 +258,7 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
     let settings = &run.agent;
     // The harness's own files are never committed: the task list, and the metrics file.
     #[cfg(feature = "ch17")]
-    let metrics = super::notify::metrics_file(&run.extra)?;
+    let metrics = mini_agent::ch17_notify::tasks_run::metrics_file(&run.extra)?;
     let harness_files = [
         Some(path.as_path()),
         #[cfg(feature = "ch17")]
@@ -290,13 +290,20 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
     // ANCHOR: run_tasks_loop
     let config = Config::new(&connection, settings, root)?;
     let mut verifier = CommandVerifier { workspace: &workspace, timeout_secs: VERIFY_TIMEOUT_SECS };
+    // Chapter 16: only the verify commands a person approved (or `--trust-tasks`) run.
     #[cfg(feature = "ch16")]
-    let mut verifier = approved_verifier(&mut verifier, path, &run.extra, !json_wanted(settings))?;
+    let mut verifier = mini_agent::ch16_hooks::task_approval::approved_only(
+        &mut verifier,
+        path,
+        run.extra.has(&mini_agent::ch16_hooks::TRUST_TASKS),
+        super::can_ask(settings),
+    )?;
     let mut events = Report { json: json_wanted(settings) };
     #[cfg(feature = "ch16")]
-    let mut events = super::hooks::WithHooks { inner: &mut events, hooks: config.hooks.clone() };
+    let mut events = mini_agent::ch16_hooks::WithHooks { inner: &mut events, hooks: config.hooks.clone() };
     #[cfg(feature = "ch17")]
-    let mut notifier = super::notify::notifier(&run.extra, metrics, &config, path, keys)?;
+    let mut notifier =
+        mini_agent::ch17_notify::tasks_run::notifier(&run.extra, metrics, &config.hooks, path, keys)?;
     let mut attempts = SessionAttempts {
         connection: &connection,
         config,
@@ -305,7 +312,8 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
         usage: notifier.counters.clone(),
     };
     #[cfg(feature = "ch17")]
-    let mut events = super::notify::WithNotifier { inner: &mut events, notifier: &mut notifier };
+    let mut events =
+        mini_agent::ch17_notify::tasks_run::WithNotifier { inner: &mut events, notifier: &mut notifier };
     let end = Loop {
         tasks: path,
         template: &template,
@@ -404,7 +412,7 @@ impl Attempts for SessionAttempts<'_> {
         let mut json = json_wanted(settings).then_some(JsonEvents);
         let outcome = agent.turn(prompt, &mut display, json.as_mut().map(|j| j as &mut dyn Observer));
         #[cfg(feature = "ch17")]
-        super::notify::add_usage(&self.usage, &agent.config.stats.snapshot());
+        mini_agent::ch17_notify::tasks_run::add_usage(&self.usage, &agent.config.stats.snapshot());
         if let (Some(json), Outcome::Completed(answer)) = (&json, &outcome) {
             json.final_answer(answer);
         }
@@ -478,30 +486,4 @@ impl TaskEvents for Report {
             JsonEvents.emit(json!({"type": "task", "event": kind, "task": task}));
         }
     }
-}
-
-/// Chapter 16: the harness runs only verify commands the person approved (or `--trust-tasks`);
-/// `can_ask` when nothing else (`--json`) owns the terminal.
-#[cfg(feature = "ch16")]
-fn approved_verifier<'a>(
-    verifier: &'a mut dyn mini_agent::ch15_tasks::verify::Verifier,
-    path: &Path,
-    extra: &mini_agent::ch02_loop::command_line::Settings,
-    can_ask: bool,
-) -> Result<mini_agent::ch16_hooks::task_approval::ApprovedOnly<'a>, Error> {
-    use mini_agent::ch16_hooks::approval::{ApprovalStore, Ask, ask_on_tty};
-    let trusted = extra.has(&mini_agent::ch16_hooks::TRUST_TASKS);
-    let store = ApprovalStore::user();
-    let mut tty = ask_on_tty;
-    let can_ask = can_ask && std::io::IsTerminal::is_terminal(&std::io::stdin());
-    let ask: Option<Ask> = if can_ask { Some(&mut tty) } else { None };
-    let list = TaskFile::load(path)?.tasks;
-    let approved = mini_agent::ch16_hooks::task_approval::check(path, &list, trusted, store.as_ref(), ask)
-        .map_err(Error::Usage)?;
-    Ok(mini_agent::ch16_hooks::task_approval::ApprovedOnly {
-        inner: verifier,
-        tasks: path.to_path_buf(),
-        trusted,
-        approved,
-    })
 }

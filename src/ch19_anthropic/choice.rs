@@ -1,20 +1,19 @@
-//! Chapter 19's glue: which wire format this run speaks, and the Anthropic client built with
-//! the same layers as chapter 2's (retries, redaction, the text-call check).
+//! Chapter 19 on the command line: which wire format this run speaks, and the Messages API client
+//! in place of chapter 2's, with the same layers around it (retries, redaction, the text-call
+//! check), which the composition root adds as for any client.
 //!
 //! The API is chosen like the endpoint: `--api`, then a resumed session's own record (so `-c`
 //! goes back to the API it talked to), then `MINI_AGENT_API`, then `openai`. The demo model
 //! speaks Chat Completions only.
 
-use super::endpoint::{Connection, DEFAULT_BASE_URL, DEFAULT_MODEL};
-use mini_agent::ch02_loop::command_line::{DEMO, Settings};
-use mini_agent::ch02_loop::{Error, Model};
-use mini_agent::ch02_model::waiting::Waits;
-use mini_agent::ch03_tools::secrets::Keys;
-use mini_agent::ch05_sessions::{OPENAI_API, Origin};
-use mini_agent::ch11_streaming::STREAM;
-use mini_agent::ch19_anthropic::{
-    self as anthropic, ANTHROPIC_API, API, AnthropicClient, AnthropicKeys, Auth, parse_max_tokens,
-};
+use super::{ANTHROPIC_API, API, AnthropicClient, AnthropicKeys, Auth, parse_max_tokens};
+use crate::ch02_loop::command_line::{DEMO, Settings};
+use crate::ch02_loop::{Error, Model};
+use crate::ch02_model::waiting::Waits;
+use crate::ch02_model::{ClientConfig, DEFAULT_BASE_URL, DEFAULT_MODEL};
+use crate::ch03_tools::secrets::Keys;
+use crate::ch05_sessions::{OPENAI_API, Origin};
+use crate::ch11_streaming::STREAM;
 
 // ANCHOR: api
 /// The wire format of this run's model: chapter 2's Chat Completions, or the Messages API with
@@ -73,16 +72,15 @@ pub fn api_of<'a>(
 /// Where the user sends the key of this API: its base-URL variable, else its default.
 pub fn configured_endpoint(api: &str, keys: &Keys) -> String {
     match api {
-        ANTHROPIC_API => AnthropicKeys::from_keys(keys)
-            .base_url
-            .clone()
-            .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into()),
+        ANTHROPIC_API => {
+            AnthropicKeys::from_keys(keys).base_url.clone().unwrap_or_else(|| super::DEFAULT_BASE_URL.into())
+        }
         _ => keys.base_url().unwrap_or_else(|| DEFAULT_BASE_URL.into()),
     }
 }
 
 pub fn default_model(api: &str) -> &'static str {
-    if api == ANTHROPIC_API { anthropic::DEFAULT_MODEL } else { DEFAULT_MODEL }
+    if api == ANTHROPIC_API { super::DEFAULT_MODEL } else { DEFAULT_MODEL }
 }
 
 // ANCHOR: anthropic_model
@@ -90,12 +88,11 @@ pub fn default_model(api: &str) -> &'static str {
 /// it, streaming with `--stream`; the layers of the other chapters go around it all the same.
 pub fn anthropic_if_chosen(
     model: Box<dyn Model>,
-    connection: &Connection,
+    (endpoint, api): (&ClientConfig, &Api),
     settings: &Settings,
     waits: Waits,
 ) -> Result<Box<dyn Model>, Error> {
-    let Api::Anthropic(auth) = &connection.api else { return Ok(model) };
-    let endpoint = &connection.endpoint;
+    let Api::Anthropic(auth) = api else { return Ok(model) };
     let mut client = AnthropicClient::new(&endpoint.base_url, auth.clone(), &endpoint.model)?;
     client.idle_timeout = waits.idle;
     client.first_byte_timeout = waits.first_byte;

@@ -1,20 +1,18 @@
-//! Chapter 17's glue in `tasks run`: the `--webhook` and `--metrics` flags, the webhook of
-//! an approved `.mini_agent/hooks.json`, and the observer that sends and writes them.
+//! Chapter 17 in `tasks run`: the `--webhook` and `--metrics` flags, the webhook of an approved
+//! `.mini_agent/hooks.json`, and the observer that sends and writes them.
 //!
 //! `--webhook URL` is the person's own choice and needs no approval; its secret comes from
 //! `MINI_AGENT_WEBHOOK_SECRET`, not from a flag that `ps` would show, and like the model's key
 //! it is taken out of the environment at start-up: no command the agent runs can read it. The file's webhook
 //! comes through chapter 16's rule: untrusted, the whole file is skipped, webhook included.
 
-use super::app::Config;
-use mini_agent::ch02_loop::Error;
-use mini_agent::ch02_loop::command_line::Settings;
-use mini_agent::ch03_tools::secrets::Keys;
-use mini_agent::ch15_tasks::{TaskEvent, TaskEvents};
-use mini_agent::ch17_notify::webhook::SECRET_VARIABLE;
-use mini_agent::ch17_notify::{
-    METRICS, MetricsOut, Notifier, SharedMetrics, WEBHOOK, Webhook, WebhookConfig,
-};
+use super::webhook::SECRET_VARIABLE;
+use super::{METRICS, MetricsOut, Notifier, SharedMetrics, WEBHOOK, Webhook, WebhookConfig};
+use crate::ch02_loop::Error;
+use crate::ch02_loop::command_line::Settings;
+use crate::ch03_tools::secrets::Keys;
+use crate::ch15_tasks::{TaskEvent, TaskEvents};
+use crate::ch16_hooks::Hooks;
 use std::path::{Path, PathBuf};
 
 /// `--metrics FILE` from the current directory, its directory made canonical (so that git,
@@ -38,7 +36,7 @@ fn resolve(file: &Path) -> Result<PathBuf, String> {
 pub fn notifier(
     extra: &Settings,
     metrics: Option<PathBuf>,
-    config: &Config,
+    hooks: &Hooks,
     tasks: &Path,
     keys: &Keys,
 ) -> Result<Notifier, Error> {
@@ -50,7 +48,7 @@ pub fn notifier(
             secret: keys.get(SECRET_VARIABLE),
             events: None,
         }),
-        None => config.hooks.webhook(),
+        None => hooks.webhook(),
     };
     let webhook = match webhook.map(Webhook::new).transpose() {
         Ok(webhook) => webhook,
@@ -67,7 +65,7 @@ pub fn notifier(
 // ANCHOR_END: build
 
 /// Adds one attempt's model requests and tokens, as the session counted them.
-pub fn add_usage(counters: &SharedMetrics, stats: &mini_agent::ch07_context::Stats) {
+pub fn add_usage(counters: &SharedMetrics, stats: &crate::ch07_context::Stats) {
     counters.add_usage(stats.requests, stats.prompt_tokens, stats.completion_tokens);
 }
 
