@@ -124,12 +124,11 @@
 //! # Checks
 //!
 //! Anchors balanced, unique per file, all used; includes resolve to non-empty regions; same
-//! chapters, parts, heading skeletons, includes and diagrams in both languages; diagrams safe
-//! and used; Chinese terms as the glossary renders them; ids unique; links
-//! resolve; no pasted Rust; translations current; no external reference in the output; every
-//! numbered chapter has the shape of `guide/shape.txt`; no chapter's product code names a later
-//! chapter (`guide/lookback.rs`); the committed `guide/index.html` equals
-//! a fresh build.
+//! chapters, parts, heading skeletons, includes and diagrams in both languages; diagrams safe and
+//! used; Chinese terms as the glossary renders them; ids unique; links resolve; no pasted Rust;
+//! translations current; no external reference in the output; every numbered chapter has the
+//! shape of `guide/shape.txt`; no chapter's product code names a later chapter
+//! (`guide/lookback.rs`); the committed `guide/index.html` equals a fresh build.
 //!
 //! # The page
 //!
@@ -167,8 +166,6 @@ mod glossary;
 mod highlight;
 #[path = "guide/listings.rs"]
 mod listings;
-#[path = "guide/lookback.rs"]
-mod lookback;
 #[path = "guide/page.rs"]
 mod page;
 #[path = "guide/shape.rs"]
@@ -449,7 +446,7 @@ pub fn build(root: &Path) -> Build {
 pub fn check(root: &Path) -> Vec<Diagnostic> {
     let Build { html, mut diagnostics } = build(root);
     sizes::check_sizes(root, &mut diagnostics);
-    lookback::check_lookback(root, &mut diagnostics);
+    sizes::lookback::check_lookback(root, &mut diagnostics);
     match std::fs::read(root.join(OUTPUT_PATH)) {
         Ok(committed) if committed == html.as_bytes() => {}
         Ok(_) => diagnostics.push(Diagnostic::new(

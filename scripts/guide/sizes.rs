@@ -7,6 +7,10 @@
 use crate::Diagnostic;
 use std::path::Path;
 
+/// The other rule about the source itself: chapters only look back.
+#[path = "lookback.rs"]
+pub mod lookback;
+
 /// The longest non-test file the check accepts.
 pub const MAX_LINES: usize = 600;
 
