@@ -123,12 +123,11 @@
 //!
 //! # Checks
 //!
-//! Anchors balanced, unique per file, all used; includes resolve to non-empty regions; same
-//! chapters, parts, heading skeletons, includes and diagrams in both languages; diagrams safe and
-//! used; Chinese terms as the glossary renders them; ids unique; links resolve; no pasted Rust;
-//! translations current; no external reference in the output; every numbered chapter has the
-//! shape of `guide/shape.txt`; no chapter's product code names a later chapter
-//! (`guide/lookback.rs`); the committed `guide/index.html` equals a fresh build.
+//! Anchors balanced, unique, used; includes resolve to non-empty regions; same chapters, parts,
+//! heading skeletons, includes and diagrams in both languages; diagrams safe and used; Chinese
+//! terms as the glossary renders them; ids unique; links resolve; no pasted Rust; translations
+//! current; no external reference in the output; chapters shaped as `guide/shape.txt`; no
+//! chapter's code names a later one (`guide/lookback.rs`); `guide/index.html` is a fresh build.
 //!
 //! # The page
 //!

@@ -7,7 +7,6 @@ use super::stats::SharedStats;
 use crate::ch02_loop::{Event, Message, Observer};
 use crate::ch05_sessions::TurnHook;
 
-// ANCHOR: turns
 /// `/stats`'s counters and the repetition streak, in one session's turns.
 pub struct ContextTurns {
     pub stats: SharedStats,
@@ -25,4 +24,3 @@ impl TurnHook for ContextTurns {
         Some(&mut self.stats)
     }
 }
-// ANCHOR_END: turns

@@ -15,11 +15,13 @@
 //! A stream cut off in the middle is an error; the text that did arrive is reported as
 //! partial, and none of the half-received tool calls is run.
 
-use crate::ch02_loop::command_line::{Flag, Registry, Settings};
+pub mod command_line;
+pub use command_line::{STREAM, register, stream_if_asked};
+
 use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request, ToolCall, interrupted};
 use crate::ch02_model::errors::SENT_NOT_REPEATED;
 use crate::ch02_model::reply::content_text;
-use crate::ch02_model::waiting::{Waits, backstop, first_byte_message, first_byte_timeout};
+use crate::ch02_model::waiting::{backstop, first_byte_message, first_byte_timeout};
 use crate::ch02_model::{
     ChatClient, ClientConfig, INTERRUPT_POLL, MAX_REPLY_BYTES, idle_message, limit_message, parse_reply,
     parse_usage, quote, read_capped, reply_too_large, server_message,
@@ -575,29 +577,6 @@ pub(crate) fn start_worker(
     Ok(pieces)
 }
 // ANCHOR_END: worker_loop
-
-/// `--stream`: chapter 11's one flag.
-pub const STREAM: Flag = Flag::switch(11, "--stream", &["show the reply as it is generated"]);
-
-pub fn register(registry: &mut dyn Registry) {
-    registry.flag(STREAM);
-}
-/// Chapter 11's choice of client: with `--stream`, the streaming one in place of `model`.
-pub fn stream_if_asked(
-    model: Box<dyn Model>,
-    settings: &Settings,
-    endpoint: &ClientConfig,
-    waits: Waits,
-) -> Result<Box<dyn Model>, Error> {
-    if !settings.has(&STREAM) {
-        return Ok(model);
-    }
-    let client = StreamingClient::new(endpoint.clone())?
-        .with_idle_timeout(waits.idle)
-        .with_first_byte_timeout(waits.first_byte)
-        .with_request_limit(waits.limit);
-    Ok(Box::new(client))
-}
 
 #[cfg(test)]
 mod tests;
