@@ -14,8 +14,16 @@
 //! tests' commands run beside this one), and those must not be touched. A process that clears
 //! its environment (`env -i`) loses the mark and escapes; elsewhere than Linux there is no
 //! subreaper at all. README "Honest limits" says so.
+//!
+//! One race hides in the mark. A process in the middle of `exec` has already left its old
+//! memory, and the kernel lays out the new program's environment last: for that moment
+//! `/proc/<pid>/environ` reads empty. A daemon started through a wrapper (`exec env …`,
+//! `exec nice …`) passes through that moment several times, and a reaper that looked then saw
+//! an unmarked stranger and let it go (the red team saw it once, under load). So an empty
+//! environment is not an answer: the reaper looks again until the exec is done.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// The variable that marks every process of one command run.
 pub const MARK_VARIABLE: &str = "MINI_AGENT_TOOL_RUN";
@@ -47,7 +55,8 @@ fn become_subreaper() {
 /// process group was `group`: those that carry the mark, and those still in the group (killed
 /// with it, but re-parented to us when the shell died: without a `waitpid` they would stay
 /// zombies for as long as the agent runs). Repeats while killing one re-parents its own
-/// children to us. Returns how many had left the group.
+/// children to us, and while a child is between two programs (its mark unreadable for now).
+/// Returns how many had left the group.
 pub fn kill_escaped(mark: &str, group: i32) -> usize {
     kill_escaped_or(mark, group, &|_| false)
 }
@@ -57,18 +66,23 @@ pub fn kill_escaped(mark: &str, group: i32) -> usize {
 /// environment with `env -i`.
 pub fn kill_escaped_or(mark: &str, group: i32, started_inside: &dyn Fn(i32) -> bool) -> usize {
     let wanted = format!("{MARK_VARIABLE}={mark}");
-    let mut escaped = 0;
-    for _round in 0..16 {
-        let ours: Vec<(i32, bool)> = own_children()
-            .into_iter()
-            .filter_map(|pid| {
-                let in_group = process_group(pid) == Some(group);
-                (in_group || carries(pid, &wanted) || started_inside(pid)).then_some((pid, in_group))
-            })
-            .collect();
+    let (mut escaped, mut rounds, mut clean_looks) = (0, 0, 0);
+    let mut looked_empty = Vec::new();
+    let patience = Instant::now() + EXEC_PATIENCE;
+    // Two clean looks in a row: the kernel lists children one at a time, and one that exits
+    // meanwhile can hide the next.
+    while rounds < 16 && clean_looks < 2 {
+        let (ours, unsettled) = the_runs_children(&wanted, group, started_inside, &mut looked_empty);
         if ours.is_empty() {
-            break;
+            if unsettled && Instant::now() < patience {
+                std::thread::sleep(Duration::from_millis(1));
+            } else {
+                clean_looks += 1;
+            }
+            continue;
         }
+        clean_looks = 0;
+        rounds += 1;
         for (pid, in_group) in ours {
             // SAFETY: kill and waitpid take plain integers; `pid` is our own child, so it
             // cannot be reused before we reap it here.
@@ -82,6 +96,84 @@ pub fn kill_escaped_or(mark: &str, group: i32, started_inside: &dyn Fn(i32) -> b
     escaped
 }
 // ANCHOR_END: kill_escaped
+
+/// This process's children that belong to the run (each with whether it is still in the
+/// group), and whether a child's answer is not in yet.
+fn the_runs_children(
+    wanted: &str,
+    group: i32,
+    started_inside: &dyn Fn(i32) -> bool,
+    looked_empty: &mut Vec<i32>,
+) -> (Vec<(i32, bool)>, bool) {
+    let mut unsettled = false;
+    let mut ours = Vec::new();
+    for pid in own_children() {
+        let in_group = process_group(pid) == Some(group);
+        if in_group || started_inside(pid) {
+            ours.push((pid, in_group));
+            continue;
+        }
+        match belongs(pid, wanted) {
+            Belongs::Yes => ours.push((pid, false)),
+            Belongs::No => {}
+            Belongs::NotYet => unsettled = true,
+            // Empty twice is an empty environment (`env -i`), not an exec half done.
+            Belongs::Empty if looked_empty.contains(&pid) => {}
+            Belongs::Empty => {
+                looked_empty.push(pid);
+                unsettled = true;
+            }
+        }
+    }
+    (ours, unsettled)
+}
+
+/// How long a child between two programs is waited for. An `exec` takes well under a
+/// millisecond to a few; this bound only matters for one that hangs inside the kernel.
+const EXEC_PATIENCE: Duration = Duration::from_secs(2);
+
+/// Whether a child belongs to the run, as its environment says.
+enum Belongs {
+    Yes,
+    No,
+    /// In the middle of `exec`: no environment laid out yet.
+    NotYet,
+    /// Laid out, and empty: `env -i`, or the last instant of an `exec` (one more look tells).
+    Empty,
+}
+
+// ANCHOR: belongs
+/// Reads the child's environment. Empty is not an answer: `exec` drops the old memory first
+/// and lays the new environment out last, so a process between two programs reads empty;
+/// `/proc/<pid>/stat` then tells whether the environment is there yet.
+fn belongs(pid: i32, wanted: &str) -> Belongs {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return Belongs::No; // gone, or not ours to read (a set-uid program)
+    };
+    if environ.split(|&byte| byte == 0).any(|entry| entry == wanted.as_bytes()) {
+        return Belongs::Yes;
+    }
+    if !environ.is_empty() {
+        return Belongs::No; // another run's
+    }
+    match environment_span(pid) {
+        None => Belongs::No, // a zombie, or gone
+        Some((start, end)) if end == 0 || end > start => Belongs::NotYet,
+        Some(_) => Belongs::Empty,
+    }
+}
+
+/// Where the process's environment starts and ends in its memory (fields 50 and 51 of
+/// `/proc/<pid>/stat`; both 0 until `exec` has laid it out). `None` for a zombie or the gone.
+fn environment_span(pid: i32) -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    if fields.first() == Some(&"Z") {
+        return None;
+    }
+    Some((fields.get(47)?.parse().ok()?, fields.get(48)?.parse().ok()?))
+}
+// ANCHOR_END: belongs
 
 /// The children of this process's main thread. An orphan is re-parented to the first live
 /// thread of the subreaper, which is its main thread for as long as the agent runs, so this
@@ -103,12 +195,6 @@ fn own_children() -> Vec<i32> {
 fn process_group(pid: i32) -> Option<i32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat.rsplit_once(')')?.1.split_whitespace().nth(2)?.parse().ok()
-}
-
-/// Whether process `pid` was started with `wanted` (`NAME=value`) in its environment.
-fn carries(pid: i32, wanted: &str) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .is_ok_and(|environ| environ.split(|&byte| byte == 0).any(|entry| entry == wanted.as_bytes()))
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -181,6 +267,39 @@ mod tests {
         assert!(own_children().contains(&sleeper), "its zombie is ours");
         assert_eq!(kill_escaped(&mark, group), 0, "it never left the group");
         assert!(state().is_none(), "reaped");
+    }
+
+    /// Settled environments are read as they are: the run's mark, another's, or none at all
+    /// (`env -i`), which is told from an exec half done by `/proc/<pid>/stat`.
+    #[test]
+    fn an_environment_is_read_once_its_program_has_started() {
+        let spawn = |command: &mut Command| command.stdin(std::process::Stdio::piped()).spawn().expect("cat");
+        let mut marked = spawn(Command::new("cat").env(MARK_VARIABLE, "this-run"));
+        let mut other = spawn(Command::new("cat").env(MARK_VARIABLE, "another-run"));
+        let mut empty = spawn(Command::new("cat").env_clear());
+        for child in [&marked, &other, &empty] {
+            // Until `cat` runs, the process may still be between programs.
+            let comm = || std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap_or_default();
+            let started = Instant::now();
+            while comm().trim() != "cat" {
+                assert!(started.elapsed().as_secs() < 10, "cat never started");
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        let wanted = format!("{MARK_VARIABLE}=this-run");
+        let settled = |child: &std::process::Child| loop {
+            match belongs(child.id() as i32, &wanted) {
+                Belongs::NotYet => std::thread::sleep(std::time::Duration::from_millis(1)),
+                answer => break answer,
+            }
+        };
+        assert!(matches!(settled(&marked), Belongs::Yes));
+        assert!(matches!(settled(&other), Belongs::No));
+        assert!(matches!(settled(&empty), Belongs::Empty));
+        for child in [&mut marked, &mut other, &mut empty] {
+            drop(child.stdin.take());
+            child.wait().expect("cat ends");
+        }
     }
 
     #[test]
