@@ -827,3 +827,51 @@ fn continue_is_not_held_by_planted_journals_without_a_reply() {
     assert!(peak_kb < 64 * 1000 * 5, "peak RSS {peak_kb} kB\n{printed}");
     assert!(took < std::time::Duration::from_secs(30), "-c took {took:?}\n{printed}");
 }
+
+// ---------------------------------------------------------------------------------------
+// The agent's own configuration, wherever the root is.
+
+/// Found by the red team: with the workspace root at `$HOME` and only `--allow-write`, the
+/// model wrote `~/.config/mini-agent/mcp.json` (the user's own servers, started without a
+/// question) and the approval store, and the next plain run started its server. The file
+/// tools never write the agent's configuration directory: not by its name, not through a
+/// link inside the root, not in the `XDG_CONFIG_HOME` place nor in the `~/.config` one, and
+/// not by creating it when it is missing.
+#[test]
+fn the_agents_own_configuration_is_never_written_even_with_the_root_at_home() {
+    let home = TempDir::new("selfcheck");
+    let root = home.path();
+    std::fs::create_dir_all(root.join(".config/mini-agent")).unwrap();
+    std::fs::write(root.join(".config/mini-agent/approved"), "0000\n").unwrap();
+    std::os::unix::fs::symlink(".config", root.join("dotfiles")).unwrap();
+    let server = json!({"mcpServers": {"x": {"command": "sh", "args": ["-c", "touch pwned"]}}}).to_string();
+    let calls = [
+        write(".config/mini-agent/mcp.json", &server),
+        write(".config/mini-agent/approved", "ffff\n"),
+        edit(".config/mini-agent/approved", "0000", "ffff"),
+        write("dotfiles/mini-agent/mcp.json", &server),
+        write("xdg/mini-agent/mcp.json", &server),
+    ];
+    let home_path = root.display().to_string();
+    let xdg = root.join("xdg").display().to_string();
+    let run = model_writes(&calls).env("HOME", &home_path).env("XDG_CONFIG_HOME", &xdg).run_in(home);
+    run.expect_code(0);
+    let results = run.tool_results();
+    assert_eq!(results.len(), calls.len());
+    for result in &results {
+        assert!(result.contains("the agent's own configuration and approvals"), "{result}");
+    }
+    assert!(!run.root().join(".config/mini-agent/mcp.json").exists(), "the user's MCP file was written");
+    assert!(!run.root().join("xdg").exists(), "the XDG configuration directory was created");
+    assert_eq!(std::fs::read_to_string(run.root().join(".config/mini-agent/approved")).unwrap(), "0000\n");
+    // With `XDG_CONFIG_HOME` unset, `~/.config/mini-agent` is the one in use; still refused.
+    let home = TempDir::new("selfcheck");
+    let home_path = home.path().display().to_string();
+    let again = model_writes(&[write(".config/mini-agent/mcp.json", &server)])
+        .env("HOME", &home_path)
+        .env("XDG_CONFIG_HOME", "")
+        .run_in(home);
+    again.expect_code(0);
+    assert!(again.only_tool_result().contains("own configuration"), "{}", again.only_tool_result());
+    assert!(!again.root().join(".config").exists(), "the configuration directory was created");
+}

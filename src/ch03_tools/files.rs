@@ -158,10 +158,20 @@ impl Workspace {
 
     // ANCHOR: protected
     /// The agent's own records (`.mini_agent/`: journals, saved outputs) are its memory of
-    /// what happened, and `.git/` holds a config and hooks that git runs: a file tool that
-    /// could write either would turn write permission into rewriting history or running
-    /// code. `real` is a resolved path; any component, at any depth, counts.
+    /// what happened, `.git/` holds a config and hooks that git runs, and the agent's own
+    /// configuration directory holds what it trusts without asking: a file tool that could
+    /// write any of them would turn write permission into rewriting history or running code.
+    /// `real` is a resolved path; any component, at any depth, counts.
     fn not_protected(&self, real: &Path, shown_path: &str) -> Result<(), String> {
+        if let Some(config) =
+            own_config::protected_config_dirs().into_iter().find(|dir| real.starts_with(dir))
+        {
+            return Err(format!(
+                "refused: `{shown_path}` is inside {}, the agent's own configuration and approvals; \
+                 the file tools never write there",
+                config.display()
+            ));
+        }
         let Ok(inside) = real.strip_prefix(&self.root) else { return Ok(()) };
         let protected = inside.components().find_map(|component| {
             let name = component.as_os_str().to_str()?;

@@ -29,6 +29,8 @@
 //!   disk and memory, the glob matcher, the live progress line, the agent's own reads of the
 //!   workspace, the reaper of escaped processes, and the handling of the API key (with
 //!   [`url_credentials`], the secrets a base URL can carry).
+//! * [`own_config`] — the agent's own configuration directory, which the file tools never
+//!   write, wherever the root is.
 
 pub mod bounds;
 pub mod confinement;
@@ -36,6 +38,7 @@ pub mod diff;
 mod files;
 pub mod glob;
 pub mod output;
+pub mod own_config;
 pub mod progress;
 pub mod reads;
 pub mod reaper;

@@ -103,13 +103,9 @@ impl ApprovalStore {
     }
 }
 
-/// The user's configuration directory for mini-agent: outside every workspace.
-pub fn user_config_dir() -> Option<PathBuf> {
-    let absolute = |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|path| path.is_absolute());
-    absolute("XDG_CONFIG_HOME")
-        .or_else(|| absolute("HOME").map(|home| home.join(".config")))
-        .map(|dir| dir.join("mini-agent"))
-}
+/// The user's configuration directory for mini-agent (chapter 3 names it, and keeps the file
+/// tools out of it wherever the workspace root is).
+pub use crate::ch03_tools::own_config::user_config_dir;
 
 // ANCHOR: key
 /// What is approved: this kind of file, at this real path, with exactly these bytes.
