@@ -199,3 +199,46 @@ fn how_a_turn_ended_is_recorded_and_status_tells_it() {
     let status = Test::new().args(["-c", "--status"]).run_in(failed.workspace);
     assert!(status.stdout.contains("state    failed: model request failed: 400"), "{}", status.stdout);
 }
+
+/// Issue 22, item 11: `.mini_agent/` in a repository showed as untracked, sessions and input
+/// history beside the files a team shares. The first run writes `.mini_agent/.gitignore`:
+/// `git status` then shows only the shared files, and a `.gitignore` of the user's own is
+/// never rewritten.
+#[test]
+fn the_agents_private_files_stay_out_of_git_and_the_shared_ones_show() {
+    let git = |root: &std::path::Path, args: &[&str]| {
+        let out = std::process::Command::new("git").args(args).current_dir(root).output().expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let workspace = TempDir::new("selfcheck");
+    git(workspace.path(), &["init", "-q"]);
+    let run = Test::new()
+        .args(["-p", "list the files"])
+        .file(".mini_agent/hooks.json", r#"{"hooks": {}}"#)
+        .file(".mini_agent/tasks.json", r#"{"tasks": []}"#)
+        .file(".mini_agent/templates/task.md", "{{task}}")
+        .server(vec![call("bash", json!({"command": "seq 1 100000"})), text("done")])
+        .args(["--allow-shell"])
+        .run_in(workspace);
+    run.expect_code(0);
+    assert!(run.root().join(".mini_agent/outputs").is_dir(), "a long output was saved");
+    let status = git(run.root(), &["status", "--porcelain", "--untracked-files=all"]);
+    let untracked: Vec<&str> = status.lines().collect();
+    assert_eq!(
+        untracked,
+        [
+            "?? .mini_agent/.gitignore",
+            "?? .mini_agent/hooks.json",
+            "?? .mini_agent/tasks.json",
+            "?? .mini_agent/templates/task.md"
+        ],
+        "{status}"
+    );
+    let workspace = TempDir::new("selfcheck");
+    std::fs::create_dir(workspace.path().join(".mini_agent")).expect("an existing .mini_agent");
+    std::fs::write(workspace.path().join(".mini_agent/.gitignore"), "# my own\n").expect("the user's own");
+    let again = Test::new().args(["-p", "hi"]).server(vec![text("hello")]).run_in(workspace);
+    again.expect_code(0);
+    assert_eq!(again.read(".mini_agent/.gitignore").as_deref(), Some("# my own\n"));
+}

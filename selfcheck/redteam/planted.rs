@@ -83,7 +83,9 @@ fn assert_protected_untouched(run: &Run, before: &BTreeMap<PathBuf, String>) {
     let unexpected: Vec<&&PathBuf> = added
         .iter()
         .filter(|p| !p.starts_with(".mini_agent/sessions") || p.extension().is_some_and(|e| e != "jsonl"))
-        .filter(|p| !matches!(p.to_str(), Some(".mini_agent" | ".mini_agent/sessions")))
+        .filter(|p| {
+            !matches!(p.to_str(), Some(".mini_agent" | ".mini_agent/sessions" | ".mini_agent/.gitignore"))
+        })
         .collect();
     assert!(unexpected.is_empty(), "the file tools wrote into a protected directory: {unexpected:?}");
     let journal = records(&run.root().join(journals[0]));

@@ -29,9 +29,11 @@
 //!   disk and memory, the glob matcher, the live progress line, the agent's own reads of the
 //!   workspace, the reaper of escaped processes, and the handling of the API key (with
 //!   [`url_credentials`], the secrets a base URL can carry).
+//! * [`agent_dir`] — the `.gitignore` that keeps `.mini_agent/`'s private files out of git.
 //! * [`own_config`] — the agent's own configuration directory, which the file tools never
 //!   write, wherever the root is.
 
+pub mod agent_dir;
 pub mod bounds;
 pub mod confinement;
 pub mod diff;

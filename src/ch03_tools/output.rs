@@ -50,6 +50,9 @@ impl OutputStore {
                     directory.display()
                 )));
             }
+            if part == ".mini_agent" {
+                super::agent_dir::write_gitignore(&directory);
+            }
         }
         prune_outputs(&directory, 0);
         let name = format!("{tool}-{}.txt", unique_suffix());

@@ -164,6 +164,9 @@ pub(super) fn prepare_history_file(path: &Path) -> Result<(), Error> {
             .mode(0o700)
             .create(parent)
             .map_err(|error| Error::io(format!("creating {}", parent.display()), error))?;
+        if parent.file_name().is_some_and(|name| name == ".mini_agent") {
+            crate::ch03_tools::agent_dir::write_gitignore(parent);
+        }
     }
     std::fs::OpenOptions::new()
         .create(true)

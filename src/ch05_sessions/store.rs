@@ -63,6 +63,9 @@ impl SessionStore {
             .mode(0o700)
             .create(&self.dir)
             .map_err(|e| Error::io(format!("cannot create {}", self.dir.display()), e))?;
+        if let Some(agent_dir) = self.dir.parent() {
+            crate::ch03_tools::agent_dir::write_gitignore(agent_dir);
+        }
         for salt in 0..64 {
             let id = new_session_id(SystemTime::now(), salt);
             let path = self.path_of(&id);

@@ -97,6 +97,7 @@ fn add((root, path): &(PathBuf, PathBuf), mut task: Task) -> Result<u8, Error> {
         std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
             .create(&dir)
             .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        mini_agent::ch03_tools::agent_dir::write_gitignore(&dir);
     }
     let id = update(path, |file| {
         if task.id.is_empty() {
