@@ -593,7 +593,9 @@ mod tests {
                 } else {
                     let text = std::fs::read_to_string(&path).unwrap();
                     assert!(!text.contains(fake_key), "{} holds the key", path.display());
-                    found.push(text);
+                    if path.extension().is_some_and(|extension| extension == "jsonl") {
+                        found.push(text);
+                    }
                 }
             }
         }

@@ -1,13 +1,13 @@
 //! Showing what happens: [`Screen`] is the one place output goes, and [`TerminalObserver`]
 //! draws the loop's events on it — streamed text, tool lines, the spinner, notices.
 
-use super::markdown::{Look, render_markdown};
+use super::markdown::{Look, render_markdown, terminal_width};
 use super::sanitize::{sanitize, sanitize_command};
 use super::spinner::{Spinner, TOOL_LINE_OPEN};
 use super::streamed_markdown::StreamRenderer;
 use super::type_ahead::*;
 use crate::ch02_loop::{Error, Event, Observer, ToolCall, ToolOutput, ToolStatus, describe_call};
-use crate::text::first_line;
+use crate::text::{first_line, one_line};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -109,6 +109,23 @@ impl TerminalObserver {
         }
     }
 
+    /// A stream cut off: what arrived has been shown as it came (on stdout), so it is not
+    /// printed again, only said to be incomplete. (A reply cut at the size cap is megabytes.)
+    #[cfg(feature = "ch11")]
+    fn partial(&mut self, text: &str) {
+        if self.streamed.is_none() {
+            return self.notice("partial", text);
+        }
+        if let Some(mut stream) = self.stream.take() {
+            self.screen.print(&stream.finish());
+        } else if self.streamed != Some('\n') {
+            self.screen.print("\n");
+        }
+        self.streamed = Some('\n');
+        let size = crate::text::plural(text.chars().count(), "character");
+        self.notice("partial", &format!("the reply above was cut off after {size}; it is not an answer"));
+    }
+
     fn tool_line(&self, call: &ToolCall, output: Option<&ToolOutput>) -> String {
         // Short enough not to wrap, so a live line can be rewritten in place.
         let summary = first_line(&sanitize_command(&describe_call(call)), 72);
@@ -207,10 +224,15 @@ impl Observer for TerminalObserver {
             Event::Retry { attempt, wait_ms, reason } => {
                 self.spinner = None;
                 let seconds = wait_ms as f64 / 1000.0;
-                self.screen.status(&format!(
-                    "retry {attempt} in {seconds:.1}s: {}\n",
-                    first_line(&sanitize(reason), 120)
-                ));
+                let line = format!("retry {attempt} in {seconds:.1}s: ");
+                // Cut to the width only where there is one: a log keeps the whole reason.
+                let reason = match self.screen.live {
+                    true => {
+                        first_line(&sanitize(reason), terminal_width().saturating_sub(line.len() + 1).max(40))
+                    }
+                    false => one_line(&sanitize(reason)),
+                };
+                self.screen.status(&format!("{line}{reason}\n"));
                 if self.waiting_for_model {
                     self.spin("retrying…");
                 }
@@ -234,7 +256,7 @@ impl Observer for TerminalObserver {
             // ANCHOR: observer_queued
             Event::Warning(text) => self.notice("warning", text),
             #[cfg(feature = "ch11")]
-            Event::Partial(text) => self.notice("partial", text),
+            Event::Partial(text) => self.partial(text),
         }
         Ok(())
     }

@@ -115,6 +115,42 @@ fn retries_notices_and_verbose_tool_output_go_to_stderr() {
     );
 }
 
+/// Issue 22: retry lines were cut at 120 characters even in a log, where the whole reason is
+/// what a person reads later; only a terminal's width cuts them.
+#[cfg(feature = "ch08")]
+#[test]
+fn a_retry_line_is_cut_only_for_a_terminal() {
+    let reason = format!("503 from the server: {}", "upstream connect error or disconnect ".repeat(8));
+    let (out, err) = (Captured::default(), Captured::default());
+    let mut observer =
+        TerminalObserver::new(Screen::new(Box::new(out), Box::new(err.clone()), false, false), None);
+    observer.event(Event::Retry { attempt: 1, wait_ms: 500, reason: &reason }).unwrap();
+    assert_eq!(err.text(), format!("retry 1 in 0.5s: {}\n", reason.trim_end()));
+}
+
+/// Issue 22: with `--stream` and stdout piped, a reply cut at the size cap was printed twice:
+/// once as it streamed, once more whole in the `partial:` notice. What was shown is not shown
+/// again; the notice says it was cut.
+#[cfg(feature = "ch11")]
+#[test]
+fn a_cut_stream_is_shown_once_and_said_to_be_cut() {
+    for look in [Look::Raw, Look::Plain] {
+        let (out, err) = (Captured::default(), Captured::default());
+        let mut screen = Screen::new(Box::new(out.clone()), Box::new(err.clone()), false, false);
+        screen.look = look;
+        let mut observer = TerminalObserver::new(screen, None);
+        observer.event(Event::Request { messages: 1 }).unwrap();
+        observer.event(Event::TextDelta("first line\nsecond, cut")).unwrap();
+        observer.event(Event::Partial("first line\nsecond, cut")).unwrap();
+        assert_eq!(out.text(), "first line\nsecond, cut\n", "{look:?}");
+        assert_eq!(
+            err.text(),
+            "partial: the reply above was cut off after 22 characters; it is not an answer\n",
+            "{look:?}"
+        );
+    }
+}
+
 /// A host that records what the REPL asked of it and answers from a script.
 struct FakeHost {
     turns: Vec<String>,

@@ -165,7 +165,8 @@ impl<M: Model> Compacting<M> {
 
     // ANCHOR_END: estimate_prompt
     /// `/compact`: summarises everything before the most recent user message (or, in one
-    /// long turn, before its last assistant step). `None` when there is nothing to compact.
+    /// long turn, before its last assistant step). `None` when there is nothing to compact, or
+    /// when a summary would not make the view smaller: the history is never replaced by more.
     pub fn compact(
         &mut self,
         history: &[Message],
@@ -224,6 +225,11 @@ impl<M: Model> Compacting<M> {
         }
         // ANCHOR_END: compact_fit
         // ANCHOR: compact_request
+        // Not worth a request when even an empty summary would not make the view smaller.
+        let framed = apply_compaction(history, "", cut - start, elided);
+        if scaled(estimate_messages_tokens(&framed), self.ratio) >= tokens_before {
+            return Ok(None);
+        }
         let transcript = header + &fit_pieces(&pieces[..cut - already], budget, estimate_text_tokens);
         let messages =
             [Message::System { content: SUMMARY_INSTRUCTIONS.into() }, Message::User { content: transcript }];
@@ -238,9 +244,10 @@ impl<M: Model> Compacting<M> {
         let replaced = cut - start;
         let view = apply_compaction(history, &summary, replaced, elided);
         let tokens_after = scaled(estimate_messages_tokens(&view), self.ratio);
-        // Automatic, and the summary is longer than all it could replace: it helps nobody. (A
-        // first round that covers less than `wanted` is kept: the next one goes further.)
-        if keep_tokens.is_some() && cut == wanted && tokens_after >= tokens_before {
+        // The summary is longer than all it would replace: it helps nobody, and `/compact`
+        // must never make the context bigger. (An automatic first round that covers less than
+        // `wanted` is kept: the next one goes further.)
+        if tokens_after >= tokens_before && (keep_tokens.is_none() || cut == wanted) {
             return Ok(None);
         }
         let record =

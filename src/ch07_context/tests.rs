@@ -338,6 +338,35 @@ fn manual_compaction_keeps_the_last_user_turn() {
     assert_eq!(Compacting::new(inner(), 128_000).compact(&session(1)[..2], &mut notices).expect("ok"), None);
 }
 
+/// Issue 22: `/compact` on a short session made the context bigger (384 → 456 tokens). A
+/// summary is kept only when it makes the view smaller; a conversation whose messages are
+/// smaller than an empty summary's frame is not even sent to the model.
+#[test]
+fn compaction_never_replaces_the_history_by_something_larger() {
+    let short = |answer: &str| {
+        vec![
+            Message::System { content: "You are a coding agent.".into() },
+            Message::User { content: "hi".into() },
+            Message::Assistant { content: Some(answer.into()), tool_calls: vec![] },
+            Message::User { content: "thanks".into() },
+            Message::Assistant { content: Some("ok".into()), tool_calls: vec![] },
+        ]
+    };
+    let mut notices = Notices::default();
+    let mut model = Compacting::new(inner(), 128_000);
+    assert_eq!(model.compact(&short("hello"), &mut notices).expect("no error"), None);
+    assert!(model.inner.summary_requests.is_empty(), "two words are not worth a request");
+    // Worth asking, but the summary comes back longer than what it would replace.
+    let long_summary = "The user greeted the assistant. ".repeat(40);
+    let mut model = Compacting::new(Inner { summary: long_summary, ..inner() }, 128_000);
+    let history = short(&"hello there ".repeat(20));
+    assert_eq!(model.compact(&history, &mut notices).expect("no error"), None);
+    assert_eq!(model.inner.summary_requests.len(), 1);
+    assert!(notices.compactions.is_empty(), "nothing was replaced");
+    send(&mut model, &history, &mut notices).expect("sent");
+    assert_eq!(model.inner.sent[0], history, "the history is sent whole");
+}
+
 #[test]
 fn stats_count_requests_tokens_and_tool_calls() {
     use crate::ch02_loop::fakes::{RecordingTools, ScriptedModel};

@@ -114,7 +114,7 @@ impl Agent {
                 record.tokens_before,
                 record.tokens_after
             )),
-            None => Ok("nothing to compact yet".into()),
+            None => Ok("nothing to compact: the conversation is too short for a summary to make it smaller".into()),
         }
     }
 
