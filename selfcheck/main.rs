@@ -35,4 +35,5 @@ mod robustness_journal;
 mod sessions;
 mod tasks;
 mod terminal;
+mod terminal_spinner;
 mod tools;

@@ -61,9 +61,11 @@ fn a_resumed_repl_shows_the_last_exchange_and_continues_exactly() {
 
 #[test]
 fn compact_is_recorded_and_a_resumed_session_sends_the_same_view() {
+    // Long enough that a summary makes it smaller (else `/compact` says there is nothing to do).
+    let (question, answer) = ("first, a long question ".repeat(20), "answer one, at length ".repeat(20));
     let first = Test::new()
-        .stdin("first\nsecond\n/compact\n")
-        .server(vec![text("answer one"), text("answer two"), text("SUMMARY OF ONE")])
+        .stdin(&format!("{question}\nsecond\n/compact\n"))
+        .server(vec![text(&answer), text("answer two"), text("SUMMARY OF ONE")])
         .run();
     first.expect_code(0);
     assert!(first.stdout.contains("compacted: 2 earlier messages"), "{}", first.stdout);

@@ -10,7 +10,8 @@ pub(super) static FIRST_PRESS_MS: AtomicU64 = AtomicU64::new(0);
 /// A turn normally stops well within this; a Ctrl+C still pending after it means a stuck turn.
 pub(super) const FORCE_QUIT_AFTER_MS: u64 = 1000;
 
-/// Runs inside the signal: only async-signal-safe work (reading the clock, atomics, `_exit`).
+/// Runs inside the signal: only async-signal-safe work (reading the clock, atomics, `write`,
+/// `_exit`).
 extern "C" fn on_sigint(_signal: libc::c_int) {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -21,6 +22,7 @@ extern "C" fn on_sigint(_signal: libc::c_int) {
     } else if now_ms.saturating_sub(FIRST_PRESS_MS.load(Ordering::SeqCst)) >= FORCE_QUIT_AFTER_MS {
         // Pressed again, and the turn has had its chance to stop: the user wants out now.
         // A quick double press does not land here, so it cannot cut a turn's last records.
+        crate::ch04_terminal::spinner::wrap_on_in_a_signal();
         // SAFETY: _exit is async-signal-safe and takes no pointers.
         unsafe { libc::_exit(130) }
     }

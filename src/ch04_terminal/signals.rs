@@ -30,7 +30,7 @@ static SAVED_TERMINAL: OnceLock<libc::termios> = OnceLock::new();
 /// Like a second Ctrl+C: a stop signal still pending after this means a stuck turn.
 const FORCE_QUIT_AFTER_MS: u64 = 1000;
 
-/// Runs inside the signal: atomics, the clock, `tcsetattr` and `_exit` only.
+/// Runs inside the signal: atomics, the clock, `tcsetattr`, `write` and `_exit` only.
 extern "C" fn on_stop_signal(signal: libc::c_int) {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -42,6 +42,7 @@ extern "C" fn on_stop_signal(signal: libc::c_int) {
             // SAFETY: tcsetattr is async-signal-safe; `saved` is a valid termios.
             unsafe { libc::tcsetattr(0, libc::TCSANOW, saved) };
         }
+        crate::ch04_terminal::spinner::wrap_on_in_a_signal();
         // SAFETY: _exit is async-signal-safe and takes no pointers.
         unsafe { libc::_exit(128 + signal) }
     }

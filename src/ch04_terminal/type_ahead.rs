@@ -4,10 +4,10 @@
 
 use super::commands::*;
 use super::ready::{Ready, read_when_ready};
-use super::spinner::{QUESTION_OPEN, TOOL_LINE_OPEN, question_open};
+use super::spinner::{TOOL_LINE_OPEN, lock_question, question_open};
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -31,6 +31,14 @@ pub(super) struct Queue {
     handed_over: Vec<String>,
     /// Ctrl+D was pressed on an empty line while a question was asked: no answer, a denial.
     declined: bool,
+}
+
+/// Lines typed during turns so far, answers to questions aside: each moved the cursor down.
+static LINES_ENTERED: AtomicU64 = AtomicU64::new(0);
+
+/// How many lines have been typed during turns (Enter pressed), answers aside.
+pub(crate) fn lines_entered() -> u64 {
+    LINES_ENTERED.load(Ordering::SeqCst)
 }
 
 /// The running reader thread; [`TypeAheadReader::finish`] stops it and joins it.
@@ -92,7 +100,11 @@ impl TypeAhead {
         if queue.asking && queue.answer.is_none() {
             queue.answer = Some(line);
             self.shared.1.notify_all();
-        } else if !line.trim().is_empty() {
+            return;
+        }
+        // Enter was echoed: the cursor is on a new row (the spinner wants to know).
+        LINES_ENTERED.fetch_add(1, Ordering::SeqCst);
+        if !line.trim().is_empty() {
             queue.lines.push_back(line);
         }
     }
@@ -129,8 +141,8 @@ impl TypeAhead {
         // appears is the answer, and must not slip into the queue as a message.
         let reading = self.begin_asking();
         {
-            let mut open = QUESTION_OPEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            *open = true;
+            let mut shown = lock_question();
+            shown.show(true);
             eprint!("{fresh_line}{question}");
             let _ = std::io::stderr().flush();
         }
