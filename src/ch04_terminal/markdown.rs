@@ -8,7 +8,8 @@
 //! only escape codes on the screen are the renderer's own.
 //!
 //! Text is word-wrapped at the terminal's width, read at each render (one `ioctl`), so a
-//! resized window gets answers that fit it. A streamed reply is rendered a complete line at a
+//! resized window gets answers that fit it. Chinese and Japanese, written without spaces, wrap
+//! between characters, never before closing punctuation nor after opening punctuation. A streamed reply is rendered a complete line at a
 //! time by [`StreamRenderer`](super::streamed_markdown::StreamRenderer), which keeps the little state that spans lines: an open code
 //! fence and the rows of a table.
 
@@ -293,7 +294,8 @@ impl Renderer {
     }
 
     /// Writes text, word-wrapped at the width: a word that would cross the edge starts the
-    /// next line (with the same prefix); a word is never broken. Code is not wrapped.
+    /// next line (with the same prefix); a word is never broken, except where a line may
+    /// break without a space (between wide characters, see [`line_units`]). Code is not wrapped.
     fn write(&mut self, text: &str) {
         if let Some(table) = &mut self.table {
             table.cell.push_str(text);
@@ -312,24 +314,27 @@ impl Renderer {
                 continue;
             }
             for (position, word) in piece.split(' ').enumerate() {
-                let mut space = position > 0;
-                let width = word.width();
-                if self.mid_line
-                    && width > 0
-                    && self.column > self.prefix_width
-                    && self.column + usize::from(space) + width > self.width
-                {
-                    self.newline();
-                    space = false;
+                for (index, unit) in line_units(word).into_iter().enumerate() {
+                    // The space before a word goes before its first unit only.
+                    let mut space = position > 0 && index == 0;
+                    let width = unit.width();
+                    if self.mid_line
+                        && width > 0
+                        && self.column > self.prefix_width
+                        && self.column + usize::from(space) + width > self.width
+                    {
+                        self.newline();
+                        space = false;
+                    }
+                    if width == 0 && !space {
+                        continue;
+                    }
+                    self.start_line();
+                    if space && self.column > self.prefix_width {
+                        self.push(" ");
+                    }
+                    self.push(unit);
                 }
-                if width == 0 && !space {
-                    continue;
-                }
-                self.start_line();
-                if space && self.column > self.prefix_width {
-                    self.push(" ");
-                }
-                self.push(word);
             }
         }
     }
@@ -392,6 +397,37 @@ impl Renderer {
         }
     }
 }
+
+// ANCHOR: line_units
+/// Closing punctuation a line never starts with, and opening punctuation it never ends with
+/// (a small set of the kinsoku rules of Chinese and Japanese typesetting).
+const NO_BREAK_BEFORE: &str =
+    "，。、．：；！？）」』】》〉〕］｝〗”’…ー々・ぁぃぅぇぉっゃゅょァィゥェォッャュョ,.;:!?)]}%";
+const NO_BREAK_AFTER: &str = "（「『【《〈〔［｛〖“‘([{";
+
+/// A word cut where a line may break inside it: Chinese, Japanese and Korean are written
+/// without spaces, so a line may break between two wide characters, or between a wide
+/// character and a narrow one, but not before closing punctuation (`，。）」`) nor after opening
+/// punctuation (`（「`). A word of narrow characters stays whole.
+pub(super) fn line_units(word: &str) -> Vec<&str> {
+    let wide = |c: char| unicode_width::UnicodeWidthChar::width(c) == Some(2);
+    let mut units = Vec::new();
+    let (mut start, mut before) = (0, None);
+    for (at, c) in word.char_indices() {
+        if let Some(previous) = before
+            && (wide(previous) || wide(c))
+            && !NO_BREAK_BEFORE.contains(c)
+            && !NO_BREAK_AFTER.contains(previous)
+        {
+            units.push(&word[start..at]);
+            start = at;
+        }
+        before = Some(c);
+    }
+    units.push(&word[start..]);
+    units
+}
+// ANCHOR_END: line_units
 
 /// The cells of a table, collected until its end: a column's width depends on every row.
 #[derive(Default)]

@@ -72,6 +72,11 @@ impl StreamRenderer {
         {
             return String::new();
         }
+        // Rows are matched to the source by its words; text that also breaks between wide
+        // characters (Chinese, Japanese) is shown when its line is complete.
+        if self.partial.width() > self.partial.chars().count() {
+            return String::new();
+        }
         let width = self.width().max(MIN_WIDTH);
         if self.partial.width() <= width {
             return String::new();

@@ -102,3 +102,50 @@ fn a_stream_is_rendered_a_complete_line_at_a_time() {
     assert_eq!(stream.push("| 1 | 2 |\n> quote"), "");
     assert_eq!(stream.finish(), "a │ b\n──┼──\n1 │ 2\n│ quote\n");
 }
+
+/// Issue 22, item 6: Chinese, written without spaces, was one "word" as wide as the paragraph
+/// and ran past the edge. It wraps between characters now, keeps closing punctuation on the line
+/// before and opening punctuation with what follows, and wrapped list items and quotes keep
+/// their indent and bar, as English does.
+#[test]
+fn wide_text_wraps_between_characters_and_keeps_punctuation_in_place() {
+    let text = "这是一个很长的中文句子，用来测试自动换行（在字符边界上）是否正确。";
+    let rendered = render_markdown_at(text, Look::Plain, 20);
+    for line in rendered.lines() {
+        assert!(line.width() <= 20, "{line:?} in {rendered:?}");
+        assert!(
+            !line.starts_with(['，', '。', '）']),
+            "a line starts with closing punctuation: {rendered:?}"
+        );
+        assert!(!line.ends_with('（'), "a line ends with opening punctuation: {rendered:?}");
+    }
+    assert_eq!(rendered.replace('\n', ""), text, "nothing lost or added");
+    assert_eq!(
+        render_markdown_at("- 列表项里的中文也要在宽度处换行并保持缩进", Look::Plain, 20),
+        "• 列表项里的中文也要\n  在宽度处换行并保持\n  缩进\n"
+    );
+    assert_eq!(
+        render_markdown_at("> 引用里的中文换行以后还有竖线在前面", Look::Plain, 20),
+        "│ 引用里的中文换行以\n│ 后还有竖线在前面\n"
+    );
+    // Mixed: a line may break between Chinese and a Latin word, never inside the word.
+    let mixed = render_markdown_at("运行 cargo test 之后再运行clippy检查代码", Look::Plain, 20);
+    assert!(mixed.lines().all(|line| line.width() <= 20) && mixed.contains("clippy"), "{mixed:?}");
+    // Streamed line by line, the same rows.
+    let mut stream = StreamRenderer::with_width(Look::Plain, 20);
+    let mut shown = String::new();
+    for piece in text.chars() {
+        shown.push_str(&stream.push(&piece.to_string()));
+    }
+    shown.push_str(&stream.push("\n"));
+    shown.push_str(&stream.finish());
+    assert_eq!(shown, rendered);
+}
+
+#[test]
+fn a_word_is_cut_only_where_a_line_may_break() {
+    assert_eq!(line_units("hello"), ["hello"]);
+    assert_eq!(line_units("中文abc"), ["中", "文", "abc"]);
+    assert_eq!(line_units("好，「对」。"), ["好，", "「对」。"]);
+    assert_eq!(line_units(""), [""]);
+}
