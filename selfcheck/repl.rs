@@ -112,3 +112,20 @@ fn ctrl_c_during_a_repl_turn_is_recorded_and_the_repl_goes_on() {
     // The mark the model reads next (an assistant message), then the fact, for --status.
     assert_eq!(run.journal_types(), ["session", "system", "user", "assistant", "interrupted"]);
 }
+
+/// Issue 22: `/stats` after `-c` or `-r` counted only this process, as if the session had just
+/// begun. It counts what the session's file recorded too, and says which part came before this
+/// run; times are this run's.
+#[test]
+fn stats_of_a_resumed_session_count_what_its_file_recorded() {
+    let first =
+        Test::new().args(["-p", "list"]).server(vec![call("list_files", json!({})), text("one file")]).run();
+    first.expect_code(0);
+    let resumed = Test::new().args(["-c"]).stdin("/stats\n").server(vec![]).run_in(first.workspace);
+    resumed.expect_code(0);
+    let stats = &resumed.stdout;
+    assert!(stats.contains("requests     2 (2 before this run)\n"), "{stats}");
+    assert!(stats.contains("tokens       20 prompt + 10 completion (20 + 10 before this run)\n"), "{stats}");
+    assert!(stats.contains("tool calls   1 (1 before this run)\n"), "{stats}");
+    assert!(stats.contains("model time") && stats.contains("s (this run)\nwall time"), "{stats}");
+}

@@ -1,13 +1,13 @@
 //! Showing what happens: [`Screen`] is the one place output goes, and [`TerminalObserver`]
 //! draws the loop's events on it — streamed text, tool lines, the spinner, notices.
 
-use super::markdown::{Look, render_markdown, terminal_width};
+use super::markdown::{Look, render_markdown};
 use super::sanitize::{sanitize, sanitize_command};
 use super::spinner::{Spinner, TOOL_LINE_OPEN};
 use super::streamed_markdown::StreamRenderer;
 use super::type_ahead::*;
 use crate::ch02_loop::{Error, Event, Observer, ToolCall, ToolOutput, ToolStatus, describe_call};
-use crate::text::{first_line, one_line};
+use crate::text::first_line;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -228,9 +228,10 @@ impl Observer for TerminalObserver {
                 // Cut to the width only where there is one: a log keeps the whole reason.
                 let reason = match self.screen.live {
                     true => {
-                        first_line(&sanitize(reason), terminal_width().saturating_sub(line.len() + 1).max(40))
+                        let width = super::markdown::terminal_width();
+                        first_line(&sanitize(reason), width.saturating_sub(line.len() + 1).max(40))
                     }
-                    false => one_line(&sanitize(reason)),
+                    false => crate::text::one_line(&sanitize(reason)),
                 };
                 self.screen.status(&format!("{line}{reason}\n"));
                 if self.waiting_for_model {

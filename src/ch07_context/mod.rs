@@ -51,7 +51,7 @@ pub use estimate::{
     estimate_message_tokens, estimate_messages_tokens, estimate_request_tokens, estimate_text_tokens,
 };
 pub use record::{CompactionRecord, CompactionState, SharedCompaction, apply_compaction};
-pub use stats::{SharedStats, Stats};
+pub use stats::{Recorded, SharedStats, Stats};
 pub use turns::ContextTurns;
 
 /// Chapter 7's command line: the context window, and the commands that show and shrink it.

@@ -3,6 +3,7 @@
 
 use super::estimate::*;
 use crate::ch02_loop::{Error, Event, Message, Observer, Reply, Usage};
+use crate::ch05_sessions::Body;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -27,9 +28,59 @@ pub struct Stats {
     /// Estimated tokens of the messages seen so far: the prompt estimate when `usage` is absent.
     history_tokens: u64,
     request_sent: Option<Instant>,
+    /// What the session's file says it used before this run (a resumed session), included above.
+    before: Recorded,
 }
 
 // ANCHOR_END: stats
+// ANCHOR: recorded
+/// What a session's file says it used: each reply and summary is a request, with the tokens
+/// the server counted (a reply recorded without a count adds a request but no tokens).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recorded {
+    pub requests: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Replies the file holds no token count for.
+    pub uncounted: u64,
+    pub tool_calls: u64,
+    pub compactions: u64,
+}
+
+impl Recorded {
+    /// Adds up the records of a session's file.
+    pub fn of<'a>(bodies: impl IntoIterator<Item = &'a Body>) -> Recorded {
+        let mut recorded = Recorded::default();
+        for body in bodies {
+            match body {
+                Body::Assistant { usage, .. } => {
+                    recorded.requests += 1;
+                    match usage {
+                        Some(usage) => recorded.add(usage.prompt_tokens, usage.completion_tokens),
+                        None => recorded.uncounted += 1,
+                    }
+                }
+                Body::Compaction { summary, .. } if !summary.is_empty() => {
+                    recorded.requests += 1;
+                    recorded.compactions += 1;
+                }
+                Body::Usage { prompt_tokens, completion_tokens } => {
+                    recorded.add(*prompt_tokens, *completion_tokens)
+                }
+                Body::ToolStarted { .. } => recorded.tool_calls += 1,
+                _ => {}
+            }
+        }
+        recorded
+    }
+
+    fn add(&mut self, prompt_tokens: u64, completion_tokens: u64) {
+        self.prompt_tokens += prompt_tokens;
+        self.completion_tokens += completion_tokens;
+    }
+}
+// ANCHOR_END: recorded
+
 impl Default for Stats {
     fn default() -> Self {
         Stats {
@@ -45,6 +96,7 @@ impl Default for Stats {
             started: Instant::now(),
             history_tokens: 0,
             request_sent: None,
+            before: Recorded::default(),
         }
     }
 }
@@ -52,6 +104,24 @@ impl Default for Stats {
 impl Stats {
     pub fn new() -> Self {
         Stats::default()
+    }
+
+    /// What the session's file recorded before this run (nothing for a new session).
+    pub fn before(&self) -> Recorded {
+        self.before
+    }
+
+    /// The stats of a resumed session: what its file recorded, then this run's.
+    pub fn continuing(before: Recorded) -> Self {
+        Stats {
+            requests: before.requests,
+            prompt_tokens: before.prompt_tokens,
+            completion_tokens: before.completion_tokens,
+            tool_calls: before.tool_calls,
+            compactions: before.compactions,
+            before,
+            ..Stats::default()
+        }
     }
 
     /// Adds a reply's tokens: the server's count when it sent one, an estimate otherwise.
@@ -130,19 +200,31 @@ impl fmt::Display for Stats {
             1 => " (1 was a compaction)".to_string(),
             n => format!(" ({n} were compactions)"),
         };
-        writeln!(f, "requests     {}{compactions}", self.requests)?;
+        // A resumed session counts what its file recorded too, and says so.
+        let before = self.before;
+        let resumed = before != Recorded::default();
+        let earlier =
+            |text: String| if resumed { format!(" ({text} before this run)") } else { String::new() };
+        let uncounted = match before.uncounted {
+            0 => String::new(),
+            n => format!("; {n} earlier {} no count", if n == 1 { "reply has" } else { "replies have" }),
+        };
+        writeln!(f, "requests     {}{compactions}{}", self.requests, earlier(before.requests.to_string()))?;
         writeln!(
             f,
-            "tokens       {} prompt + {} completion{estimated}",
-            self.prompt_tokens, self.completion_tokens
+            "tokens       {} prompt + {} completion{estimated}{}",
+            self.prompt_tokens,
+            self.completion_tokens,
+            earlier(format!("{} + {}{uncounted}", before.prompt_tokens, before.completion_tokens))
         )?;
         #[cfg(feature = "ch19")]
         if self.cache != Default::default() {
             writeln!(f, "cache        {} read + {} written", self.cache.read, self.cache.written)?;
         }
-        writeln!(f, "tool calls   {}", self.tool_calls)?;
-        writeln!(f, "model time   {}", human_duration(self.model_time))?;
-        write!(f, "wall time    {}", human_duration(self.started.elapsed()))
+        writeln!(f, "tool calls   {}{}", self.tool_calls, earlier(before.tool_calls.to_string()))?;
+        let this_run = if resumed { " (this run)" } else { "" };
+        writeln!(f, "model time   {}{this_run}", human_duration(self.model_time))?;
+        write!(f, "wall time    {}{this_run}", human_duration(self.started.elapsed()))
     }
 }
 
@@ -162,6 +244,16 @@ pub struct SharedStats(pub Arc<Mutex<Stats>>);
 impl SharedStats {
     pub fn snapshot(&self) -> Stats {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Starts counting again, from what the session's file recorded before this run; the
+    /// messages of `history` are what the next prompt is estimated from.
+    pub fn restart(&self, history: &[Message], before: Recorded) {
+        let mut stats = Stats::continuing(before);
+        for message in history {
+            let _ = stats.event(Event::Message(message));
+        }
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = stats;
     }
 }
 

@@ -24,7 +24,7 @@ pub use command_line::{ACKNOWLEDGE_UNKNOWN, STATUS, register};
 
 use crate::ch02_loop::{Error, Message, ToolCall, ToolStatus, describe_call, plural};
 use crate::ch05_sessions::{Append, Body, Origin, Record, replay};
-use crate::ch07_context::CompactionRecord;
+use crate::ch07_context::{CompactionRecord, Recorded};
 use crate::ch09_journal::{Journal, lock_holder_of};
 use crate::ch09_trust::{check_recorded_root, journal_root, remove_leftover_temps};
 use crate::text::{shorten, take_chars};
@@ -427,6 +427,8 @@ pub struct ResumePlan {
     pub compaction: Option<CompactionRecord>,
     /// What the user should hear: a torn last line cut off, temporary files removed.
     pub warning: Option<String>,
+    /// What the session used before this run, as its file says: `/stats` counts it too.
+    pub recorded: Recorded,
     /// The calls that did not end `ok`, as their `tool_finished` records say: the history
     /// keeps a result's text only, and chapter 19 marks these results `is_error`.
     #[cfg(feature = "ch19")]
@@ -489,6 +491,7 @@ pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<R
         history,
         compaction,
         warning: None,
+        recorded: Recorded::of(records.iter().map(|r| &r.body)),
     })
 }
 

@@ -133,6 +133,9 @@ pub struct Opened {
     pub history: Vec<Message>,
     #[cfg(feature = "ch07")]
     pub view: Option<mini_agent::ch07_context::CompactionRecord>,
+    /// What the session's file recorded before this run (`/stats` counts it too).
+    #[cfg(feature = "ch07")]
+    pub recorded: mini_agent::ch07_context::Recorded,
 }
 
 // ANCHOR: agent_start
@@ -175,7 +178,7 @@ impl Agent {
             history,
         };
         #[cfg(feature = "ch07")]
-        agent.start_counting(opened.view);
+        agent.start_counting(opened.view, opened.recorded);
         Ok(agent)
     }
     // ANCHOR_END: agent_start
@@ -236,7 +239,7 @@ impl Agent {
             self.skills_report = toolbox.skills_report;
         }
         #[cfg(feature = "ch07")]
-        self.start_counting(opened.view);
+        self.start_counting(opened.view, opened.recorded);
     }
 }
 
@@ -250,6 +253,8 @@ pub(super) fn new_session(store: &SessionStore, origin: &Origin, system: Message
         history: vec![system],
         #[cfg(feature = "ch07")]
         view: None,
+        #[cfg(feature = "ch07")]
+        recorded: Default::default(),
     })
 }
 

@@ -484,6 +484,8 @@ fn reopen(store: &SessionStore, settings: &Settings) -> Result<Option<app::Opene
         history,
         #[cfg(feature = "ch07")]
         view: None,
+        #[cfg(feature = "ch07")]
+        recorded: Default::default(),
     }))
 }
 

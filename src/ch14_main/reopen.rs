@@ -66,7 +66,12 @@ pub fn resumed(
 pub fn continue_session((journal, plan): (Journal, ResumePlan)) -> Opened {
     #[cfg(feature = "ch19")]
     mini_agent::ch19_anthropic::failures::remember(&plan.failed);
-    Opened { recorder: Recorder::new(journal), history: plan.history, view: plan.compaction }
+    Opened {
+        recorder: Recorder::new(journal),
+        history: plan.history,
+        view: plan.compaction,
+        recorded: plan.recorded,
+    }
 }
 // ANCHOR_END: opened
 

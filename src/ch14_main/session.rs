@@ -85,10 +85,14 @@ pub fn compacting(model: Box<dyn mini_agent::ch02_loop::Model>) -> Result<super:
 
 #[cfg(feature = "ch07")]
 impl Agent {
-    /// `/stats` counts the session from the moment it was opened (the history it holds
-    /// already is what the next prompt is estimated from); the compaction it had is restored.
-    pub(super) fn start_counting(&self, view: Option<mini_agent::ch07_context::CompactionRecord>) {
-        use mini_agent::ch02_loop::Event;
+    /// `/stats` counts the session from the moment it was opened, with what its file recorded
+    /// before (a resumed session); the history it holds already is what the next prompt is
+    /// estimated from; the compaction it had is restored.
+    pub(super) fn start_counting(
+        &self,
+        view: Option<mini_agent::ch07_context::CompactionRecord>,
+        recorded: mini_agent::ch07_context::Recorded,
+    ) {
         use std::sync::PoisonError;
         let shared = self.model.state();
         let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
@@ -96,11 +100,7 @@ impl Agent {
             Some(record) => state.restore(record),
             None => state.clear(),
         }
-        let mut stats = mini_agent::ch07_context::Stats::new();
-        for message in &self.history {
-            let _ = stats.event(Event::Message(message));
-        }
-        *self.config.stats.0.lock().unwrap_or_else(PoisonError::into_inner) = stats;
+        self.config.stats.restart(&self.history, recorded);
     }
 
     fn compact(&mut self) -> Result<String, Error> {
@@ -114,7 +114,10 @@ impl Agent {
                 record.tokens_before,
                 record.tokens_after
             )),
-            None => Ok("nothing to compact: the conversation is too short for a summary to make it smaller".into()),
+            None => {
+                Ok("nothing to compact: the conversation is too short for a summary to make it smaller"
+                    .into())
+            }
         }
     }
 
