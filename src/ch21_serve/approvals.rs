@@ -31,6 +31,7 @@ pub struct Desk {
 }
 
 impl Desk {
+    // ANCHOR: desk
     /// Puts the question up and waits for an answer, or for `give_up` to say the turn is
     /// over (`None`).
     pub fn ask(&self, request: ApprovalRequest, give_up: impl Fn() -> bool) -> Option<Decision> {
@@ -46,6 +47,7 @@ impl Desk {
                 self.answered.wait_timeout(waiting, CHECK_EVERY).unwrap_or_else(PoisonError::into_inner).0;
         }
     }
+    // ANCHOR_END: desk
 
     /// Answers the question about `call_id`; a 404 if no turn is waiting on it (answered
     /// already, or never asked).

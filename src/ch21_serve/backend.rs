@@ -16,6 +16,7 @@ use super::response::Refusal;
 use super::turns::Turn;
 use serde_json::Value;
 
+// ANCHOR: backend
 /// What the service asks of the agent. Every method may be called from many threads at once,
 /// for different sessions; `run_turn` is never called twice at once for one session.
 pub trait Backend: Send + Sync + 'static {
@@ -51,6 +52,7 @@ pub trait Backend: Send + Sync + 'static {
     /// Puts a task back to pending (`mini-agent tasks reset ID`) and returns it.
     fn reset_task(&self, id: &str) -> Result<Value, Refusal>;
 }
+// ANCHOR_END: backend
 
 /// How a turn ended, as `-p` ends: the exit code (0 completed, 1 failed, 2 turn limit, 130
 /// interrupted), the final answer of a completed turn, and the one-line reason otherwise.

@@ -17,6 +17,7 @@ const PAGE: &str = include_str!("console/page.html");
 const STYLE: &str = include_str!("console/console.css");
 const SCRIPT: &str = include_str!("console/console.js");
 
+// ANCHOR: console
 /// The page and the policy that goes with it.
 pub struct Console {
     html: Vec<u8>,
@@ -47,6 +48,7 @@ impl Console {
         .with_header("X-Frame-Options", "DENY")
     }
 }
+// ANCHOR_END: console
 
 impl Default for Console {
     fn default() -> Console {

@@ -66,6 +66,7 @@ pub struct Hub {
 }
 
 impl Hub {
+    // ANCHOR: push
     /// Appends an event (an object with a `"type"`), numbered under the lock so that numbers
     /// grow in the order of the log, and wakes every reader.
     pub fn push(&self, sequence: &Sequence, turn: u64, event: &Value) -> u64 {
@@ -86,6 +87,7 @@ impl Hub {
         self.appended.notify_all();
         seq
     }
+    // ANCHOR_END: push
 
     /// The events numbered after `seq`. A `seq` from the future (an earlier run of the
     /// service) reads as "from the start". `missed` counts the events dropped that the reader

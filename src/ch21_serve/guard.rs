@@ -74,6 +74,7 @@ impl std::fmt::Debug for Token {
     }
 }
 
+// ANCHOR: bind_policy
 /// Refuses to listen where other machines can connect unless the user chose the token.
 pub fn check_bind(address: IpAddr, token: &Token) -> Result<(), String> {
     if address.is_loopback() || !token.generated {
@@ -85,6 +86,7 @@ pub fn check_bind(address: IpAddr, token: &Token) -> Result<(), String> {
          you give to its users, or serve on 127.0.0.1"
     ))
 }
+// ANCHOR_END: bind_policy
 
 /// The checks, made once per request head.
 pub struct Guard {
@@ -102,6 +104,7 @@ impl Guard {
         Ok(Guard { key, expected, hosts: accepted_hosts(bound) })
     }
 
+    // ANCHOR: check
     /// Host first (a rebinding page learns nothing, not even whether its token was right),
     /// then Origin, then the token.
     pub fn check(&self, head: &Head) -> Result<(), Refusal> {
@@ -133,6 +136,7 @@ impl Guard {
             )),
         }
     }
+    // ANCHOR_END: check
 }
 
 fn bearer(head: &Head) -> Option<String> {

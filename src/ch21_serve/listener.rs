@@ -33,6 +33,7 @@ const DRAIN: Duration = Duration::from_secs(2);
 /// The most a refused connection is read for, at most.
 const DRAIN_BYTES: usize = 2 * 1024 * 1024;
 
+// ANCHOR: limits
 /// The bounds on clients that have not finished their request.
 #[derive(Clone, Debug)]
 pub struct Limits {
@@ -41,6 +42,7 @@ pub struct Limits {
     /// A connection must deliver its whole request within this time of being accepted.
     pub request_deadline: Duration,
 }
+// ANCHOR_END: limits
 
 impl Default for Limits {
     /// Half the file descriptors this process may open (the rest are for sessions, journals
@@ -114,6 +116,8 @@ impl Listener {
         Ok((listener, Waker(waker)))
     }
 
+    // ANCHOR: listener
+    /// Waits for bytes on any connection (or a new one), reads them, and hands on what is whole.
     pub fn run(mut self, stopping: &AtomicBool, dispatch: &Dispatch) {
         while !stopping.load(Ordering::SeqCst) {
             let accepting = self.paused_until.is_none_or(|until| Instant::now() >= until);
@@ -142,6 +146,7 @@ impl Listener {
             }
         }
     }
+    // ANCHOR_END: listener
 
     /// Until the nearest deadline, at most a second.
     fn timeout_ms(&self) -> i32 {
@@ -247,6 +252,7 @@ impl Listener {
     }
 }
 
+// ANCHOR: advance
 /// After new bytes: the head, once whole, is parsed and judged by the guard; the request,
 /// once its body is whole, is handed on.
 fn advance(pending: &mut Pending, guard: &Guard) -> Step {
@@ -272,6 +278,7 @@ fn advance(pending: &mut Pending, guard: &Guard) -> Step {
     }
     Step::Dispatch(Request { head: head.clone(), body: pending.buffer[*start..end].to_vec() })
 }
+// ANCHOR_END: advance
 
 /// Answers a refused request from this thread (a small answer fits the socket's buffer, so
 /// the write does not wait), then reads what the client still sends until it is done.

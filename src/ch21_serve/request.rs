@@ -65,6 +65,7 @@ impl Head {
     }
 }
 
+// ANCHOR: parse_head
 /// Where a connection's bytes stand.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Progress {
@@ -111,6 +112,7 @@ pub fn parse_head(buffer: &[u8], searched: usize) -> Result<Progress, Refusal> {
     head.body_length = body_length(&head)?;
     Ok(Progress::Head(head, end + 4))
 }
+// ANCHOR_END: parse_head
 
 fn request_line(line: &str) -> Result<(&str, &str), Refusal> {
     let bad = || Refusal::new(400, "the request line is not `METHOD /path HTTP/1.1`");
@@ -145,6 +147,7 @@ fn header_line(line: &str) -> Result<(String, String), Refusal> {
     Ok((name.to_ascii_lowercase(), value.trim().to_string()))
 }
 
+// ANCHOR: body_length
 /// How long the body is: `Content-Length`, once, at most [`MAX_BODY_BYTES`]; never chunked.
 fn body_length(head: &Head) -> Result<usize, Refusal> {
     if head.has_header("transfer-encoding") {
@@ -165,6 +168,7 @@ fn body_length(head: &Head) -> Result<usize, Refusal> {
     }
     Ok(length as usize)
 }
+// ANCHOR_END: body_length
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|window| window == needle)

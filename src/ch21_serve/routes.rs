@@ -9,6 +9,7 @@
 use super::request::percent_decode;
 use super::response::Refusal;
 
+// ANCHOR: routes
 /// A request's destination.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
@@ -53,6 +54,7 @@ pub fn route(path: &str) -> Result<(Route, &'static [&'static str]), Refusal> {
         _ => return Err(not_found()),
     })
 }
+// ANCHOR_END: routes
 
 /// The route of a request with `method`, or the 404 or 405 that says why there is none.
 pub fn resolve(method: &str, path: &str) -> Result<Route, Refusal> {

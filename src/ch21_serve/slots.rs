@@ -33,6 +33,7 @@ impl Slots {
         Slots { capacity: capacity.max(1), line: Mutex::default(), changed: Condvar::new() }
     }
 
+    // ANCHOR: slots
     /// Takes a slot, waiting in line if none is free (`on_wait` is called once, then), until
     /// `give_up` says the turn is over: `false` then, and no slot is held.
     pub fn acquire(&self, on_wait: impl FnOnce(usize), give_up: impl Fn() -> bool) -> bool {
@@ -62,6 +63,7 @@ impl Slots {
             line = self.changed.wait_timeout(line, CHECK_EVERY).unwrap_or_else(PoisonError::into_inner).0;
         }
     }
+    // ANCHOR_END: slots
 
     pub fn release(&self) {
         let mut line = self.line.lock().unwrap_or_else(PoisonError::into_inner);

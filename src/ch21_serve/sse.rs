@@ -39,11 +39,14 @@ pub enum Until {
     Idle,
 }
 
+// ANCHOR: event_text
 /// One event on the wire.
 pub fn event_text(event: &Stored) -> String {
     format!("id: {}\nevent: {}\ndata: {}\n\n", event.seq, event.kind, event.data)
 }
+// ANCHOR_END: event_text
 
+// ANCHOR: stream
 /// Sends the session's events numbered after `after` to `out`, then the new ones as they
 /// come, until `until` says the stream is done, the reader leaves, or the service stops.
 pub fn stream(out: &mut impl Write, live: &Live, shared: &Shared, after: u64, until: &Until) {
@@ -96,3 +99,4 @@ pub fn stream(out: &mut impl Write, live: &Live, shared: &Shared, after: u64, un
         }
     }
 }
+// ANCHOR_END: stream

@@ -152,6 +152,7 @@ impl Live {
         }
     }
 
+    // ANCHOR: enqueue
     /// Queues `message` as the session's next turn; starts the session's worker if it has
     /// none. Returns the turn's number and where its end will be told.
     pub fn enqueue(
@@ -192,6 +193,7 @@ impl Live {
         }
         Ok((number, ending))
     }
+    // ANCHOR_END: enqueue
 
     /// Cancels the running turn (as Ctrl+C does) and every message queued behind it.
     /// Returns how many turns were cancelled.
@@ -217,6 +219,7 @@ fn worker_gone(shared: &Shared) {
     shared.workers_done.notify_all();
 }
 
+// ANCHOR: work
 /// A session's worker: its queued messages, one turn at a time, until none is left. The next
 /// turn is taken before this one's end is told, so a client that hears "done" finds the
 /// session idle (or busy with the next message), never still busy with this one.
@@ -231,6 +234,7 @@ fn work(live: &Arc<Live>, shared: &Arc<Shared>) {
     live.hub.wake();
     worker_gone(shared);
 }
+// ANCHOR_END: work
 
 /// The next queued message, made the current turn; with none, the worker is done.
 fn take_next(live: &Live) -> Option<Queued> {
@@ -309,6 +313,7 @@ impl Turn {
         self.0.cancel.clone()
     }
 
+    // ANCHOR: ask
     /// Asks a person about a call: the question goes on the session's desk and in its events,
     /// and the turn gives its run slot back until the answer comes. A cancelled turn is
     /// denied.
@@ -328,6 +333,7 @@ impl Turn {
             _ => Decision::Deny("the turn was cancelled before anyone answered".into()),
         }
     }
+    // ANCHOR_END: ask
 
     fn take_slot(&self) -> bool {
         let capacity = self.0.shared.slots.capacity();
