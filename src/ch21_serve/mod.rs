@@ -18,6 +18,7 @@
 //! * [`backend`] — the seam: what the service needs from the agent.
 //! * [`turns`], [`slots`], [`approvals`] — queues, run slots, and questions waiting for a person.
 //! * [`events`], [`sse`] — the events kept per session, and the stream that sends them.
+//! * [`transcript`] — a journal as the events a console draws.
 //! * [`console`] — the page.
 
 pub mod api;
@@ -34,6 +35,7 @@ pub mod slots;
 pub mod sse;
 #[cfg(test)]
 mod tests;
+pub mod transcript;
 pub mod turns;
 
 pub use backend::{ApprovalRequest, Backend, Decision, TurnEnd};

@@ -875,3 +875,32 @@ fn slots_serve_their_waiters_in_order() {
     assert!(!slots.acquire(|_| {}, || true));
     assert_eq!(slots.counts(), (1, 0));
 }
+
+#[test]
+fn a_journal_reads_as_the_events_a_live_turn_sends() {
+    use crate::ch02_loop::{ToolCall, ToolStatus};
+    use crate::ch05_sessions::{Body, Record};
+    let record = |body| Record { seq: 0, ts: String::new(), body };
+    let call = ToolCall { id: "c1".into(), name: "bash".into(), arguments: r#"{"command":"ls"}"#.into() };
+    let records = vec![
+        record(Body::System { content: "you are".into() }),
+        record(Body::User { content: "list".into() }),
+        record(Body::Assistant { content: Some(String::new()), tool_calls: vec![call.clone()], usage: None }),
+        record(Body::ToolStarted { id: "c1".into(), name: "bash".into(), arguments: call.arguments.clone() }),
+        record(Body::ToolFinished { id: "c1".into(), status: ToolStatus::Ok, content: "x".repeat(20_000) }),
+        record(Body::Assistant { content: Some("done".into()), tool_calls: vec![], usage: None }),
+        record(Body::Interrupted {}),
+    ];
+    let shown = transcript::transcript(&records);
+    let events = shown["transcript"].as_array().unwrap();
+    let types: Vec<&str> = events.iter().map(|event| event["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["user", "assistant", "tool_started", "tool_finished", "assistant", "notice"]);
+    assert_eq!(events[1]["text"], Value::Null);
+    assert_eq!(events[3]["name"], "bash");
+    let content = events[3]["content"].as_str().unwrap();
+    assert!(content.len() < 7_000 && content.contains("characters not shown"), "{}", content.len());
+    assert_eq!(shown["omitted"], 0);
+    let many: Vec<Record> =
+        (0..transcript::MAX_EVENTS + 5).map(|_| record(Body::User { content: "hi".into() })).collect();
+    assert_eq!(transcript::transcript(&many)["omitted"], 5);
+}
