@@ -329,6 +329,13 @@ struct Described {
 }
 // ANCHOR_END: describe
 
+/// The question about `call`, whole, as a person is asked it: for a host that shows it in a
+/// page of its own rather than at a terminal (chapter 21).
+#[cfg(feature = "ch21")]
+pub fn question(call: &ToolCall) -> String {
+    describe(call).whole
+}
+
 // ANCHOR: describe_call
 /// What the user is asked about: the command, or the file and the size of the change. Every
 /// piece the model wrote goes through chapter 4's sanitiser, so a `\r` or an escape sequence
@@ -398,6 +405,10 @@ pub enum Asker {
     Tty,
     /// The REPL: ask through the queue that reads lines during a turn.
     TypeAhead(TypeAhead),
+    /// A host with a way of its own (chapter 21's service asks over HTTP): it makes each
+    /// gate's prompter.
+    #[cfg(feature = "ch21")]
+    Host(std::sync::Arc<dyn Fn() -> Box<dyn Prompter> + Send + Sync>),
 }
 
 /// This chapter's layer: `tools` behind a gate that grants what the flags granted and asks
@@ -407,6 +418,8 @@ pub fn gate<T: Guarded>(tools: T, settings: &Settings, asker: &Asker) -> Gate<T>
         Asker::Nobody => None,
         Asker::Tty => TerminalPrompter::open_tty().map(|tty| Box::new(tty) as Box<dyn Prompter>),
         Asker::TypeAhead(queue) => Some(Box::new(TypeAheadPrompter(queue.clone()))),
+        #[cfg(feature = "ch21")]
+        Asker::Host(prompter) => Some(prompter()),
     };
     Gate::new(tools, granted(settings), prompter)
 }

@@ -145,6 +145,10 @@ fn append(history: &mut Vec<Message>, observer: &mut dyn Observer, message: Mess
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 pub fn interrupted() -> bool {
+    #[cfg(feature = "ch21")]
+    if turn_flag_raised() {
+        return true;
+    }
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
@@ -156,6 +160,36 @@ fn check_interrupt() -> Result<(), Error> {
     if interrupted() { Err(Error::Interrupted) } else { Ok(()) }
 }
 // ANCHOR_END: interrupt
+
+// ANCHOR: turn_flag
+// Chapter 21: a service runs many turns at once, each on a thread of its own. Ctrl+C stops
+// them all; a turn's own flag, set for the thread that runs it, stops one.
+#[cfg(feature = "ch21")]
+thread_local! {
+    static TURN_FLAG: std::cell::RefCell<Option<std::sync::Arc<AtomicBool>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `work` with `flag` as this thread's turn flag: everything that polls [`interrupted`]
+/// on this thread (the loop, a running `bash`, a model request) sees it once it is set.
+#[cfg(feature = "ch21")]
+pub fn with_turn_flag<T>(flag: std::sync::Arc<AtomicBool>, work: impl FnOnce() -> T) -> T {
+    /// Puts the thread's previous flag back, also when `work` panics.
+    struct Restore(Option<std::sync::Arc<AtomicBool>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            TURN_FLAG.with(|slot| *slot.borrow_mut() = self.0.take());
+        }
+    }
+    let _restore = Restore(TURN_FLAG.with(|slot| slot.replace(Some(flag))));
+    work()
+}
+
+#[cfg(feature = "ch21")]
+fn turn_flag_raised() -> bool {
+    TURN_FLAG.with(|slot| slot.borrow().as_ref().is_some_and(|flag| flag.load(Ordering::SeqCst)))
+}
+// ANCHOR_END: turn_flag
 
 /// Test doubles of the seams, shared by every chapter's tests.
 #[cfg(test)]

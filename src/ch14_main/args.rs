@@ -102,6 +102,43 @@ pub fn parse_flags(
 }
 // ANCHOR_END: parse_flags
 
+/// The flags of subcommand `command` (`"tasks run"`, `"serve"`) out of `words`, and the words
+/// left for the agent's own parser (a subcommand that runs the agent takes its flags too).
+pub fn split_flags(
+    words: &[String],
+    command: &str,
+    registry: &Registry,
+) -> Result<(Settings, Vec<String>), String> {
+    let mut own = Settings::default();
+    let mut rest = Vec::new();
+    let mut words = words.iter();
+    while let Some(word) = words.next() {
+        let (typed, inline) = split_inline_value(word);
+        let Some(flag) = registry.flags.iter().find(|flag| flag.command == command && named(flag, typed))
+        else {
+            rest.push(word.clone());
+            continue;
+        };
+        let mut value = || -> Result<String, String> {
+            match inline {
+                Some(value) => Ok(value.to_string()),
+                None => words.next().cloned().ok_or(format!("{typed} needs a value")),
+            }
+        };
+        let value = match flag.takes {
+            Takes::Nothing if inline.is_some() => return Err(format!("{typed} takes no value")),
+            Takes::Nothing => None,
+            _ if own.has(flag) => return Err(format!("{} was given twice; give it once", flag.long)),
+            Takes::Text(_) => Some(value()?),
+            Takes::NonEmpty(_) => Some(non_empty(typed, value()?)?),
+            Takes::Count(_, max) => Some(count(typed, value()?, max)?),
+            Takes::OneOf(_, names) => Some(one_of(typed, value()?, names)?),
+        };
+        own.set(flag, value);
+    }
+    Ok((own, rest))
+}
+
 /// `--model` or its one-letter form `-m`.
 fn named(flag: &Flag, typed: &str) -> bool {
     typed == flag.long

@@ -46,10 +46,7 @@ impl JsonEvents {
     }
 
     pub fn session(&self, id: &str, root: &str, origin: &Origin, resumed: bool) {
-        self.emit(json!({
-            "type": "session", "id": id, "root": root, "model": origin.model, "api": origin.api,
-            "endpoint": origin.endpoint, "resumed": resumed,
-        }));
+        self.emit(session_event(id, root, origin, resumed));
     }
 
     pub fn final_answer(&self, answer: &str) {
@@ -103,41 +100,60 @@ pub fn one_shot(mut agent: Agent, task: String, settings: &Settings) -> Result<u
     }
 }
 
-// ANCHOR: events
+/// The `session` event that opens a task's events (and, in chapter 21's service, each turn's).
+pub fn session_event(
+    id: &str,
+    root: &(impl AsRef<std::path::Path> + ?Sized),
+    origin: &Origin,
+    resumed: bool,
+) -> Value {
+    json!({
+        "type": "session", "id": id, "root": root.as_ref().display().to_string(), "model": origin.model,
+        "api": origin.api, "endpoint": origin.endpoint, "resumed": resumed,
+    })
+}
+
 impl Observer for JsonEvents {
     fn event(&mut self, event: Event) -> Result<(), Error> {
-        let line = match event {
-            Event::Request { messages } => json!({"type": "request", "messages": messages}),
-            // No text is `null`, whether the server sent `""`, `null` or (streaming) nothing.
-            Event::Reply(reply) => json!({
-                "type": "assistant",
-                "text": reply.content.as_deref().filter(|text| !text.is_empty()),
-                "tool_calls": reply.tool_calls,
-            }),
-            Event::ToolStarted(call) => json!({
-                "type": "tool_started", "id": call.id, "name": call.name, "arguments": call.arguments,
-            }),
-            Event::ToolFinished(call, output) => json!({
-                "type": "tool_finished", "id": call.id, "name": call.name,
-                "status": output.status, "content": output.content,
-            }),
-            // ANCHOR_END: events
-            // ANCHOR: events_notes
-            Event::Retry { attempt, wait_ms, reason } => {
-                json!({"type": "retry", "attempt": attempt, "wait_ms": wait_ms, "reason": reason})
-            }
-            Event::Compaction { summary, replaced, elided, tokens_before, tokens_after, .. } => json!({
-                "type": "compaction", "replaced": replaced, "elided": elided, "tokens_before": tokens_before,
-                "tokens_after": tokens_after, "summary": summary,
-            }),
-            // Notices keep the one `notice` type, with a kind, in the contract.
-            Event::Warning(text) => json!({"type": "notice", "kind": "warning", "text": text}),
-            Event::Partial(text) => json!({"type": "notice", "kind": "partial", "text": text}),
-            // Messages repeat what the events above said; deltas are for eyes, not programs.
-            Event::Message(_) | Event::TextDelta(_) => return Ok(()),
-        };
-        self.emit(line);
+        if let Some(line) = event_json(event) {
+            self.emit(line);
+        }
         Ok(())
     }
+}
+
+// ANCHOR: events
+/// An event as `--json` prints it; `None` for those it leaves out.
+pub fn event_json(event: Event) -> Option<Value> {
+    Some(match event {
+        Event::Request { messages } => json!({"type": "request", "messages": messages}),
+        // No text is `null`, whether the server sent `""`, `null` or (streaming) nothing.
+        Event::Reply(reply) => json!({
+            "type": "assistant",
+            "text": reply.content.as_deref().filter(|text| !text.is_empty()),
+            "tool_calls": reply.tool_calls,
+        }),
+        Event::ToolStarted(call) => json!({
+            "type": "tool_started", "id": call.id, "name": call.name, "arguments": call.arguments,
+        }),
+        Event::ToolFinished(call, output) => json!({
+            "type": "tool_finished", "id": call.id, "name": call.name,
+            "status": output.status, "content": output.content,
+        }),
+        // ANCHOR_END: events
+        // ANCHOR: events_notes
+        Event::Retry { attempt, wait_ms, reason } => {
+            json!({"type": "retry", "attempt": attempt, "wait_ms": wait_ms, "reason": reason})
+        }
+        Event::Compaction { summary, replaced, elided, tokens_before, tokens_after, .. } => json!({
+            "type": "compaction", "replaced": replaced, "elided": elided, "tokens_before": tokens_before,
+            "tokens_after": tokens_after, "summary": summary,
+        }),
+        // Notices keep the one `notice` type, with a kind, in the contract.
+        Event::Warning(text) => json!({"type": "notice", "kind": "warning", "text": text}),
+        Event::Partial(text) => json!({"type": "notice", "kind": "partial", "text": text}),
+        // Messages repeat what the events above said; deltas are for eyes, not programs.
+        Event::Message(_) | Event::TextDelta(_) => return None,
+    })
 }
 // ANCHOR_END: events_notes

@@ -28,6 +28,8 @@ mod registry;
 mod reopen;
 #[cfg(feature = "ch04")]
 mod repl;
+#[cfg(feature = "ch21")]
+mod serve;
 #[cfg(feature = "ch04")]
 mod session;
 #[cfg(feature = "ch05")]
@@ -147,6 +149,8 @@ fn run(words: &[String], registry: &'static Registry, keys: &Keys) -> Result<u8,
         Command::Sub("sessions", words) => sessions_table::sessions(&words, registry),
         #[cfg(feature = "ch15")]
         Command::Sub("tasks", words) => tasks::main(&words, registry, keys),
+        #[cfg(feature = "ch21")]
+        Command::Sub("serve", words) => serve::main(&words, registry, keys),
         Command::Sub(name, _) => Err(Error::Usage(format!("mini-agent {name} is not in this state"))),
         Command::Agent(settings) => agent_with_events(&settings, registry, keys),
     }

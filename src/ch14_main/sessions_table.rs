@@ -52,7 +52,7 @@ pub fn sessions_table(store: &SessionStore, current: Option<&str>) -> Result<Str
 
 /// Where a session stopped, in one word (chapter 10 has the whole story).
 #[cfg(feature = "ch10")]
-fn state_word(path: &std::path::Path) -> &'static str {
+pub(super) fn state_word(path: &std::path::Path) -> &'static str {
     let Ok(status) = status_of(path) else { return "unreadable" };
     // Another mini-agent is running it; this process's own session shows its state.
     if status.in_use_by.is_some_and(|pid| pid != std::process::id()) {

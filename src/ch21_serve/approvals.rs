@@ -75,6 +75,15 @@ impl Desk {
             .collect()
     }
 
+    /// Whether a question about `call_id` is up already.
+    pub fn waits_on(&self, call_id: &str) -> bool {
+        self.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|entry| entry.request.call_id == call_id)
+    }
+
     pub fn len(&self) -> usize {
         self.list().len()
     }

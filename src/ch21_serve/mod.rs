@@ -16,6 +16,7 @@
 //! * [`listener`] — accept and read without ever waiting on one client.
 //! * [`routes`], [`api`] — the URL table and the handlers.
 //! * [`backend`] — the seam: what the service needs from the agent.
+//! * [`command_line`] — `serve`'s flags and its token variable.
 //! * [`turns`], [`slots`], [`approvals`] — queues, run slots, and questions waiting for a person.
 //! * [`events`], [`sse`] — the events kept per session, and the stream that sends them.
 //! * [`transcript`] — a journal as the events a console draws.
@@ -24,6 +25,7 @@
 pub mod api;
 pub mod approvals;
 pub mod backend;
+pub mod command_line;
 pub mod console;
 pub mod events;
 pub mod guard;
@@ -39,6 +41,7 @@ pub mod transcript;
 pub mod turns;
 
 pub use backend::{ApprovalRequest, Backend, Decision, TurnEnd};
+pub use command_line::register;
 pub use guard::{TOKEN_VARIABLE, Token};
 pub use listener::Limits;
 pub use response::Refusal;
@@ -58,6 +61,8 @@ use turns::{Live, Shared};
 pub const MAX_HANDLERS: usize = 256;
 /// Idle sessions whose recent events are kept for a late stream; older ones forget theirs.
 pub const KEEP_IDLE_LOGS: usize = 16;
+/// How long [`Server::wait`] lets the last answers be written.
+const DRAIN_ANSWERS: Duration = Duration::from_secs(3);
 /// A reader that takes longer than this to accept bytes is dropped.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -185,6 +190,12 @@ impl Server {
             let _ = thread.join();
         }
         self.service.shared.wait_for_workers();
+        // The answers of the turns that just ended are being written; a client that does not
+        // read its answer is not waited for long.
+        let deadline = std::time::Instant::now() + DRAIN_ANSWERS;
+        while self.service.handlers.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 

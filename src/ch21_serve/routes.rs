@@ -37,7 +37,7 @@ pub fn route(path: &str) -> Result<(Route, &'static [&'static str]), Refusal> {
             .collect::<Result<_, _>>()?,
     };
     let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
-    let id = |text: &str| checked_id(text).ok_or_else(not_found);
+    let id = |text: &str| plain_id(text).ok_or_else(not_found);
     Ok(match pieces.as_slice() {
         [] => (Route::Console, &["GET"]),
         ["healthz"] => (Route::Health, &["GET"]),
@@ -73,7 +73,7 @@ pub fn allowed(path: &str) -> Option<String> {
 
 /// Ids are short and plain: letters, digits, `-`, `_`, `.`, `:` (tool call ids from some
 /// servers have them), not starting with a dot.
-fn checked_id(text: &str) -> Option<String> {
+pub fn plain_id(text: &str) -> Option<String> {
     let plain = |c: char| c.is_ascii_alphanumeric() || "-_.:".contains(c);
     (!text.is_empty() && text.len() <= 128 && !text.starts_with('.') && text.chars().all(plain))
         .then(|| text.to_string())

@@ -98,9 +98,9 @@ impl Backend for Fake {
         turn.emit(json!({"type": "request", "messages": 2}));
         let words: Vec<&str> = message.split(' ').collect();
         match words.as_slice() {
-            ["ask"] => {
+            ["ask", ..] => {
                 let request = ApprovalRequest {
-                    call_id: "call_1".into(),
+                    call_id: words.get(1).map_or("call_1", |id| id).into(),
                     tool: "bash".into(),
                     question: "bash wants to run: ls".into(),
                     diff: None,
@@ -903,4 +903,24 @@ fn a_journal_reads_as_the_events_a_live_turn_sends() {
     let many: Vec<Record> =
         (0..transcript::MAX_EVENTS + 5).map(|_| record(Body::User { content: "hi".into() })).collect();
     assert_eq!(transcript::transcript(&many)["omitted"], 5);
+}
+
+#[test]
+fn a_call_id_a_url_cannot_carry_gets_a_name_of_the_service() {
+    let (fake, started) = Fake::new();
+    let server = server(&fake);
+    let id = new_session(&server);
+    let address = server.address();
+    let path = format!("/sessions/{id}/messages");
+    let asking = std::thread::spawn(move || {
+        request(address, "POST", &path, Some(&json!({"message": "ask ../x"})), "")
+    });
+    started.recv().unwrap();
+    until("the call waits for approval", || activity(&server, &id).0 == "approval");
+    let listed = call(&server, "GET", &format!("/sessions/{id}/approvals"), None).1;
+    let call_id = listed["approvals"][0]["call_id"].as_str().unwrap().to_string();
+    assert!(call_id.starts_with("approval-"), "{listed}");
+    let answer = json!({"decision": "allow"});
+    assert_eq!(call(&server, "POST", &format!("/sessions/{id}/approvals/{call_id}"), Some(answer)).0, 200);
+    assert!(asking.join().unwrap().2.contains("\"allowed\""));
 }

@@ -317,7 +317,13 @@ impl Turn {
     /// Asks a person about a call: the question goes on the session's desk and in its events,
     /// and the turn gives its run slot back until the answer comes. A cancelled turn is
     /// denied.
-    pub fn ask(&self, request: ApprovalRequest) -> Decision {
+    pub fn ask(&self, mut request: ApprovalRequest) -> Decision {
+        // The id names the approval in a URL: one a model made up that a URL cannot carry (or
+        // that waits already) gets a name of the service's own.
+        if super::routes::plain_id(&request.call_id).is_none() || self.0.live.desk.waits_on(&request.call_id)
+        {
+            request.call_id = format!("approval-{}", self.0.shared.sequence.last() + 1);
+        }
         let mut event = super::approvals::describe(&request);
         event["type"] = json!("approval");
         self.emit(event);

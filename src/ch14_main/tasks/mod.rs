@@ -91,7 +91,10 @@ fn tasks_path(root: Option<&Path>, file: Option<&Path>) -> Result<(PathBuf, Path
     Ok((root, path))
 }
 
-fn add((root, path): &(PathBuf, PathBuf), mut task: Task) -> Result<u8, Error> {
+/// Adds `task` to the list at `path` (a new id if it has none) and returns its id. The person
+/// who asked for it (at the terminal, or over HTTP with the service's token) approved its
+/// verify command by asking (chapter 16).
+pub(super) fn add_task(root: &Path, path: &Path, mut task: Task) -> Result<String, Error> {
     if *path == root.join(DEFAULT_TASKS_FILE) {
         let dir = root.join(".mini_agent");
         std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
@@ -113,7 +116,6 @@ fn add((root, path): &(PathBuf, PathBuf), mut task: Task) -> Result<u8, Error> {
         file.tasks.push(task.clone());
         Ok(id)
     })?;
-    // The person typed this command: it needs no second approval (chapter 16).
     #[cfg(feature = "ch16")]
     if let Some(command) = &task.verify_command {
         let store = mini_agent::ch16_hooks::approval::ApprovalStore::user();
@@ -121,7 +123,13 @@ fn add((root, path): &(PathBuf, PathBuf), mut task: Task) -> Result<u8, Error> {
             eprintln!("mini-agent: warning: the verify command's approval could not be remembered: {error}");
         }
     }
-    if task.verify_command.is_none() {
+    Ok(id)
+}
+
+fn add((root, path): &(PathBuf, PathBuf), task: Task) -> Result<u8, Error> {
+    let verified = task.verify_command.is_some();
+    let id = add_task(root, path, task)?;
+    if !verified {
         say(&format!(
             "mini-agent: warning: task {id} has no --verify command, so it passes as soon as an attempt \
              ends, whether or not anything was done; give it one in {} (\"verify_command\")",
@@ -129,6 +137,25 @@ fn add((root, path): &(PathBuf, PathBuf), mut task: Task) -> Result<u8, Error> {
         ));
     }
     print_stdout(&format!("added task {id}\n"))
+}
+
+/// A task from the service's `{"name", "verify"?, "description"?, "priority"?}` (chapter 21).
+#[cfg(feature = "ch21")]
+pub(super) fn task_from_json(request: &serde_json::Value) -> Result<Task, String> {
+    let text = |key: &str| match &request[key] {
+        serde_json::Value::Null => Ok(None),
+        serde_json::Value::String(text) => Ok(Some(text.trim().to_string())),
+        _ => Err(format!("\"{key}\" must be a string")),
+    };
+    let name = text("name")?.filter(|name| !name.is_empty()).ok_or("a task needs a \"name\": what to do")?;
+    let mut task = Task::new(String::new(), name);
+    task.verify_command = text("verify")?.filter(|command| !command.is_empty());
+    task.description = text("description")?.unwrap_or_default();
+    task.priority = match &request["priority"] {
+        serde_json::Value::Null => 0,
+        value => value.as_i64().ok_or("\"priority\" must be a whole number")?,
+    };
+    Ok(task)
 }
 
 fn list((_, path): &(PathBuf, PathBuf)) -> Result<u8, Error> {
@@ -244,6 +271,12 @@ fn show((root, path): &(PathBuf, PathBuf), id: &str) -> Result<u8, Error> {
 }
 
 fn reset((_, path): &(PathBuf, PathBuf), id: &str) -> Result<u8, Error> {
+    reset_task(path, id)?;
+    print_stdout(&format!("task {id} is pending again\n"))
+}
+
+/// Puts task `id` back to pending, its attempts to 0 (after a person looked).
+pub(super) fn reset_task(path: &Path, id: &str) -> Result<(), Error> {
     update(path, |file| {
         let task = file.find_mut(id)?;
         task.status = TaskStatus::Pending;
@@ -251,8 +284,7 @@ fn reset((_, path): &(PathBuf, PathBuf), id: &str) -> Result<u8, Error> {
         task.attempts = 0;
         touch(task);
         Ok(())
-    })?;
-    print_stdout(&format!("task {id} is pending again\n"))
+    })
 }
 
 fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -> Result<u8, Error> {
