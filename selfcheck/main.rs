@@ -32,6 +32,7 @@ mod daily_model;
 mod daily_model_2;
 mod repl;
 mod robustness_journal;
+mod serve;
 mod sessions;
 mod tasks;
 mod terminal;
