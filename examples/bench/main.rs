@@ -15,11 +15,13 @@
 //! with the table: a figure taken while other work runs says so.
 //!
 //! `tasks` holds chapter 15's rows, `mcp` chapter 18's (this binary is also their fake MCP
-//! server, run as `bench --mcp-server LOG`), `sandbox` chapter 20's.
+//! server, run as `bench --mcp-server LOG`), `sandbox` chapter 20's, `serve` chapter 21's
+//! (`bench BINARY --only serve` prints those alone).
 
 mod diff;
 mod mcp;
 mod sandbox;
+mod serve;
 mod tasks;
 
 #[global_allocator]
@@ -67,6 +69,9 @@ fn main() {
     if wanted("sandbox") {
         sandbox::sandbox_rows(&mut table);
     }
+    if wanted("serve") {
+        serve::serve_rows(&mut table, &options.binary);
+    }
     if wanted("build") {
         build_rows(&mut table, &options);
     }
@@ -82,7 +87,7 @@ struct Options {
     binary: PathBuf,
     guide_builder: Option<PathBuf>,
     clean_build_seconds: Option<f64>,
-    /// `--only GROUP`: one group of rows (agent, mcp, diff, sessions, tasks, sandbox, build).
+    /// `--only GROUP`: one group of rows (agent, mcp, diff, sessions, tasks, sandbox, serve, build).
     only: Option<String>,
 }
 
