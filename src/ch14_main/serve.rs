@@ -33,7 +33,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
-// ANCHOR: main
 /// `mini-agent serve WORDS…`: serves the current directory (or `--root`) until Ctrl+C.
 pub fn main(words: &[String], registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
     let (own, agent_words) = split_flags(words, "serve", registry).map_err(Error::Usage)?;
@@ -60,7 +59,6 @@ pub fn main(words: &[String], registry: &'static Registry, keys: &Keys) -> Resul
     let server = start(served, backend)?;
     say(&format!("mini-agent: serving {} (Ctrl+C stops)", root.display()));
     super::print_stdout(&format!("{}\n", server.url()))?;
-    // ANCHOR_END: main
     // ANCHOR: main_wait
     // Ctrl+C and SIGTERM set chapter 4's flag, which every running turn sees: each is
     // interrupted and records it. Then the service stops taking requests and waits for them.
@@ -70,7 +68,11 @@ pub fn main(words: &[String], registry: &'static Registry, keys: &Keys) -> Resul
     say("mini-agent: stopping: running turns are interrupted and recorded");
     server.stop();
     server.wait();
-    Err(Error::Interrupted)
+    // SIGTERM and SIGHUP make the exit code themselves (143, 129); Ctrl+C is 130.
+    match super::stopped_by_signal() {
+        Some(_) => Ok(0),
+        None => Err(Error::Interrupted),
+    }
 }
 // ANCHOR_END: main_wait
 
@@ -336,7 +338,6 @@ fn refusal(status: u16, error: &Error) -> Refusal {
     Refusal::new(status, one_line(&error.to_string()))
 }
 
-// ANCHOR: end_of
 /// How a turn ended, as `-p` says it: its exit code and the one-line reason.
 fn end_of(outcome: Outcome, settings: &Settings) -> TurnEnd {
     match outcome {
@@ -349,7 +350,6 @@ fn end_of(outcome: Outcome, settings: &Settings) -> TurnEnd {
         }
     }
 }
-// ANCHOR_END: end_of
 
 // ANCHOR: prompter
 /// The permission gate's way to ask when the question goes to a browser: the terminal's

@@ -71,6 +71,8 @@ pub fn stream(out: &mut impl Write, live: &Live, shared: &Shared, after: u64, un
             let notice = json!({"type": "notice", "kind": "gap", "text": note});
             text.push_str(&format!("event: notice\ndata: {notice}\n\n"));
         }
+        // ANCHOR_END: stream
+        // ANCHOR: stream_events
         let mut done = false;
         for event in &batch.events {
             last = event.seq;
@@ -99,4 +101,4 @@ pub fn stream(out: &mut impl Write, live: &Live, shared: &Shared, after: u64, un
         }
     }
 }
-// ANCHOR_END: stream
+// ANCHOR_END: stream_events

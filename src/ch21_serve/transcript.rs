@@ -18,7 +18,6 @@ pub const MAX_EVENTS: usize = 1_000;
 /// The longest tool result a transcript carries whole.
 pub const MAX_RESULT_CHARS: usize = 8_000;
 
-// ANCHOR: transcript
 /// The events of `records` (`"transcript"`) and how many older ones were left out
 /// (`"omitted"`).
 pub fn transcript(records: &[Record]) -> Value {
@@ -60,7 +59,6 @@ pub fn transcript(records: &[Record]) -> Value {
     let omitted = events.len().saturating_sub(MAX_EVENTS);
     json!({"transcript": events.split_off(omitted), "omitted": omitted})
 }
-// ANCHOR_END: transcript
 
 fn shortened(content: &str) -> String {
     match head_and_tail(content, MAX_RESULT_CHARS, MAX_RESULT_CHARS / 2, MAX_RESULT_CHARS / 4) {
