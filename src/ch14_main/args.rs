@@ -104,6 +104,7 @@ pub fn parse_flags(
 
 /// The flags of subcommand `command` (`"tasks run"`, `"serve"`) out of `words`, and the words
 /// left for the agent's own parser (a subcommand that runs the agent takes its flags too).
+#[cfg(feature = "ch15")]
 pub fn split_flags(
     words: &[String],
     command: &str,

@@ -6,7 +6,7 @@
 
 use super::super::args::{self, Command};
 use super::super::registry::Registry;
-use mini_agent::ch02_loop::command_line::{self, PROMPT, ROOT, Takes};
+use mini_agent::ch02_loop::command_line::{self, PROMPT, ROOT};
 use mini_agent::ch05_sessions::{CONTINUE, RESUME};
 use mini_agent::ch10_recovery::STATUS;
 use mini_agent::ch15_tasks::pick::check_id;
@@ -136,43 +136,10 @@ fn parse_add(words: &[String]) -> Result<Task, String> {
 }
 
 fn parse_run(words: &[String], root: Option<PathBuf>, registry: &Registry) -> Result<RunOptions, String> {
-    let mut json = false;
-    let mut run = command_line::Settings::default();
-    let mut agent_words = Vec::new();
-    let mut words = words.iter();
-    while let Some(word) = words.next() {
-        let (name, inline) = match word.split_once('=') {
-            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_string())),
-            _ => (word.as_str(), None),
-        };
-        let Some(flag) = registry.flags.iter().find(|flag| flag.command == "tasks run" && flag.long == name)
-        else {
-            // The agent's parser would ask for -p with --json; here the task is the prompt.
-            match word.as_str() {
-                "--json" => json = true,
-                _ => agent_words.push(word.clone()),
-            }
-            continue;
-        };
-        let value =
-            match flag.takes {
-                Takes::Nothing => None,
-                Takes::Count(_, max) => {
-                    let text =
-                        inline.or_else(|| words.next().cloned()).ok_or(format!("{name} needs a number"))?;
-                    let number = text.parse::<usize>().ok().filter(|n| (1..=max).contains(n));
-                    Some(
-                        number
-                            .ok_or(format!("{name} expects a whole number from 1 to {max}, got '{text}'"))?
-                            .to_string(),
-                    )
-                }
-                _ => Some(inline.or_else(|| words.next().cloned()).filter(|value| !value.is_empty()).ok_or(
-                    format!("{name} needs a value: {name} {}", flag.value_name().unwrap_or_default()),
-                )?),
-            };
-        run.set(flag, value);
-    }
+    let (run, rest) = args::split_flags(words, "tasks run", registry)?;
+    // The agent's parser would ask for -p with --json; here the task is the prompt.
+    let json = rest.iter().any(|word| word == "--json");
+    let agent_words: Vec<String> = rest.into_iter().filter(|word| word != "--json").collect();
     let mut agent = match args::parse(&agent_words, registry)? {
         Command::Agent(settings) => settings,
         _ => return Err("tasks run takes the agent's flags (see mini-agent tasks --help)".into()),
