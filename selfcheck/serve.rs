@@ -219,6 +219,8 @@ fn a_call_waits_for_approval_over_http_and_runs_when_allowed() {
     });
     let waiting = served.waiting_call(&id);
     assert_eq!(waiting["question"], "write_file wants to write 1 byte to c.txt", "{waiting}");
+    let diff = waiting["diff"].as_str().expect("a write carries its diff");
+    assert!(diff.starts_with("--- /dev/null\n+++ b/c.txt\n") && diff.contains("\n+c\n"), "{diff}");
     assert!(!served.dir.path().join("c.txt").exists(), "written before it was allowed");
     let call_id = waiting["call_id"].as_str().unwrap();
     let (status, _) = served.call(

@@ -15,6 +15,7 @@ use super::registry::Registry;
 use super::{build_model, help, json_events, one_line, say, sessions_of, workspace_root};
 use mini_agent::ch02_loop::command_line::{PROMPT, ROOT, SHOW_HELP, Settings};
 use mini_agent::ch02_loop::{Error, Event, Observer, Outcome, ToolCall, interrupted, with_turn_flag};
+use mini_agent::ch03_tools::Workspace;
 use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch04_terminal::install_interrupt_handler;
 use mini_agent::ch05_sessions::{CONTINUE, RESUME, SessionStore};
@@ -141,7 +142,11 @@ impl AgentBackend {
         config.stats = Default::default();
         config.asker = match turn.cloned() {
             Some(turn) => {
-                Asker::Host(Arc::new(move || Box::new(AskOverHttp(turn.clone())) as Box<dyn Prompter>))
+                let root = root.to_path_buf();
+                Asker::Host(Arc::new(move || {
+                    let workspace = Workspace::new(&root).ok();
+                    Box::new(AskOverHttp { turn: turn.clone(), workspace }) as Box<dyn Prompter>
+                }))
             }
             None => Asker::Nobody,
         };
@@ -353,18 +358,27 @@ fn end_of(outcome: Outcome, settings: &Settings) -> TurnEnd {
 
 // ANCHOR: prompter
 /// The permission gate's way to ask when the question goes to a browser: the terminal's
-/// question, on the turn's approval desk, answered by `allow` or `deny`.
-struct AskOverHttp(Turn);
+/// question and, for a write or an edit, the change as a unified diff (chapter 3 computes it
+/// from the file as it is now), on the turn's approval desk, answered by `allow` or `deny`.
+struct AskOverHttp {
+    turn: Turn,
+    workspace: Option<Workspace>,
+}
 
 impl Prompter for AskOverHttp {
     fn ask(&mut self, call: &ToolCall, _needed: Permission) -> Answer {
+        let change = self.workspace.as_ref().and_then(|workspace| workspace.proposed_change(call));
+        let diff = change.map(|change| match change.diff {
+            Ok(diff) => diff.unified(&change.path, change.verb == "create"),
+            Err(why) => why,
+        });
         let request = ApprovalRequest {
             call_id: call.id.clone(),
             tool: call.name.clone(),
             question: question(call),
-            diff: None,
+            diff,
         };
-        match self.0.ask(request) {
+        match self.turn.ask(request) {
             Decision::Allow => Answer::Once,
             Decision::Deny(reason) => Answer::Deny(reason),
         }

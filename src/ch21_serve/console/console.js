@@ -314,7 +314,8 @@ function approvalBox(id, approval) {
   if (approval.diff) {
     const pre = element("pre", "diff");
     for (const line of approval.diff.split("\n")) {
-      const kind = line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : "";
+      const header = line.startsWith("+++ ") || line.startsWith("--- ");
+      const kind = header || line.startsWith("@@") ? "hunk" : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "";
       pre.append(element("span", kind, line + "\n"));
     }
     box.append(pre);
