@@ -12,17 +12,25 @@ use crate::scripted_server::ScriptedServer;
 use crate::temp_dir::TempDir;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
 /// How often the runner looks at the child, the server and the workspace.
 pub(super) const POLL: Duration = Duration::from_millis(5);
 
-/// How long the output of an ended run may still take to arrive (see [`collect`]).
+/// How long the output pipe of an ended run must stay empty before the rest is given up on
+/// (see [`collect`]).
 pub(super) const OUTPUT_GRACE: Duration = Duration::from_millis(500);
+/// The most that is still read from a pipe after its run ended: more than a pipe can hold, so
+/// all the agent wrote is kept, and a leftover process that floods the pipe is left behind.
+const AFTER_END_MAX_BYTES: usize = 2 << 20;
+/// How often a reader with nothing to read looks whether its run has ended.
+const READER_TICK_MS: i32 = 50;
 
 /// One attempt at a whole scenario.
 pub(super) struct Attempt {
@@ -311,33 +319,66 @@ pub(super) fn send_signal(pid: u32, signal: i32) {
     }
 }
 
-/// Reads a pipe on a thread, handing each piece over as it comes. The end is waited for with
-/// a grace period, because a process the agent started and that outlived it (a killed agent's
-/// `sleep`) may hold the pipe open long after the agent is gone; what came before is kept.
-pub(super) fn collect(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
-    let (sender, receiver) = mpsc::channel();
-    if let Some(mut pipe) = pipe {
-        thread::spawn(move || {
-            let mut buffer = [0u8; 8192];
-            loop {
-                match pipe.read(&mut buffer) {
-                    Ok(0) => break,
-                    Ok(read) if sender.send(buffer[..read].to_vec()).is_ok() => {}
-                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-                    _ => break,
-                }
-            }
-        });
-    }
-    receiver
+/// A pipe being read on a thread of its own (see [`collect`]).
+pub(super) struct Collecting {
+    pieces: mpsc::Receiver<Vec<u8>>,
+    ended: Arc<AtomicBool>,
 }
 
-pub(super) fn finish_collecting(receiver: mpsc::Receiver<Vec<u8>>) -> String {
-    let deadline = Instant::now() + OUTPUT_GRACE;
-    let mut bytes = Vec::new();
-    while let Ok(piece) = receiver.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-        bytes.extend(piece);
+/// Reads a pipe on a thread, keeping each piece as it comes. The run's end is not the pipe's:
+/// a process the agent started and that outlived it (a killed agent's `sleep`) may hold the
+/// pipe open long after, so once the run has ended ([`finish_collecting`]) the reader stops
+/// when the pipe has been empty for [`OUTPUT_GRACE`]. Whatever the agent wrote is in the pipe
+/// by then and is read first, however late the reader gets to run: a grace counted from the
+/// run's end instead lost a whole stdout when 64 test threads kept the reader waiting.
+pub(super) fn collect(pipe: Option<impl Read + AsRawFd + Send + 'static>) -> Collecting {
+    let (sender, pieces) = mpsc::channel();
+    let ended = Arc::new(AtomicBool::new(false));
+    if let Some(pipe) = pipe {
+        let ended = Arc::clone(&ended);
+        thread::spawn(move || read_pieces(pipe, &ended, &sender));
     }
+    Collecting { pieces, ended }
+}
+
+fn read_pieces(mut pipe: impl Read + AsRawFd, ended: &AtomicBool, sender: &mpsc::Sender<Vec<u8>>) {
+    let mut buffer = [0u8; 8192];
+    let (mut empty_since, mut after_end) = (None::<Instant>, 0);
+    loop {
+        let mut poll_fd = libc::pollfd { fd: pipe.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd, and we say so.
+        let ready = unsafe { libc::poll(&mut poll_fd, 1, READER_TICK_MS) };
+        if ready <= 0 {
+            // Nothing to read (or a signal): after the run's end, that starts the grace.
+            if ready == 0
+                && ended.load(Ordering::SeqCst)
+                && empty_since.get_or_insert_with(Instant::now).elapsed() >= OUTPUT_GRACE
+            {
+                break;
+            }
+            continue;
+        }
+        match pipe.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => {
+                if ended.load(Ordering::SeqCst) {
+                    after_end += read;
+                }
+                if sender.send(buffer[..read].to_vec()).is_err() || after_end > AFTER_END_MAX_BYTES {
+                    break;
+                }
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+}
+
+/// Everything the pipe gave, once the run has ended: the reader ends by itself (the pipe's end,
+/// or the grace after the agent's output was read).
+pub(super) fn finish_collecting(collecting: Collecting) -> String {
+    collecting.ended.store(true, Ordering::SeqCst);
+    let bytes: Vec<u8> = collecting.pieces.iter().flatten().collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
