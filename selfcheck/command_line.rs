@@ -149,12 +149,12 @@ fn ctrl_c_while_waiting_for_the_model_exits_130() {
 
 #[test]
 fn ctrl_c_kills_a_running_shell_command_and_exits_130() {
-    // Without the interrupt reaching the tool, `sleep 30` would outlast the harness's patience.
+    // Without the interrupt reaching the tool, `sleep 3600` would be a hang (the harness's guard).
     // Ctrl+C is pressed once the command has certainly started (it leaves a file), however
     // loaded the machine: a fixed delay could land before the tool ran and test nothing.
     let run = Test::new()
         .args(["-p", "x", "--allow-shell"])
-        .server(vec![call("bash", json!({"command": "touch started; sleep 30"})), text("unreachable")])
+        .server(vec![call("bash", json!({"command": "touch started; sleep 3600"})), text("unreachable")])
         .signal_when(|root| root.join("started").exists(), crate::harness::SIGINT)
         .run();
     run.expect_code(130).stderr_has("interrupted");

@@ -16,6 +16,10 @@
 //!
 //! The points run on a few threads (most of the time is spent sleeping). Set
 //! `MINI_AGENT_CRASH_THREADS` to change how many.
+//!
+//! Over a hundred agents killed one after another take a while on two cores, so this is the
+//! heavy tier: ignored by plain `cargo test`, run by `.ci/run` with
+//! `cargo test --test selfcheck -- --ignored`.
 
 use crate::harness::{TempDir, Test, session_files, text};
 use mini_agent::ch09_journal::read_journal;
@@ -609,6 +613,7 @@ fn reference_journal() -> Vec<String> {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test selfcheck -- --ignored)"]
 fn sigkill_at_every_point_leaves_a_journal_that_tells_the_truth() {
     let started = Instant::now();
     let reference = reference_journal();

@@ -6,7 +6,6 @@ use crate::harness::{TempDir, Test, call, messages, text};
 use crate::pty::Terminal;
 use mini_agent::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
-use std::time::Duration;
 
 fn stream(lines: &[&str]) -> Step {
     let chunks = lines
@@ -271,8 +270,7 @@ fn lines_typed_during_a_turn_go_into_the_history() {
     terminal.wait_for("> ");
     terminal.type_keys("wait for the flag\r");
     terminal.wait_for("→ bash");
-    terminal.type_keys("typed while it ran\r");
-    std::thread::sleep(Duration::from_millis(500));
+    terminal.type_line_and_wait_until_read("typed while it ran");
     std::fs::write(workspace.path().join("go.flag"), "").expect("release the command");
     terminal.wait_for("noted");
     terminal.wait_for("> ");

@@ -106,7 +106,8 @@ fn ctrl_c_cancels_a_long_mcp_call_and_tells_the_server() {
 #[test]
 fn a_crash_during_an_mcp_call_is_an_unknown_outcome() {
     let workspace = TempDir::new("mcp");
-    let env = json!({"FAKE_SLOW": "3"});
+    // The call never ends by itself: the kill lands during it however late the test notices.
+    let env = json!({"FAKE_SLOW": "3600"});
     let calling = |root: &Path| {
         let sessions = root.join(".mini_agent/sessions");
         let Ok(entries) = std::fs::read_dir(sessions) else { return false };
@@ -114,10 +115,11 @@ fn a_crash_during_an_mcp_call_is_an_unknown_outcome() {
     };
     let run = Test::new()
         .args(["--trust-mcp", "--allow-mcp", "-p", "wait"])
-        .file(".mcp.json", &mcp_json(env))
+        .file(".mcp.json", &mcp_json_with_timeout(env, 3600))
         .server(vec![call("mcp__fake__slow", json!({})), text("never asked")])
         .signal_when(calling, SIGKILL)
         .run_in(workspace);
+    crate::harness::kill_processes_in(run.root()); // the orphaned server and its sleep
     assert_eq!(run.code, None, "killed by SIGKILL\n{}", run.stderr);
     let root = run.root().to_str().unwrap().to_string();
     let status = Test::new().args(["--root", &root, "-c", "--status"]).run();

@@ -5,14 +5,16 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// How long a wait for the screen may take before the test fails (a hang, not a slow run).
-pub const SCREEN_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a wait for the screen may take before the test fails: a hang guard, far above the
+/// second or so a step takes on a busy machine, never a measure.
+pub const SCREEN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The REPL running on a pseudo-terminal: the test types on the master side and reads
 /// what the terminal shows.
@@ -119,6 +121,35 @@ impl Terminal {
         self.keyboard.write_all(keys.as_bytes()).expect("type on the terminal");
     }
 
+    /// Types `line` and Enter while a turn runs, and waits until the agent has read it: its
+    /// echo is on the screen (the terminal has taken the line in) and the terminal holds no
+    /// unread input. Then the turn may go on: a fixed nap instead lost the line under load.
+    #[allow(dead_code)] // used by the selfcheck target only
+    pub fn type_line_and_wait_until_read(&mut self, line: &str) {
+        self.type_keys(&format!("{line}\r"));
+        self.wait_for(line);
+        let started = Instant::now();
+        while self.unread_input() > 0 {
+            assert!(started.elapsed() < SCREEN_TIMEOUT, "the agent never read {line:?}:\n{}", self.screen());
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Bytes typed that the agent has not read yet (`FIONREAD` on its terminal).
+    fn unread_input(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        let terminal = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+            .open(format!("/proc/{}/fd/0", self.pid()))
+            .expect("open the agent's terminal");
+        let mut unread: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int, which `unread` is.
+        let done = unsafe { libc::ioctl(terminal.as_raw_fd(), libc::FIONREAD, &mut unread) };
+        assert_eq!(done, 0, "FIONREAD on the agent's terminal");
+        unread
+    }
+
     /// Resizes the window, as a person dragging its corner: the agent reads the new width.
     pub fn resize(&mut self, columns: u16, rows: u16) {
         use std::os::fd::AsRawFd;
@@ -142,12 +173,12 @@ impl Terminal {
         (status.code(), self.screen())
     }
 
-    /// After the agent exited: waits (up to 2 s) for the reader thread to copy the last bytes
-    /// and end, so the screen is complete. A fixed short sleep lost the whole screen on a
-    /// busy machine.
+    /// After the agent exited: waits for the reader thread to copy the last bytes and end
+    /// (at the terminal's close), so the screen is complete. A fixed short sleep lost the whole
+    /// screen on a busy machine; the guard is only for a process that kept the terminal open.
     fn drain(&self) {
         let started = Instant::now();
-        while !self.reader.is_finished() && started.elapsed() < Duration::from_secs(2) {
+        while !self.reader.is_finished() && started.elapsed() < SCREEN_TIMEOUT {
             std::thread::sleep(Duration::from_millis(5));
         }
     }

@@ -124,7 +124,7 @@ fn open_when_free(path: &Path) -> (Journal, Loaded) {
     loop {
         match Journal::open(path) {
             Ok(opened) => return opened,
-            Err(error) if error.to_string().contains("is in use") && started.elapsed().as_secs() < 10 => {
+            Err(error) if error.to_string().contains("is in use") && started.elapsed().as_secs() < 60 => {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
             Err(error) => panic!("a journal with a header opens: {error}"),

@@ -123,13 +123,16 @@ fn status_tells_completed_and_interrupted_without_a_key_or_a_request() {
 
 /// A crash while `bash` runs leaves a tool that may or may not have done its work.
 fn killed_during_a_tool() -> TempDir {
-    let command = "echo ran >> runs.txt; sleep 5";
+    // The command never ends by itself, so the kill lands while it runs however late the test
+    // notices; what the killed agent leaves running is stopped by the test.
+    let command = "echo ran >> runs.txt; sleep 3600";
     let run = Test::new()
         .args(["-p", "run it", "--allow-shell"])
         .server(vec![call("bash", json!({ "command": command })), text("never sent")])
         // Killed once the command has certainly begun: its first line is written.
         .signal_when(|root| root.join("runs.txt").exists(), SIGKILL)
         .run();
+    crate::harness::kill_processes_in(run.root());
     assert_eq!(run.code, None, "killed by a signal");
     assert_eq!(run.journal_types().last().map(String::as_str), Some("tool_started"));
     run.workspace
@@ -145,7 +148,7 @@ fn an_unknown_outcome_blocks_until_acknowledged_and_the_tool_never_runs_twice() 
         "{}",
         status.stdout
     );
-    assert!(status.stdout.contains("bash echo ran >> runs.txt; sleep 5"), "{}", status.stdout);
+    assert!(status.stdout.contains("bash echo ran >> runs.txt; sleep 3600"), "{}", status.stdout);
 
     let blocked = Test::new().args(["-c", "-p", "go on"]).server(vec![text("no")]).run_in(status.workspace);
     blocked.expect_code(1).stderr_has("unknown outcome").stderr_has("--acknowledge-unknown");

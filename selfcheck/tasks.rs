@@ -153,12 +153,14 @@ fn a_damaged_task_file_is_an_error_naming_the_line_and_is_left_alone() {
 #[test]
 fn kill_9_during_an_attempt_leaves_it_in_progress_until_acknowledged() {
     let workspace = add(repository(), &["slow", "--verify", "test -f started"]);
-    let steps = vec![call("bash", json!({"command": "touch started; sleep 3"}))];
+    // An endless command: the kill lands during the attempt however late the test notices.
+    let steps = vec![call("bash", json!({"command": "touch started; sleep 3600"}))];
     let run = Test::new()
         .args(["tasks", "run", "--allow-shell", "--no-commit"])
         .server(steps)
         .signal_when(|root| root.join("started").exists(), SIGKILL)
         .run_in(workspace);
+    crate::harness::kill_processes_in(run.root());
     assert_eq!(run.code, None, "killed by the signal");
     let status = Test::new().args(["tasks", "status"]).run_in(run.workspace);
     status.expect_code(0);
@@ -187,7 +189,8 @@ fn kill_9_during_an_attempt_leaves_it_in_progress_until_acknowledged() {
 #[test]
 fn sigterm_stops_the_attempt_exits_143_and_the_task_is_pending_again() {
     let workspace = add(repository(), &["slow", "--verify", "true"]);
-    let steps = vec![call("bash", json!({"command": "touch started; sleep 5"})), text("never reached")];
+    // Endless: only the SIGTERM (which kills the command's group) can end this attempt.
+    let steps = vec![call("bash", json!({"command": "touch started; sleep 3600"})), text("never reached")];
     let run = Test::new()
         .args(["tasks", "run", "--allow-shell", "--no-commit"])
         .server(steps)

@@ -100,9 +100,9 @@ fn bash_kills_a_command_that_outlives_its_timeout() {
 
 #[test]
 fn bash_returns_while_a_background_process_keeps_running() {
-    // Without care, `sleep 100 &` keeps the output pipe open and the tool waits 100 s;
-    // the harness would then kill the run as hung.
-    let run = one_call("bash", json!({"command": "sleep 100 & echo started"})).run();
+    // Without care, `sleep 3600 &` keeps the output pipe open and the tool waits an hour;
+    // the harness would then kill the run as hung. The sleep itself goes with the run's end.
+    let run = one_call("bash", json!({"command": "sleep 3600 & echo started"})).run();
     assert!(result_of(&run).contains("started"));
 }
 

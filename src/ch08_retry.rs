@@ -435,18 +435,23 @@ mod tests {
                     .expect("server");
             let config = ClientConfig { base_url: server.url.clone(), api_key: None, model: "m".into() };
             let mut model = Retrying::new(ChatClient::new(config).expect("client"), 2);
-            std::thread::spawn(|| {
-                std::thread::sleep(Duration::from_millis(200));
-                crate::ch02_loop::set_interrupted(true);
-            });
             let started = std::time::Instant::now();
             let messages = [Message::User { content: "hi".into() }];
-            let result =
-                model.complete(&Request { messages: &messages, tools: &[] }, &mut Retries::default());
+            let result = std::thread::scope(|scope| {
+                // Ctrl+C once the 503 has come (the server has the request): the 30 s backoff
+                // has begun. Pressed after a fixed nap, it could land before the request.
+                scope.spawn(|| {
+                    while server.requests().is_empty() {
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                    crate::ch02_loop::set_interrupted(true);
+                });
+                model.complete(&Request { messages: &messages, tools: &[] }, &mut Retries::default())
+            });
             assert!(matches!(result, Err(Error::Interrupted)), "{result:?}");
             assert_eq!(server.requests().len(), 1);
             println!(
-                "figure: a 30 s backoff ended {:?} after the request, Ctrl+C at 200 ms",
+                "figure: a 30 s backoff ended {:?} after the request, Ctrl+C once the 503 came",
                 started.elapsed()
             );
         });

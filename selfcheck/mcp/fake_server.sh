@@ -5,12 +5,18 @@
 #   badinit  answers initialize with junk JSON   exit     exits at once with status 3
 #   hugeschemas  lists 256 tools, each with a 15 KB schema (just under the per-tool cap)
 # With $FAKE_GO set, initialize is answered only once that file exists (a slow first start).
-# Every line received is appended to $FAKE_LOG when it is set.
+# Every line received is appended to $FAKE_LOG when it is set (in silent mode only
+# "silent start" and "silent stop", so a test sees which servers ran at the same time).
 # Tools: echo (returns its arguments), fail (isError), slow (sleeps $FAKE_SLOW or 30 s),
+#        (with $FAKE_LOG set, "answered ID" goes to $FAKE_LOG.answered once it has answered),
 #        die (killed mid-call by SIGKILL), big (a result of $FAKE_BIG bytes, default 50 MB),
 #        endless (a line that never ends).
 case "$FAKE_MODE" in
-  silent) while IFS= read -r line; do :; done; exit 0 ;;
+  silent)
+    [ -n "$FAKE_LOG" ] && echo "silent start" >>"$FAKE_LOG"
+    while IFS= read -r line; do :; done
+    [ -n "$FAKE_LOG" ] && echo "silent stop" >>"$FAKE_LOG"
+    exit 0 ;;
   exit) echo "fake server: exiting at once" >&2; exit 3 ;;
 esac
 echo "fake server started (pid $$)" >&2
@@ -46,7 +52,9 @@ while IFS= read -r line; do
           args=$(printf '%s' "$line" | sed -n 's/.*"arguments":\({[^}]*}\).*/\1/p' | sed 's/\\/\\\\/g; s/"/\\"/g')
           text "$id" "echo $args" ;;
         *'"name":"fail"'*) text "$id" "the fake tool failed" ',"isError":true' ;;
-        *'"name":"slow"'*) (sleep "${FAKE_SLOW:-30}"; text "$id" "slept") & ;;
+        *'"name":"slow"'*)
+          (sleep "${FAKE_SLOW:-30}"; text "$id" "slept"
+           [ -n "$FAKE_LOG" ] && echo "answered $id" >>"$FAKE_LOG.answered") & ;;
         *'"name":"die"'*) kill -9 $$ ;;
         *'"name":"endless"'*) yes 0123456789abcdef | tr -d '\n' ;;
         *'"name":"big"'*)

@@ -141,15 +141,13 @@ fn mkfifo(path: &Path) {
 }
 
 /// Starts a session in `workspace` against a model that answers at once, and checks the rule
-/// of group 1: the session started and ended normally, no request carried `secret`, each
-/// refusal was one warning line naming the file as planted (never the outside path), and
-/// the start took well under the hang bound.
+/// of group 1: the session started and ended normally, no request carried `secret`, and each
+/// refusal was one warning line naming the file as planted (never the outside path). A start
+/// that waited on a planted FIFO or read `/dev/zero` would never end: the harness's hang guard.
 fn start_up(workspace: TempDir, secret: &str, refused: &[&str]) -> Run {
     let started = std::time::Instant::now();
     let run = Test::new().args(["-p", "hi"]).server(vec![text("ok")]).run_in(workspace);
-    let elapsed = started.elapsed();
-    eprintln!("start-up with planted files: {elapsed:?}");
-    assert!(elapsed < std::time::Duration::from_secs(10), "start-up took {elapsed:?}");
+    eprintln!("start-up with planted files: {:?}", started.elapsed());
     run.expect_code(0);
     assert_eq!(run.requests.len(), 1, "the session started and asked the model");
     for request in &run.requests {
@@ -214,6 +212,7 @@ fn agents_md_as_a_directory_is_a_warning_not_a_failure() {
 /// 300 MB of AGENTS.md (sparse: no disk) and a 300 MB skill: only the caps are read, so peak
 /// RSS stays under the 64 MB bar, and the prompt says AGENTS.md was cut.
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn a_huge_agents_md_is_bounded_before_it_is_read() {
     let workspace = TempDir::new("selfcheck");
     std::fs::File::create(workspace.path().join("AGENTS.md")).unwrap().set_len(300 << 20).unwrap();
@@ -762,6 +761,7 @@ fn peak_rss_of(root: &Path, args: &[&str]) -> (Option<i32>, String, i64) {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn listing_sessions_does_not_read_a_huge_planted_journal_whole() {
     // A 1 GB sparse file with no newline under a session's name: `mini-agent sessions` (and
     // `/list`, the same table) must refuse it as `-c` does, not hold it as one line.
@@ -813,6 +813,7 @@ fn thousands_of_planted_skills_cost_a_bounded_start_up() {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn continue_is_not_held_by_planted_journals_without_a_reply() {
     // `-c` looks for the newest session with a model reply. Forty planted 250 MB journals
     // (sparse: free to ship) with none must not be read through, nor any held as one line.
@@ -821,13 +822,14 @@ fn continue_is_not_held_by_planted_journals_without_a_reply() {
         let path = workspace.path().join(format!(".mini_agent/sessions/20991231-0000{n:02}-bbbb.jsonl"));
         std::fs::File::create(path).unwrap().set_len(250 << 20).unwrap();
     }
-    let started = std::time::Instant::now();
-    let (_, printed, peak_kb) = peak_rss_of(workspace.path(), &["-c", "--status"]);
-    let took = started.elapsed();
+    let run = crate::measure::run_measured("mini-agent -c --status", workspace.path(), &["-c", "--status"]);
+    let printed = run.stdout + &run.stderr;
     // With no reply anywhere the newest is opened, and a journal is read whole (up to its
-    // 256 MiB cap, by design): the bound is that one file, not forty.
-    assert!(peak_kb < 64 * 1000 * 5, "peak RSS {peak_kb} kB\n{printed}");
-    assert!(took < std::time::Duration::from_secs(30), "-c took {took:?}\n{printed}");
+    // 256 MiB cap, by design): the bound is that one file and the heads of the others (about
+    // 600 MB in all), not forty files (10 GB). Counted in bytes read, not in seconds: a time
+    // bound failed on a loaded machine.
+    assert!(run.peak_rss_kb < 64 * 1000 * 5, "peak RSS {} kB\n{printed}", run.peak_rss_kb);
+    assert!(run.read_bytes < 1 << 30, "-c read {} bytes of 10 GB\n{printed}", run.read_bytes);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -6,6 +6,10 @@
 //! (`wait4`'s `ru_maxrss`, which also covers the commands it ran, taken by the small wrapper
 //! of `measure.rs`), prints it, and asserts the
 //! rule: peak RSS under 64 MB, no file the agent wrote over 64 MiB, the spill directory small.
+//!
+//! These measurements move hundreds of megabytes and take most of a minute on two cores, so
+//! they are the heavy tier: ignored by plain `cargo test` (a newcomer's check), run by
+//! `.ci/run` with `cargo test --test redteam -- --ignored`.
 
 use crate::harness::{TempDir, call, messages, records, session_files, text};
 use mini_agent::scripted_server::{ScriptedServer, Step};
@@ -117,6 +121,7 @@ fn shell(command: &str, timeout_secs: u64) -> Vec<Step> {
 const RUN_ALL: [&str; 5] = ["-p", "go", "--allow-write", "--allow-shell", "--max-turns=5"];
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn a_300_mb_output_leaves_a_spill_of_at_most_64_mib() {
     let run = measure(
         "300 MB output",
@@ -145,6 +150,7 @@ fn a_300_mb_output_leaves_a_spill_of_at_most_64_mib() {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn endless_output_until_the_timeout_is_capped_too() {
     // The issue's `cat /dev/zero` with a timeout: the disk filled at the pipe's speed.
     let run = measure(
@@ -161,6 +167,7 @@ fn endless_output_until_the_timeout_is_capped_too() {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn old_spills_are_pruned_to_a_budget() {
     let workspace = TempDir::new("selfcheck");
     let outputs = workspace.path().join(".mini_agent/outputs");
@@ -180,6 +187,7 @@ fn old_spills_are_pruned_to_a_budget() {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn replace_all_cannot_grow_a_file_past_64_mib() {
     // The issue: a 1 MB file of `a`, each `a` replaced by 2,000 bytes, is a 2 GB file.
     let workspace = TempDir::new("selfcheck");
@@ -196,6 +204,7 @@ fn replace_all_cannot_grow_a_file_past_64_mib() {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn a_large_edit_under_the_cap_is_written_without_holding_it() {
     // 1 MB → 50 MB: allowed, and written as it is made (peak RSS far below the result).
     let workspace = TempDir::new("selfcheck");
@@ -210,6 +219,7 @@ fn a_large_edit_under_the_cap_is_written_without_holding_it() {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn a_write_of_megabytes_is_written_and_the_session_goes_on() {
     // A write the reply cap lets through is written; the file bound is the same 64 MiB rule.
     let content = "z".repeat(9_000_000);
@@ -231,6 +241,7 @@ fn one_long_line(workspace: &TempDir, name: &str, bytes: u64) {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn read_file_of_a_1_gb_line_holds_only_its_head() {
     let workspace = TempDir::new("selfcheck");
     one_long_line(&workspace, "line.txt", 1 << 30);
@@ -246,6 +257,7 @@ fn read_file_of_a_1_gb_line_holds_only_its_head() {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn search_and_list_over_a_1_gb_file_stay_small() {
     let workspace = TempDir::new("selfcheck");
     one_long_line(&workspace, "line.txt", 1 << 30);
@@ -287,6 +299,7 @@ fn streamed_call(bytes: usize) -> Step {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn a_streamed_reply_has_the_same_cap_as_a_whole_one() {
     // The issue sent a 300 MB argument; 40 MB shows the rule as well, four times past the cap.
     let run = measure(
@@ -305,6 +318,7 @@ fn a_streamed_reply_has_the_same_cap_as_a_whole_one() {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn a_streamed_reply_under_the_cap_still_works() {
     let run = measure(
         "streamed 2 MB argument",
@@ -317,6 +331,7 @@ fn a_streamed_reply_under_the_cap_still_works() {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn a_whole_reply_over_the_cap_is_a_clear_error() {
     let body = json!({"choices": [{"index": 0, "finish_reason": "stop",
         "message": {"role": "assistant", "content": "x".repeat(11 << 20)}}]})
@@ -332,6 +347,7 @@ fn a_whole_reply_over_the_cap_is_a_clear_error() {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn a_reply_of_a_thousand_calls_runs_at_most_64() {
     let calls: Vec<(String, String)> = (0..1000)
         .map(|n| ("bash".to_string(), json!({"command": format!("echo {n} >> ran.txt")}).to_string()))
@@ -378,6 +394,7 @@ fn streamed_calls_with_huge_names(calls: u64) -> Step {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn a_streamed_reply_of_many_huge_names_has_the_same_cap() {
     // Found by rt-b: 300 such calls took 1.2 GB of RSS and left a 381 MB journal.
     let run = measure(
@@ -395,6 +412,7 @@ fn a_streamed_reply_of_many_huge_names_has_the_same_cap() {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn a_reply_of_twenty_thousand_calls_costs_the_history_64() {
     // Found by rt-b: every call past 64 was answered with its own refusal, each two journal
     // records with an fsync; 200,000 calls took minutes (SIGTERM was not heard meanwhile),
@@ -426,6 +444,7 @@ fn a_reply_of_twenty_thousand_calls_costs_the_history_64() {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn listing_sessions_reads_only_the_head_of_a_huge_journal() {
     // Found by rt-b: `mini-agent sessions` with one 381 MB journal took 83 s and 310 MB.
     let workspace = TempDir::new("selfcheck");
@@ -481,6 +500,7 @@ fn a_result_larger_than_a_small_window_cannot_end_the_session() {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn a_journal_of_400_000_open_calls_lists_in_bounded_memory() {
     // Found by rt-b: once `sessions` read journals as a stream, what remained was the calls
     // still open: a planted 60 MB journal of replies whose calls never finish kept them all.

@@ -359,25 +359,24 @@ fn the_repl_is_held_to_the_same_rule() {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn redacting_a_large_command_output_costs_little() {
-    // 50 MB through the bash pipe, with and without a key to look for: the figure is printed,
-    // the bound is generous (a hang or a quadratic scan would blow it).
+    // 50 MB through the bash pipe, with and without a key to look for. The cost compared is
+    // CPU time (the agent's and its commands'), which a busy machine does not stretch the way
+    // it stretches the clock; the bound is generous (a quadratic scan would blow it).
     let script = "head -c 50000000 /dev/zero | tr '\\0' 'a'; echo";
-    let timed = |key: Option<&str>| {
-        let mut test =
-            Test::new().server(vec![bash(script), text("done")]).args(["--allow-shell", "-p", "go"]);
-        if let Some(key) = key {
-            test = test.env("OPENAI_API_KEY", key);
-        }
-        let started = std::time::Instant::now();
-        let run = test.run();
-        run.expect_code(0);
-        started.elapsed()
+    let cost = |env: &[(&str, &str)]| {
+        let server = ScriptedServer::scripted(vec![bash(script), text("done")]).expect("server");
+        let workspace = crate::harness::TempDir::new("selfcheck");
+        let args = ["--allow-shell", "-p", "go", "--base-url", &server.url];
+        let run = crate::measure::run_measured_with("50 MB of output", workspace.path(), &args, env);
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        run.cpu_ms
     };
-    let without = timed(None);
-    let with = timed(Some(KEY));
-    eprintln!("50 MB of output: {without:?} without a key, {with:?} with one to redact");
-    assert!(with < without * 4 + std::time::Duration::from_secs(2), "{with:?} vs {without:?}");
+    let without = cost(&[]);
+    let with = cost(&[("OPENAI_API_KEY", KEY)]);
+    eprintln!("50 MB of output: {without} ms of CPU without a key, {with} ms with one to redact");
+    assert!(with < without * 4 + 2_000, "{with} ms vs {without} ms");
 }
 
 #[test]
@@ -481,20 +480,17 @@ fn a_planted_journal_cannot_choose_where_the_key_is_sent() {
     // the attacker's endpoint. `-c` would send the user's key there, and let the attacker's
     // model drive the tools. The rule: a journal never chooses where the key goes. A recorded
     // remote endpoint that is not the one the user configured is refused before any
-    // connection (here a black-hole address: a connection attempt would hang); a recorded
-    // loopback one (a local model server) is used without the key.
+    // connection (here a black-hole address: a connection attempt would hang, and the harness
+    // would report the hang); a recorded loopback one (a local model server) is used without
+    // the key.
     let workspace = planted_endpoint("http://10.255.255.1:9/v1");
-    let started = std::time::Instant::now();
-    let output = agent_command(workspace.path())
-        .args(["-c", "-p", "go on"])
-        .env("OPENAI_API_KEY", KEY)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mini-agent");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("--base-url http://10.255.255.1:9/v1"), "the error says how to go on: {stderr}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(5), "no connection was tried: {stderr}");
+    let refused = Test::new().args(["-c", "-p", "go on"]).env("OPENAI_API_KEY", KEY).run_in(workspace);
+    refused.expect_code(1);
+    assert!(
+        refused.stderr.contains("--base-url http://10.255.255.1:9/v1"),
+        "the error says how to go on: {}",
+        refused.stderr
+    );
 
     let attacker = Capture::start();
     let workspace = planted_endpoint(&format!("{}/v1", attacker.url));

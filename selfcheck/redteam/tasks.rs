@@ -120,6 +120,7 @@ fn a_planted_git_config_runs_nothing_when_the_harness_commits() {
 }
 
 #[test]
+#[ignore = "heavy: .ci/run runs it (cargo test --test redteam -- --ignored)"]
 fn a_huge_or_deep_task_list_costs_bounded_memory() {
     // Found by rt-b: the list was read as a JSON tree, then checked for twin ids by a search
     // of the tasks so far: 370,000 tiny tasks (16 MB) took minutes of CPU and 446 MB, and 16 MB
@@ -156,9 +157,8 @@ fn a_fifo_planted_as_the_task_list_does_not_hang() {
     std::fs::create_dir_all(list.parent().unwrap()).unwrap();
     let made = std::process::Command::new("mkfifo").arg(&list).status().expect("mkfifo runs");
     assert!(made.success());
-    let started = std::time::Instant::now();
+    // Opening the FIFO to read would wait for a writer for ever: the harness's hang guard.
     let run = Test::new().args(["tasks", "list"]).run_in(workspace);
-    assert!(started.elapsed().as_secs() < 10, "it waited {:?}", started.elapsed());
     run.expect_code(1).stderr_has("not a regular file");
 }
 

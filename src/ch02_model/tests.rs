@@ -252,18 +252,22 @@ fn a_request_without_tools_sends_no_tools_field() {
 fn ctrl_c_abandons_a_request_the_server_never_answers() {
     in_own_process("ch02_model::tests::ctrl_c_abandons_a_request_the_server_never_answers", || {
         let server = ScriptedServer::scripted(vec![Step::Hang]).expect("server");
-        let pressed = std::sync::Arc::new(std::sync::Mutex::new(None));
-        let press = pressed.clone();
-        thread::spawn(move || {
-            thread::sleep(Duration::from_millis(200));
-            *press.lock().expect("lock") = Some(std::time::Instant::now());
-            crate::ch02_loop::set_interrupted(true);
-        });
         let messages = [Message::User { content: "hi".into() }];
-        let result =
-            client(&server).complete(&Request { messages: &messages, tools: &[] }, &mut Quiet::default());
+        let (result, pressed_at) = thread::scope(|scope| {
+            // Ctrl+C once the server has the request: the client is then waiting for an answer
+            // that never comes (pressed earlier, it would test nothing but the first check).
+            let press = scope.spawn(|| {
+                while server.request_count() == 0 {
+                    thread::sleep(Duration::from_millis(2));
+                }
+                crate::ch02_loop::set_interrupted(true);
+                std::time::Instant::now()
+            });
+            let result =
+                client(&server).complete(&Request { messages: &messages, tools: &[] }, &mut Quiet::default());
+            (result, press.join().expect("Ctrl+C was pressed"))
+        });
         assert!(matches!(result, Err(Error::Interrupted)), "{result:?}");
-        let pressed_at = pressed.lock().expect("lock").expect("Ctrl+C was pressed");
         println!("figure: request abandoned {:?} after Ctrl+C", pressed_at.elapsed());
     });
 }
@@ -287,7 +291,8 @@ fn silence_inside_the_body_hits_the_idle_timeout() {
         "model request failed: no byte from the server for 0.3 s (MINI_AGENT_IDLE_TIMEOUT_SECS); the \
          request had been sent, so it is not sent again (the server may already be running it)"
     );
-    assert!(took < Duration::from_secs(5), "{took:?}");
+    // No upper bound on `took`: the body would have come after 60 s, so the error itself says
+    // the idle timeout cut it, however loaded the machine.
     println!("figure: a body stalled after the headers: the idle timeout of 300 ms fired after {took:?}");
 }
 
@@ -332,7 +337,8 @@ fn no_first_byte_within_its_bound_fails_saying_what_sets_it() {
         ),
         "{error}"
     );
-    assert!(took < Duration::from_secs(10), "{took:?}");
+    // The reply would have come after 60 s: the error, not a clock, says the bound cut it.
+    println!("figure: a first byte by the rule was given up after {took:?}");
     let (result, took) = ask_with_prompt(
         10,
         Some(Duration::from_millis(500)),
@@ -361,13 +367,14 @@ fn the_first_byte_variable_takes_whole_seconds_or_is_unset() {
 
 #[test]
 fn a_slow_reply_that_keeps_coming_is_never_cut() {
-    // Silent for 200 ms, then a byte every 10 ms: the whole reply takes several times the
-    // idle timeout, and each wait is well under it (issue 11: no hidden total limit).
-    let idle = Duration::from_millis(400);
-    let (result, took) =
-        ask_within(idle, vec![Step::delayed(200, Step::drip(10, Step::text("slow but sure")))]);
-    assert_eq!(result.expect("a reply that keeps coming").content.as_deref(), Some("slow but sure"));
-    assert!(took > idle * 3, "{took:?}");
+    // Silent for 200 ms, then a byte every 10 ms: the whole reply takes more than twice the
+    // idle timeout, and each wait is 200 times under it, so no pause of a loaded machine
+    // reaches it (issue 11: no hidden total limit). 400 ms failed beside busy loops.
+    let idle = Duration::from_secs(2);
+    let answer = "slow but sure ".repeat(30);
+    let (result, took) = ask_within(idle, vec![Step::delayed(200, Step::drip(10, Step::text(&answer)))]);
+    assert_eq!(result.expect("a reply that keeps coming").content.as_deref(), Some(answer.as_str()));
+    assert!(took > idle * 2, "{took:?}");
     println!("figure: a dripped reply took {took:?} under an idle timeout of {idle:?}");
 }
 
@@ -386,7 +393,9 @@ fn a_reply_that_never_ends_is_given_up_at_the_request_limit_when_one_is_set() {
     let took = started.elapsed();
     let error = result.expect_err("past the limit").to_string();
     assert!(error.contains("time limit (MINI_AGENT_REQUEST_TIMEOUT_SECS)"), "{error}");
-    assert!(took >= Duration::from_millis(700) && took < Duration::from_secs(5), "{took:?}");
+    // At least the limit; no upper bound: the error names the limit, not the reply's end (12 s
+    // away) nor the idle timeout.
+    assert!(took >= Duration::from_millis(700), "{took:?}");
     println!("figure: a never-ending reply was given up after {took:?} (limit 700 ms)");
 }
 
@@ -420,7 +429,6 @@ fn a_server_that_stops_taking_the_request_hits_the_idle_timeout() {
         error.contains("took no byte of the request for 0.3 s (MINI_AGENT_IDLE_TIMEOUT_SECS)"),
         "{error}"
     );
-    assert!(took < Duration::from_secs(10), "{took:?}");
     println!("figure: a server that stopped reading the request was given up after {took:?}");
     drop(held.join());
 }

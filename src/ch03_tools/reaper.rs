@@ -203,9 +203,20 @@ mod tests {
     use std::process::Command;
     use std::time::Instant;
 
+    /// Kills what carries `mark` when a test ends, passed or failed: an escaped `sleep 1000`
+    /// left by a failed assertion kept the test runner's descriptors (a lock among them) open.
+    struct Reaped(String);
+
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            kill_escaped(&self.0, -1);
+        }
+    }
+
     #[test]
     fn what_left_the_group_is_found_by_its_mark_and_killed() {
         let mark = new_mark();
+        let _cleanup = Reaped(mark.clone());
         let temp = crate::temp_dir::TempDir::new("reaper");
         let pid_file = temp.join("escaped.pid");
         // The shell starts a process in a session of its own and exits: the orphan is
@@ -222,7 +233,7 @@ mod tests {
             {
                 break pid;
             }
-            assert!(started.elapsed().as_secs() < 5, "the escaped process never started");
+            assert!(started.elapsed().as_secs() < 60, "the escaped process never started");
             std::thread::sleep(std::time::Duration::from_millis(10));
         };
         assert!(own_children().contains(&pid), "re-parented to us");
@@ -238,6 +249,7 @@ mod tests {
     fn what_died_with_the_group_is_reaped_not_left_a_zombie() {
         use std::os::unix::process::CommandExt;
         let mark = new_mark();
+        let _cleanup = Reaped(mark.clone());
         let mut shell = Command::new("sh")
             .args(["-c", "sleep 1000 & echo $!; wait"])
             .env(MARK_VARIABLE, &mark)
@@ -261,7 +273,7 @@ mod tests {
         while state().is_some_and(|stat| {
             !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
         }) {
-            assert!(started.elapsed().as_secs() < 5, "the sleeper never died");
+            assert!(started.elapsed().as_secs() < 60, "the sleeper never died");
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         assert!(own_children().contains(&sleeper), "its zombie is ours");

@@ -238,7 +238,8 @@ fn a_stream_that_never_ends_is_cut_at_the_request_limit_when_one_is_set() {
         matches!(result, Err(Error::Network(ref m)) if m.contains("time limit (MINI_AGENT_REQUEST_TIMEOUT_SECS)")),
         "{result:?}"
     );
-    assert!(took >= Duration::from_millis(800) && took < Duration::from_secs(5), "{took:?}");
+    // At least the limit; the error names it, not the stream's end (9 s) nor the idle timeout.
+    assert!(took >= Duration::from_millis(800), "{took:?}");
     println!("figure: a never-ending stream was cut after {took:?} (limit 800 ms)");
 }
 

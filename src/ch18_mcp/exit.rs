@@ -77,12 +77,11 @@ mod tests {
 
     #[test]
     fn wakes_when_the_child_exits_not_at_the_deadline() {
+        // The deadline is an hour away: waking at it, not at the exit, would be a hang.
         let mut child = Command::new("sh").args(["-c", "sleep 0.05"]).spawn().unwrap();
         let started = Instant::now();
-        assert!(exited_before(&mut child, started + Duration::from_secs(20)));
-        let waited = started.elapsed();
-        eprintln!("exited_before: a 50 ms child took {waited:?}");
-        assert!(waited < Duration::from_secs(10), "{waited:?}");
+        assert!(exited_before(&mut child, started + Duration::from_secs(3600)));
+        eprintln!("exited_before: a 50 ms child took {:?}", started.elapsed());
     }
 
     #[test]
