@@ -67,7 +67,10 @@ fn ctrl_c_or_ctrl_d_on_an_empty_prompt_leaves_and_the_first_time_says_how_to_con
 
 #[test]
 fn a_running_tool_shows_its_name_the_time_and_its_last_line_of_output() {
-    let command = "echo step-one; sleep 1.2; echo step-two; sleep 1.2";
+    // Each line stays until the test has seen its frame (a file lets the command go on), so a
+    // loaded machine cannot skip one; the second comes at least a second in.
+    let command = "echo step-one; until [ -e next ]; do sleep 0.02; done; sleep 1; echo step-two; \
+                   until [ -e release ]; do sleep 0.02; done";
     let server = ScriptedServer::scripted(vec![call("bash", json!({ "command": command })), text("built")])
         .expect("server");
     let workspace = TempDir::new("selfcheck");
@@ -75,7 +78,9 @@ fn a_running_tool_shows_its_name_the_time_and_its_last_line_of_output() {
     terminal.wait_for("> ");
     terminal.type_keys("build it\r");
     terminal.wait_for("s step-one");
+    std::fs::write(workspace.path().join("next"), "").expect("let the command go on");
     terminal.wait_for("s step-two");
+    std::fs::write(workspace.path().join("release"), "").expect("release the command");
     terminal.wait_for("✓ bash echo step-one");
     terminal.wait_for("built");
     let screen = terminal.exit();
@@ -129,9 +134,11 @@ fn a_streamed_answer_is_rendered_as_markdown_a_line_at_a_time() {
 fn a_long_streamed_line_shows_its_rows_as_they_fill() {
     let words: Vec<String> = (1..=40).map(|n| format!("word{n} ")).chain(["THE-END\n".to_string()]).collect();
     let pieces: Vec<&str> = words.iter().map(String::as_str).collect();
+    // 150 ms between words: the end comes 5 s after the first row is full, far longer than
+    // the test can take to look at the screen on a loaded machine (60 ms left it 2 s).
     let mut slow = stream(&pieces);
     if let Step::Stream { delay_ms, .. } = &mut slow {
-        *delay_ms = 60;
+        *delay_ms = 150;
     }
     let server = ScriptedServer::scripted(vec![slow]).expect("server");
     let workspace = TempDir::new("selfcheck");
@@ -191,8 +198,12 @@ fn answers_wrap_at_the_terminal_width_and_rewrap_after_a_resize() {
     let screen = terminal.exit();
     let answers: Vec<&str> = screen.split("> ").filter(|part| part.contains("Wrapping keeps")).collect();
     assert_eq!(answers.len(), 2, "{screen:?}");
+    // What each row shows in the end: a carriage return and an erase (the spinner's, shown when
+    // a loaded machine makes the reply take a moment) leave only what follows them.
+    let shown = |row: &str| row.rsplit('\r').next().unwrap_or_default().replace("\u{1b}[2K", "");
     for (answer, width) in answers.iter().zip([40, 70]) {
-        let lines: Vec<&str> = answer.split("\r\n").filter(|line| line.contains(" ")).collect();
+        let rows: Vec<String> = answer.split("\r\n").map(shown).collect();
+        let lines: Vec<&str> = rows.iter().map(String::as_str).filter(|line| line.contains(' ')).collect();
         let longest = lines.iter().map(|line| line.chars().count()).max().unwrap_or(0);
         assert!(longest <= width && longest > width - 15, "width {width}: {lines:#?}");
         let words: Vec<&str> = lines.iter().flat_map(|line| line.split(' ')).collect();

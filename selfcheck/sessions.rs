@@ -129,8 +129,12 @@ fn killed_during_a_tool() -> TempDir {
     let run = Test::new()
         .args(["-p", "run it", "--allow-shell"])
         .server(vec![call("bash", json!({ "command": command })), text("never sent")])
-        // Killed once the command has certainly begun: its first line is written.
-        .signal_when(|root| root.join("runs.txt").exists(), SIGKILL)
+        // Killed once the command has certainly begun: its first line is written (whole: the
+        // command is stopped right after, and must not be caught between open and write).
+        .signal_when(
+            |root| std::fs::read_to_string(root.join("runs.txt")).is_ok_and(|t| t == "ran\n"),
+            SIGKILL,
+        )
         .run();
     crate::harness::kill_processes_in(run.root());
     assert_eq!(run.code, None, "killed by a signal");

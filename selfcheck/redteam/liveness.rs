@@ -458,7 +458,11 @@ fn no_escape(label: &str, command: &str, timeout_secs: u64, interrupt: bool) {
         ])
         .args(["--allow-shell", "-p", "go"]);
     if interrupt {
-        test = test.signal_when(|root| root.join("escaped.pid").exists(), crate::harness::SIGINT);
+        // Once the pid is written whole: the Ctrl+C must not kill it between open and write.
+        let written = |root: &std::path::Path| {
+            std::fs::read_to_string(root.join("escaped.pid")).is_ok_and(|pid| pid.ends_with('\n'))
+        };
+        test = test.signal_when(written, crate::harness::SIGINT);
     }
     let run = test.run();
     let pid = run.read("escaped.pid").unwrap_or_default();
@@ -476,15 +480,17 @@ fn no_escape(label: &str, command: &str, timeout_secs: u64, interrupt: bool) {
     assert!(content.contains("[1 process that left the command's group was stopped]"), "{label}: {content}");
 }
 
-/// A process in a session of its own; the command's shell writes its pid at once (`$!`: the
-/// shell is its group's leader and its job is not, so `setsid` does not fork again), so the
-/// pid is there however soon the command ends.
-const ESCAPE: &str = "setsid sh -c 'exec sleep 1000' > /dev/null 2>&1 & echo $! > escaped.pid;";
+/// A process that leaves the group: it says its pid once it is in a session of its own, and
+/// the command goes on only then (not after a fixed nap), so it has escaped before the timeout
+/// or the Ctrl+C, however loaded the machine.
+const ESCAPE: &str = "setsid sh -c 'echo $$ > escaped.pid; exec sleep 1000' > /dev/null 2>&1 & \
+                      until [ -s escaped.pid ]; do sleep 0.01; done;";
 
 #[test]
 #[cfg(target_os = "linux")]
 fn a_setsid_process_does_not_survive_the_timeout() {
-    no_escape("timeout", &format!("{ESCAPE} sleep 30"), 1, false);
+    // 3 s: hundreds of times what the escape takes, so the timeout ends `sleep 30`, not it.
+    no_escape("timeout", &format!("{ESCAPE} sleep 30"), 3, false);
 }
 
 #[test]
