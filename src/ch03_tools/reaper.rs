@@ -236,6 +236,13 @@ mod tests {
             assert!(started.elapsed().as_secs() < 60, "the escaped process never started");
             std::thread::sleep(std::time::Duration::from_millis(10));
         };
+        // The pid is written just before the `exec`; during it the process's environment (its
+        // mark) cannot be read, so look once it is `sleep`. Found at 8 test threads under load.
+        let comm = || std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        while comm() != "sleep\n" {
+            assert!(started.elapsed().as_secs() < 60, "the escaped process never became `sleep`");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
         assert!(own_children().contains(&pid), "re-parented to us");
         assert_eq!(kill_escaped("another-run", -1), 0, "another run's mark touches nothing");
         assert_eq!(kill_escaped(&mark, -1), 1);
