@@ -131,18 +131,20 @@ fn a_tool_error_is_an_error_result() {
 #[test]
 #[ignore = "needs the npm MCP servers: run .ci/contract"]
 fn ctrl_c_cancels_a_long_running_operation() {
+    // An hour's operation: only the Ctrl+C can end this run; waiting for the operation would be
+    // the harness's hang, so no clock is needed to tell.
     let started = Instant::now();
     let run = Test::new()
         .args(["--trust-mcp", "--allow-mcp", "-p", "take your time"])
         .file(".mcp.json", &everything(json!({})))
         .server(vec![
-            call("mcp__everything__trigger-long-running-operation", json!({"duration": 60, "steps": 6})),
+            call("mcp__everything__trigger-long-running-operation", json!({"duration": 3600, "steps": 6})),
             text("never asked"),
         ])
         .signal_when(|root| crate::harness::journal_has(root, "tool_started"), SIGINT)
         .run();
     run.expect_code(130);
-    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+    println!("figure: Ctrl+C during a long MCP operation: the run ended after {:?}", started.elapsed());
     assert_eq!(run.requests.len(), 1);
     let types = run.journal_types();
     assert!(types.contains(&"interrupted".to_string()), "{types:?}");
@@ -179,10 +181,11 @@ fn a_server_killed_mid_call_is_an_unknown_outcome_and_restarts() {
     assert_eq!(statuses, [json!("unknown"), json!("ok")]);
 }
 
-/// Waits (at most 15 s) for the long call to have started, then SIGKILLs the server.
+/// Waits for the long call to have started, then SIGKILLs the server. The two minutes are a
+/// guard (the harness's own): the call normally starts within a second.
 fn kill_server_when_calling(root: &Path) -> bool {
     let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(15) {
+    while started.elapsed() < Duration::from_secs(120) {
         let pid = std::fs::read_to_string(root.join("everything.pid")).ok();
         let calling = harness::session_files(root)
             .iter()
