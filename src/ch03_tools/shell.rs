@@ -11,6 +11,7 @@ use crate::ch03_tools::confinement::Confinement;
 use crate::ch03_tools::reaper::{MARK_VARIABLE, kill_escaped_or, new_mark};
 use crate::ch03_tools::secrets::{redactor, remove_keys};
 use std::io::{self, Read};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -149,6 +150,12 @@ impl Workspace {
         };
         let group = child.id() as i32;
         let capture = Arc::new(Mutex::new(Capture::new(OutputStore { root: self.root.clone() })));
+        // A second handle on the read end, never read: it tells whether anything still holds
+        // the write end (`pipe_closes`), whatever the reader thread is doing.
+        let watch = match pipe.try_clone() {
+            Ok(watch) => watch,
+            Err(error) => return failed(format!("cannot watch the command's output: {error}")),
+        };
         let closed = start_reader(pipe, Arc::clone(&capture));
         // ANCHOR_END: bash
         // ANCHOR: bash_ending
@@ -157,7 +164,7 @@ impl Workspace {
         match &ending {
             Ending::Exited(_) => {
                 if !pipe_closed {
-                    pipe_closed = closed.recv_timeout(PIPE_GRACE).is_ok();
+                    pipe_closed = pipe_closes(&closed, &watch);
                     if !pipe_closed {
                         note = "\n[background processes still held the output; they were stopped]";
                     }
@@ -183,13 +190,14 @@ impl Workspace {
         };
         if !pipe_closed {
             // After the kill the pipe closes, unless a process escaped the group: then give up.
-            let _ = closed.recv_timeout(PIPE_GRACE);
+            pipe_closes(&closed, &watch);
         }
         let output = {
             let mut capture = capture.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             capture.abandoned = true;
             capture.render()
         };
+        drop(watch); // a writer left behind now gets EPIPE once the reader lets go
         let output = if output.is_empty() { "(no output)".to_string() } else { output };
         // A refusal the model cannot tell from a bug: say who refused, and who can lift it.
         let sandbox_note = match confinement.and_then(|confinement| confinement.explain(&output)) {
@@ -253,6 +261,27 @@ fn start_reader(mut pipe: io::PipeReader, capture: Arc<Mutex<Capture>>) -> mpsc:
         let _ = closed_tx.send(());
     });
     closed_rx
+}
+
+/// Whether the output pipe closes: at once when nothing holds its write end any more (then the
+/// reader thread only has to catch up, however late a loaded machine lets it run), else within
+/// [`PIPE_GRACE`]. A grace alone lost the end of a command's output and blamed background
+/// processes there were none of, when 64 test threads kept the reader waiting.
+fn pipe_closes(closed: &mpsc::Receiver<()>, watch: &io::PipeReader) -> bool {
+    if closed.recv_timeout(PIPE_GRACE).is_ok() {
+        return true;
+    }
+    // The reader sends when it reaches the end, or drops its sender if it stops early.
+    writers_gone(watch) && closed.recv().is_ok()
+}
+
+/// Whether nothing holds the write end of the pipe whose read end this is (poll's `POLLHUP`),
+/// whether or not bytes are still waiting to be read.
+pub(crate) fn writers_gone(read_end: impl AsFd) -> bool {
+    let mut poll_fd = libc::pollfd { fd: read_end.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd, and we say so; a timeout of 0 only looks.
+    let ready = unsafe { libc::poll(&mut poll_fd, 1, 0) };
+    ready > 0 && poll_fd.revents & libc::POLLHUP != 0
 }
 
 // ANCHOR: wait_for

@@ -9,10 +9,11 @@
 
 use crate::ch02_loop::interrupted;
 use crate::ch03_tools::reaper::{MARK_VARIABLE, kill_escaped, new_mark};
-use crate::ch03_tools::shell::{spawn_in_session, terminate_group};
+use crate::ch03_tools::shell::{spawn_in_session, terminate_group, writers_gone};
 use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::process::{Child, Stdio};
-use std::sync::mpsc;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -84,13 +85,21 @@ fn failed(failure: String) -> Ran {
     Ran { code: None, stdout: String::new(), stderr: String::new(), failure: Some(failure) }
 }
 
+/// A pipe read on a thread (see [`read_bounded`]), and a second handle on it, never read, that
+/// tells whether anything still holds its write end.
+struct Reading {
+    pieces: mpsc::Receiver<Vec<u8>>,
+    watch: Option<OwnedFd>,
+}
+
 /// Reads a pipe on a thread and hands each piece over as it comes, up to [`CAPTURE_BYTES`];
 /// the rest is read and dropped. Pieces, not the whole at the end: the pipe's end can come
 /// late (a process the hook left outside its group, or a child that another thread forked and
 /// that holds a copy until its `exec`), and what the hook said before that must not be lost
 /// with the wait: a blocking hook's reason, or what a `PostToolUse` hook adds.
-fn read_bounded(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
-    let (sender, receiver) = mpsc::channel();
+fn read_bounded(pipe: Option<impl Read + AsFd + Send + 'static>) -> Reading {
+    let (sender, pieces) = mpsc::channel();
+    let watch = pipe.as_ref().and_then(|pipe| pipe.as_fd().try_clone_to_owned().ok());
     if let Some(mut pipe) = pipe {
         thread::spawn(move || {
             let mut buffer = [0u8; 8192];
@@ -112,15 +121,26 @@ fn read_bounded(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<
             }
         });
     }
-    receiver
+    Reading { pieces, watch }
 }
 
-/// What arrived by the pipe's end, or by the end of the grace if the pipe stays open.
-fn collect(receiver: mpsc::Receiver<Vec<u8>>) -> String {
+/// What arrived by the pipe's end, or by the end of the grace if something still holds the
+/// pipe open. When nothing does, the reader is only behind (a loaded machine), and is waited
+/// for: a grace alone lost what the hook said when 64 test threads kept the reader waiting.
+fn collect(reading: Reading) -> String {
     let deadline = Instant::now() + PIPE_GRACE;
     let mut bytes = Vec::new();
-    while let Ok(piece) = receiver.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-        bytes.extend(piece);
+    loop {
+        match reading.pieces.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(piece) => bytes.extend(piece),
+            Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => {
+                if reading.watch.as_ref().is_some_and(writers_gone) {
+                    bytes.extend(reading.pieces.iter().flatten());
+                }
+                break;
+            }
+        }
     }
     String::from_utf8_lossy(&bytes).into_owned()
 }
