@@ -24,9 +24,14 @@
 //! terminal shows it and the journal records it.
 
 use crate::ch02_loop::command_line::{Help, Registry};
-use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request, interrupted};
+use crate::ch02_loop::{Error, Event, Model, Notice, Observer, Reply, Request, interrupted};
 use crate::ch02_model::errors::output_not_parsed;
+use crate::ch04_terminal::sanitize::sanitize;
+use crate::ch05_sessions::Body;
 use crate::random::XorShift;
+use crate::text::{first_line, one_line};
+use serde_json::{Value, json};
+use std::any::Any;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The longest `Retry-After` we honour; a server asking for more gets an error that says so.
@@ -95,12 +100,57 @@ impl<M: Model> Model for Retrying<M> {
             let Retry { wait, reason } = decide(error, attempt, self.max_retries, self.statuses)?;
             attempt += 1;
             let wait_ms = wait.as_millis() as u64;
-            observer.event(Event::Retry { attempt, wait_ms, reason: &reason })?;
+            observer.event(Event::Notice(&RetryNotice { attempt, wait_ms, reason }))?;
             (self.sleep)(wait)?;
         }
     }
 }
 // ANCHOR_END: retrying_complete
+
+// ANCHOR: retry_notice
+/// A failed request will be tried again after `wait_ms`: a line on the screen, a `retry`
+/// record in the journal, a `retry` event for `--json`.
+#[derive(Clone, Debug)]
+pub struct RetryNotice {
+    pub attempt: u32,
+    pub wait_ms: u64,
+    pub reason: String,
+}
+
+impl Notice for RetryNotice {
+    fn line(&self, width: Option<usize>) -> Option<String> {
+        let seconds = self.wait_ms as f64 / 1000.0;
+        let line = format!("retry {} in {seconds:.1}s: ", self.attempt);
+        let reason = match width {
+            Some(width) => first_line(&sanitize(&self.reason), width.saturating_sub(line.len() + 1).max(40)),
+            None => one_line(&sanitize(&self.reason)),
+        };
+        Some(format!("{line}{reason}"))
+    }
+
+    fn spinner(&self) -> &'static str {
+        "retrying…"
+    }
+
+    fn records(&self) -> Vec<Value> {
+        let RetryNotice { attempt, wait_ms, reason } = self.clone();
+        vec![json!(Body::Retry { attempt, wait_ms, reason })]
+    }
+
+    fn json(&self) -> Option<Value> {
+        let RetryNotice { attempt, wait_ms, reason } = self;
+        Some(json!({"type": "retry", "attempt": attempt, "wait_ms": wait_ms, "reason": reason}))
+    }
+
+    fn cleaned(&self, clean: &dyn Fn(&str) -> String) -> Box<dyn Notice> {
+        Box::new(RetryNotice { reason: clean(&self.reason), ..self.clone() })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+// ANCHOR_END: retry_notice
 
 // ANCHOR: decide
 /// Try again after `wait`; `reason` is what failed, for the user and the journal.
@@ -126,11 +176,10 @@ fn decide(error: Error, attempt: u32, max_retries: u32, statuses: &[u16]) -> Res
         | Error::Interrupted
         | Error::Model(_)
         | Error::ReplyCut { .. }
-        | Error::Stuck { .. }
         | Error::Usage(_)
         | Error::Config(_)
         | Error::Io { .. }
-        | Error::Session(_) => return Err(error),
+        | Error::Other(_) => return Err(error),
     };
     // ANCHOR_END: decide
     // ANCHOR: decide_wait
@@ -237,8 +286,10 @@ mod tests {
     struct Retries(Vec<(u32, u64, String)>);
     impl Observer for Retries {
         fn event(&mut self, event: Event) -> Result<(), Error> {
-            if let Event::Retry { attempt, wait_ms, reason } = event {
-                self.0.push((attempt, wait_ms, reason.to_owned()));
+            if let Event::Notice(notice) = event
+                && let Some(RetryNotice { attempt, wait_ms, reason }) = notice.as_any().downcast_ref()
+            {
+                self.0.push((*attempt, *wait_ms, reason.clone()));
             }
             Ok(())
         }
@@ -489,5 +540,22 @@ mod tests {
             rest % 3600 / 60,
             rest % 60
         )
+    }
+
+    /// Issue 22: retry lines were cut at 120 characters even in a log, where the whole reason
+    /// is what a person reads later; only a terminal's width cuts them.
+    #[test]
+    fn a_retry_line_is_cut_only_for_a_terminal() {
+        use crate::ch04_terminal::tests::Captured;
+        use crate::ch04_terminal::{Screen, TerminalObserver};
+        let reason = format!("503 from the server: {}", "upstream connect error or disconnect ".repeat(8));
+        let (out, err) = (Captured::default(), Captured::default());
+        let mut observer =
+            TerminalObserver::new(Screen::new(Box::new(out), Box::new(err.clone()), false, false), None);
+        let notice = RetryNotice { attempt: 1, wait_ms: 500, reason: reason.clone() };
+        observer.event(Event::Notice(&notice)).unwrap();
+        assert_eq!(err.text(), format!("retry 1 in 0.5s: {}\n", reason.trim_end()));
+        let cut = notice.line(Some(80)).unwrap();
+        assert!(cut.chars().count() <= 80 && cut.ends_with('…'), "{cut}");
     }
 }

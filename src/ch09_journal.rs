@@ -22,7 +22,9 @@
 
 use crate::ch02_loop::{Error, ToolCall, ToolStatus, Usage};
 use crate::ch03_tools::secrets::{Redactor, redactor};
-use crate::ch05_sessions::{Append, Body, FORMAT_VERSION, Origin, Record, SessionStore, now_rfc3339};
+use crate::ch05_sessions::{
+    Append, Body, FORMAT_VERSION, Origin, Record, SessionStore, now_rfc3339, session_error,
+};
 use crate::ch09_trust::{JOURNAL_MAX_BYTES, open_journal};
 use std::fs::{File, TryLockError};
 use std::io::{BufWriter, Read, Write};
@@ -137,7 +139,7 @@ impl Journal {
     /// One record, one line, one `write` (no sync).
     fn write(&mut self, body: Body) -> Result<u64, Error> {
         if self.broken {
-            return Err(Error::Session(format!(
+            return Err(session_error(format!(
                 "session {} stopped recording after a failed write; resume it to continue",
                 self.id
             )));
@@ -145,7 +147,7 @@ impl Journal {
         let seq = self.next_seq;
         let record = Record { seq, ts: now_rfc3339(), body };
         let mut line = serde_json::to_string(&record)
-            .map_err(|e| Error::Session(format!("cannot encode a record of session {}: {e}", self.id)))?;
+            .map_err(|e| session_error(format!("cannot encode a record of session {}: {e}", self.id)))?;
         // The process's secrets (chapter 3): plain tokens, which JSON leaves unescaped, so
         // they match verbatim.
         line = self.redactor.redact_string(line);
@@ -205,7 +207,7 @@ fn lock(file: &File, path: &Path, id: &str) -> Result<(), Error> {
         Err(TryLockError::WouldBlock) => {
             let holder =
                 lock_holder(file).map_or_else(|| "another process".to_string(), |pid| format!("pid {pid}"));
-            Err(Error::Session(format!(
+            Err(session_error(format!(
                 "session {id} is in use by another mini-agent process ({holder}); \
                  finish or quit that one first"
             )))
@@ -321,7 +323,7 @@ fn parse_journal(path: &Path, bytes: &[u8], torn_action: &str) -> Result<Loaded,
 
 /// The error for a line that is not a record and is not the last one.
 pub(crate) fn corrupt_line(path: &Path, number: usize, error: &serde_json::Error) -> Error {
-    Error::Session(format!(
+    session_error(format!(
         "{}:{number}: corrupt session record ({error}); the lines after it cannot be trusted, \
          so the session was not opened — repair or remove that line",
         path.display()
@@ -337,14 +339,12 @@ pub(crate) fn torn_line(path: &Path, number: usize, bytes: u64, action: &str) ->
 /// format version we know.
 pub(crate) fn check_record(path: &Path, number: usize, record: &Record) -> Result<(), Error> {
     match (&record.body, number) {
-        (Body::Session { version, .. }, 1) if *version > FORMAT_VERSION => Err(Error::Session(format!(
+        (Body::Session { version, .. }, 1) if *version > FORMAT_VERSION => Err(session_error(format!(
             "{}: written by a newer mini-agent (session format {version}, this one reads {FORMAT_VERSION})",
             path.display()
         ))),
         (Body::Session { .. }, 1) => Ok(()),
-        (_, 1) => {
-            Err(Error::Session(format!("{}:1: not a session file (no session record)", path.display())))
-        }
+        (_, 1) => Err(session_error(format!("{}:1: not a session file (no session record)", path.display()))),
         _ => Ok(()),
     }
 }
@@ -381,7 +381,7 @@ pub fn write_synthetic_journal(path: &Path, records: usize) -> Result<(), Error>
     let mut write = |body: Body| -> Result<(), Error> {
         seq += 1;
         let record = Record { seq, ts: now_rfc3339(), body };
-        let line = serde_json::to_string(&record).map_err(|e| Error::Session(e.to_string()))?;
+        let line = serde_json::to_string(&record).map_err(|e| session_error(e.to_string()))?;
         writeln!(out, "{line}").map_err(io_error)
     };
     let id = id_of(path);

@@ -15,7 +15,7 @@
 
 use crate::ch02_loop::{Error, ToolCall};
 use crate::ch03_tools::Workspace;
-use crate::ch05_sessions::SessionStore;
+use crate::ch05_sessions::{SessionStore, session_error};
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
@@ -40,14 +40,14 @@ impl SessionStore {
         for dir in [agent_dir.as_path(), self.dir()] {
             match fs::symlink_metadata(dir) {
                 Ok(meta) if meta.file_type().is_symlink() => {
-                    return Err(Error::Session(format!(
+                    return Err(session_error(format!(
                         "{} is a symlink; mini-agent keeps its records only in a real directory of the \
                          workspace, so it stopped (remove the link to go on)",
                         dir.display()
                     )));
                 }
                 Ok(meta) if !meta.is_dir() => {
-                    return Err(Error::Session(format!(
+                    return Err(session_error(format!(
                         "{} is not a directory; remove it to go on",
                         dir.display()
                     )));
@@ -67,7 +67,7 @@ impl SessionStore {
 /// without blocking on a FIFO, a regular file of at most [`JOURNAL_MAX_BYTES`].
 pub fn open_journal(path: &Path, append: bool) -> Result<File, Error> {
     let file = Workspace::open_no_follow(path, append).map_err(|error| match error.raw_os_error() {
-        Some(libc::ELOOP) => Error::Session(format!(
+        Some(libc::ELOOP) => session_error(format!(
             "{} is a symlink; a session file must be a regular file of the workspace",
             path.display()
         )),
@@ -76,13 +76,13 @@ pub fn open_journal(path: &Path, append: bool) -> Result<File, Error> {
     let meta =
         file.metadata().map_err(|e| Error::io(format!("cannot read session {}", path.display()), e))?;
     if !meta.is_file() {
-        return Err(Error::Session(format!(
+        return Err(session_error(format!(
             "{} is not a regular file, so it is not a session",
             path.display()
         )));
     }
     if meta.len() > JOURNAL_MAX_BYTES {
-        return Err(Error::Session(format!(
+        return Err(session_error(format!(
             "{} is {} bytes, more than a session may hold ({JOURNAL_MAX_BYTES}); it was not read",
             path.display(),
             meta.len()
@@ -102,7 +102,7 @@ pub fn journal_root(path: &Path) -> Result<PathBuf, Error> {
     let agent_dir =
         sessions.and_then(Path::parent).filter(|dir| dir.file_name().is_some_and(|n| n == ".mini_agent"));
     let Some(root) = agent_dir.and_then(Path::parent) else {
-        return Err(Error::Session(format!(
+        return Err(session_error(format!(
             "{} is not in a .mini_agent/sessions/ directory; a session belongs to the workspace whose \
              .mini_agent/sessions/ holds it (move the file there, or run in that workspace)",
             path.display()
@@ -122,7 +122,7 @@ pub fn check_recorded_root(path: &Path, root: &Path, recorded: &str) -> Result<(
     if recorded_path == root || fs::canonicalize(recorded_path).is_ok_and(|real| real == root) {
         return Ok(());
     }
-    Err(Error::Session(format!(
+    Err(session_error(format!(
         "{}: the session says its root is {recorded:?}, but its journal lives in {}; a session works only \
          where its journal lives, so it was not opened (a copied or planted journal? start a new session)",
         path.display(),

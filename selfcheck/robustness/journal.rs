@@ -6,7 +6,7 @@
 
 use crate::binary_run::{Workspace, args, run_binary};
 use crate::{XorShift, assert_survived, cases, nested_json};
-use mini_agent::ch02_loop::Error;
+use mini_agent::ch05_sessions::SessionError;
 use mini_agent::ch09_journal::{read_journal, write_synthetic_journal};
 use mini_agent::scripted_server::{ScriptedServer, Step};
 use std::path::Path;
@@ -52,7 +52,8 @@ fn garbage_in_the_middle_is_an_error_that_names_the_line() {
         }
         write(&path, &bytes);
         match read_journal(&path) {
-            Err(Error::Session(message)) => {
+            Err(error) if error.failure::<SessionError>().is_some() => {
+                let message = error.to_string();
                 let named = format!(":{}:", bad_line + 1);
                 assert!(
                     message.contains(&named),

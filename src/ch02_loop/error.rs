@@ -2,6 +2,7 @@
 //! to what, and what to do next. `main` turns it into one line and an exit code.
 
 use crate::ch02_model::errors::output_not_parsed;
+use std::any::Any;
 use std::fmt;
 
 // ANCHOR: error
@@ -18,7 +19,6 @@ pub enum Error {
         status: u16,
         message: String,
         /// How long the server asked us to wait (`Retry-After`, chapter 8).
-        #[cfg(feature = "ch08")]
         retry_after_ms: Option<u64>,
         code: Option<String>,
     },
@@ -29,21 +29,42 @@ pub enum Error {
     /// The reply ended for `reason` (`length`, `content_filter`) before the model finished:
     /// `chars` characters of text arrived, and `dropped_calls` unfinished tool calls were not run.
     ReplyCut { reason: String, chars: usize, dropped_calls: usize },
-    /// The model repeated one call with the same result `repeats` times in a row, and gave no
-    /// answer when asked without tools (chapter 7).
-    #[cfg(feature = "ch07")]
-    Stuck { name: String, repeats: usize },
     /// The server answered, but not with something we can use.
     Model(String),
     /// A file operation failed; `context` names the file and what we were doing.
     Io { context: String, source: std::io::Error },
-    /// A session or journal problem (corrupt line, lock held, unknown outcomes…).
-    #[cfg(feature = "ch05")]
-    Session(String),
     /// The user pressed Ctrl+C.
     Interrupted,
+    /// A failure a later chapter defines: a session's journal (chapter 5), a model stuck
+    /// repeating a call (chapter 7).
+    Other(Box<dyn Failure>),
 }
 // ANCHOR_END: error
+
+// ANCHOR: failure
+/// What chapter 2 needs of a later chapter's failure: its line, the exit status of a run it
+/// ends, and its words cleaned (chapter 3 redacts every error before it is shown).
+pub trait Failure: fmt::Display + fmt::Debug + Send + Sync + 'static {
+    /// 1, unless the chapter says otherwise.
+    fn exit_code(&self) -> u8 {
+        1
+    }
+    /// The same failure with every text in it passed through `clean`.
+    fn cleaned(&self, clean: &dyn Fn(&str) -> String) -> Box<dyn Failure>;
+    /// For the chapter that declared it, to know its own failure again.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl Error {
+    /// The later chapter's failure of type `F`, if this is one.
+    pub fn failure<F: Failure>(&self) -> Option<&F> {
+        match self {
+            Error::Other(failure) => failure.as_any().downcast_ref(),
+            _ => None,
+        }
+    }
+}
+// ANCHOR_END: failure
 
 impl Error {
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
@@ -56,8 +77,6 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
             Error::Usage(text) | Error::Config(text) => f.write_str(text),
-            #[cfg(feature = "ch05")]
-            Error::Session(text) => f.write_str(text),
             Error::Http { status, message, code, .. } => {
                 write!(f, "model request failed: {status} {message}")?;
                 match status {
@@ -92,11 +111,9 @@ impl fmt::Display for Error {
             Error::ReplyCut { reason, chars, dropped_calls } => {
                 match reason.as_str() {
                     "length" => write!(f, "the reply was cut off at the model's output limit")?,
-                    #[cfg(feature = "ch19")]
                     "max_tokens" => {
                         write!(f, "the reply was cut off at max_tokens, the request's output limit")?
                     }
-                    #[cfg(feature = "ch19")]
                     "refusal" => write!(f, "the model refused to go on")?,
                     _ => write!(f, "the reply was stopped by the server's content filter")?,
                 }
@@ -107,7 +124,6 @@ impl fmt::Display for Error {
                     n => write!(f, "; its {n} unfinished tool calls were not run")?,
                 }
                 match reason.as_str() {
-                    #[cfg(feature = "ch19")]
                     "max_tokens" => {
                         write!(f, " — not a finished answer: raise MINI_AGENT_MAX_TOKENS, or ask for less")
                     }
@@ -118,16 +134,10 @@ impl fmt::Display for Error {
                     _ => write!(f, " — not a finished answer"),
                 }
             }
-            #[cfg(feature = "ch07")]
-            Error::Stuck { name, repeats } => write!(
-                f,
-                "stopped: the model called {name} {repeats} times in a row with the same result, went on \
-                 after being told, and gave no answer when asked once more without tools; the task may \
-                 be unfinished"
-            ),
             Error::Model(text) => write!(f, "unusable model reply: {text}"),
             Error::Io { context, source } => write!(f, "{context}: {source}"),
             Error::Interrupted => f.write_str("interrupted"),
+            Error::Other(failure) => write!(f, "{failure}"),
         }
     }
 }

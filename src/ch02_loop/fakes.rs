@@ -53,16 +53,15 @@ impl Tools for RecordingTools {
     }
 }
 
-/// Shows nothing; hands over its lines as typed-ahead input at the first chance (chapter 4).
+/// Shows nothing; hands over its lines as typed-ahead input at the first chance.
 #[derive(Default)]
-pub(crate) struct Quiet(#[cfg(feature = "ch04")] pub(crate) Vec<String>);
+pub(crate) struct Quiet(pub(crate) Vec<String>);
 
 impl Observer for Quiet {
     fn event(&mut self, _: Event) -> Result<(), Error> {
         Ok(())
     }
 
-    #[cfg(feature = "ch04")]
     fn queued_input(&mut self) -> Vec<String> {
         std::mem::take(&mut self.0)
     }

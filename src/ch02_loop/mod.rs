@@ -23,7 +23,7 @@ mod error;
 mod seams;
 mod vocabulary;
 
-pub use error::Error;
+pub use error::{Error, Failure};
 pub use seams::*;
 pub use vocabulary::*;
 
@@ -44,7 +44,6 @@ pub fn run_turn(
 ) -> Outcome {
     let schemas = tools.schemas();
     let mut step = || -> Result<Option<Outcome>, Error> {
-        #[cfg(feature = "ch04")]
         for content in observer.queued_input() {
             append(history, observer, Message::User { content })?;
         }

@@ -41,43 +41,44 @@ pub enum Event<'a> {
     },
     /// A model reply arrived (before its message is appended).
     Reply(&'a Reply),
-    /// A piece of reply text arrived while streaming (chapter 11).
-    #[cfg(feature = "ch11")]
-    TextDelta(&'a str),
     /// A tool is about to run. Observers that must persist this do so before returning.
     ToolStarted(&'a ToolCall),
     ToolFinished(&'a ToolCall, &'a ToolOutput),
     // ANCHOR_END: events
     // ANCHOR: events_later
-    /// A failed request will be tried again after `wait_ms` (chapter 8).
-    #[cfg(feature = "ch08")]
-    Retry {
-        attempt: u32,
-        wait_ms: u64,
-        reason: &'a str,
-    },
-    /// Older messages are now sent as `summary` (chapter 7): it stands for the first
-    /// `replaced` messages after the system prompt. The token counts are estimates of the
-    /// request before and after; `usage` is what the summary request cost, when known.
-    /// `elided` messages after the system prompt are sent with their large tool results and
-    /// arguments cut short; `summarised` is false when only that changed (no model call).
-    #[cfg(feature = "ch07")]
-    Compaction {
-        summary: &'a str,
-        replaced: usize,
-        elided: usize,
-        summarised: bool,
-        tokens_before: u64,
-        tokens_after: u64,
-        usage: Option<super::Usage>,
-    },
     /// Something the user should know that did not stop the turn (a reply's text that looked
     /// like a tool call, a compaction that could not be made…).
     Warning(&'a str),
-    /// The text of a stream cut off before it finished (chapter 11): shown and recorded, never
-    /// sent back to the model.
-    #[cfg(feature = "ch11")]
-    Partial(&'a str),
+    /// What a later chapter reports: a retry (chapter 8), a compaction (7), streamed text (11).
+    Notice(&'a dyn Notice),
+}
+
+/// Something a later chapter reports during a turn. Chapter 2's loop never makes one; it
+/// says what every observer needs of a notice it has never heard of, so that the screen, the
+/// journal and `--json` handle them all alike, and the chapter that declared one reads it
+/// back (`as_any`) where only it knows what to do.
+pub trait Notice: std::fmt::Debug {
+    /// The line a person reads on stderr (`retry 1 in 2.0s: …`); `None`: not a line. `width`:
+    /// the terminal's, to cut a long line to; `None` for a log, which keeps it whole.
+    fn line(&self, _width: Option<usize>) -> Option<String> {
+        None
+    }
+    /// What the screen's spinner says after that line while the model is still awaited.
+    fn spinner(&self) -> &'static str {
+        "thinking…"
+    }
+    /// What a session's journal records of it (chapter 5's records, as JSON): nothing here.
+    fn records(&self) -> Vec<Value> {
+        Vec::new()
+    }
+    /// Its event for a program reading `--json` (chapter 14); `None`: programs do not see it.
+    fn json(&self) -> Option<Value> {
+        None
+    }
+    /// The same notice with every text in it passed through `clean` (chapter 3's redaction).
+    fn cleaned(&self, clean: &dyn Fn(&str) -> String) -> Box<dyn Notice>;
+    /// For the chapter that declared it, to know its own notice again.
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 // ANCHOR_END: events_later
@@ -86,8 +87,8 @@ pub enum Event<'a> {
 /// this is how the journal guarantees that a tool never runs unrecorded.
 pub trait Observer {
     fn event(&mut self, event: Event) -> Result<(), Error>;
-    /// Lines the user typed while the turn ran; they join the next request (chapter 4).
-    #[cfg(feature = "ch04")]
+    /// Lines the user typed while the turn ran; they join the next request. Nobody types
+    /// into chapter 2's agent; chapter 4's REPL does.
     fn queued_input(&mut self) -> Vec<String> {
         Vec::new()
     }

@@ -69,7 +69,6 @@ fn the_turn_limit_stops_a_model_that_never_stops() {
     assert_eq!(model.sent.len(), 2);
 }
 
-#[cfg(feature = "ch04")]
 #[test]
 fn queued_input_joins_the_next_request() {
     let mut model = ScriptedModel::new(vec![text("ok")]);

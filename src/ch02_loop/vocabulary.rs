@@ -34,20 +34,20 @@ pub struct ToolOutput {
     pub status: ToolStatus,
 }
 
+/// How a tool call ended. One list in every state: the journal records it, and a state reads
+/// journals a later one wrote. The loop makes `Ok`, `Error` and `Interrupted`; chapter 12's
+/// gate `Denied`, chapter 10's recovery `NotRun` and `Unknown`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
     Ok,
     Error,
     /// The permission gate refused the call (chapter 12).
-    #[cfg(feature = "ch12")]
     Denied,
     Interrupted,
     /// Recovery answers a call that never started (chapter 10).
-    #[cfg(feature = "ch10")]
     NotRun,
     /// Recovery answers a call that started and never finished (chapter 10).
-    #[cfg(feature = "ch10")]
     Unknown,
 }
 // ANCHOR_END: tool_output
@@ -67,7 +67,7 @@ pub struct Reply {
     pub usage: Option<Usage>,
     /// Why the model stopped (`stop`, `tool_calls`, `length`…), when the server said.
     pub finish_reason: Option<String>,
-    #[cfg(feature = "ch19")]
+    /// What the server's prompt cache did; zero from a server that does not say.
     pub cache: CacheUsage,
 }
 
@@ -86,16 +86,14 @@ pub struct Usage {
 }
 // ANCHOR_END: request_reply
 
-/// The finish reasons of a cut reply: chapter 2's `length` and `content_filter`.
-#[cfg(not(feature = "ch19"))]
-const CUT_REASONS: &[&str] = &["length", "content_filter"];
-/// Chapter 19's Messages API adds `max_tokens`, and `refusal` when the model declines.
-#[cfg(feature = "ch19")]
+/// The finish reasons of a cut reply, as servers say them: Chat Completions' `length` and
+/// `content_filter`, the Messages API's `max_tokens` and `refusal` (chapter 19). The loop is
+/// the one place that decides a reply is not an answer, for every client.
 const CUT_REASONS: &[&str] = &["length", "content_filter", "max_tokens", "refusal"];
 
-/// A reply's `cache` (chapter 19): prompt tokens read from the server's prompt cache, and
-/// written to it.
-#[cfg(feature = "ch19")]
+/// A reply's `cache`: prompt tokens read from the server's prompt cache, and written to it.
+/// Chapter 2's client reads only the totals; chapter 19's Messages API says both, and
+/// `/stats` (chapter 7) shows them once they are not zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheUsage {
     pub read: u64,

@@ -12,7 +12,6 @@ use crate::ch02_loop::Error;
 use crate::text::shorten;
 use serde_json::Value;
 use std::time::Duration;
-#[cfg(feature = "ch08")]
 use std::time::{SystemTime, UNIX_EPOCH};
 
 // ANCHOR: errors
@@ -20,7 +19,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub fn error_from_response(response: ureq::http::Response<ureq::Body>) -> Error {
     let status = response.status();
     let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    #[cfg(feature = "ch08")]
     let retry_after_ms = header("retry-after-ms")
         .and_then(|ms| ms.trim().parse::<f64>().ok())
         .map(|ms| ms.max(0.0) as u64)
@@ -40,13 +38,7 @@ pub fn error_from_response(response: ureq::http::Response<ureq::Body>) -> Error 
     if messages_api_error(&body) {
         message.push_str(MESSAGES_API_ERROR);
     }
-    Error::Http {
-        status: status.as_u16(),
-        message,
-        #[cfg(feature = "ch08")]
-        retry_after_ms,
-        code,
-    }
+    Error::Http { status: status.as_u16(), message, retry_after_ms, code }
 }
 // ANCHOR_END: errors
 
@@ -82,7 +74,6 @@ fn redirected(status: u16, location: Option<String>) -> Error {
             "redirect to {target} not followed (API requests are never redirected); \
              if that is the right server, pass it as --base-url"
         ),
-        #[cfg(feature = "ch08")]
         retry_after_ms: None,
         code: None,
     }
@@ -131,7 +122,6 @@ pub fn server_message(body: &str) -> (Option<String>, Option<String>) {
 
 /// `Retry-After` is either seconds or an HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`); the
 /// wait it asks for is chapter 8's.
-#[cfg(feature = "ch08")]
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<u64> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
@@ -143,7 +133,6 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<u64> {
 }
 
 /// Seconds since the epoch for an IMF-fixdate; the other two legacy forms are not worth it.
-#[cfg(feature = "ch08")]
 fn parse_http_date(value: &str) -> Option<u64> {
     let parts: Vec<&str> = value.split_whitespace().collect();
     let [_weekday, day, month, year, time, "GMT"] = parts.as_slice() else { return None };
@@ -159,7 +148,6 @@ fn parse_http_date(value: &str) -> Option<u64> {
 
 /// Days from 1970-01-01 to the date (Howard Hinnant's days_from_civil; chapter 5 has its
 /// inverse, `civil_from_days`, and a test runs one into the other).
-#[cfg(feature = "ch08")]
 pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);

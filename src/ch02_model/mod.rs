@@ -38,7 +38,6 @@ use std::time::Duration;
 use waiting::{backstop, first_byte_timeout, read_counted, run_watched};
 use wire::{RequestBody, StreamOptions, WireMessage};
 
-#[cfg(feature = "ch08")]
 pub use errors::parse_retry_after;
 pub use errors::{
     error_from_response, idle_error, idle_message, limit_error, limit_message, network_error,

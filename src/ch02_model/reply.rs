@@ -57,14 +57,7 @@ pub fn parse_reply(body: &str) -> Result<Reply, Error> {
     };
     // Usage only feeds `/stats` and the context estimate: a strange one is ignored, never fatal.
     let usage = value.get("usage").and_then(parse_usage);
-    Ok(Reply {
-        content,
-        tool_calls,
-        usage,
-        finish_reason,
-        #[cfg(feature = "ch19")]
-        cache: Default::default(),
-    })
+    Ok(Reply { content, tool_calls, usage, finish_reason, cache: Default::default() })
 }
 
 // ANCHOR_END: parse_reply

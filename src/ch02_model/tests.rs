@@ -6,7 +6,6 @@ use crate::ch02_loop::{Message, ToolCall, Usage};
 use crate::scripted_server::{ScriptedServer, Step};
 use serde_json::Value;
 use serde_json::json;
-#[cfg(feature = "ch08")]
 use std::time::UNIX_EPOCH;
 
 use crate::ch02_loop::fakes::Quiet;
@@ -38,7 +37,6 @@ fn a_plain_answer_is_text_with_usage() {
             tool_calls: vec![],
             usage: Some(Usage { prompt_tokens: 10, completion_tokens: 5 }),
             finish_reason: Some("stop".into()),
-            #[cfg(feature = "ch19")]
             cache: Default::default(),
         }
     );
@@ -463,7 +461,6 @@ fn only_loopback_hosts_need_no_key() {
 }
 
 /// Chapter 8 waits as long as the server asked: the error carries it.
-#[cfg(feature = "ch08")]
 #[test]
 fn retry_after_is_kept() {
     let headers = vec![("Retry-After".into(), "7".into())];
@@ -471,7 +468,6 @@ fn retry_after_is_kept() {
     assert!(matches!(reply, Err(Error::Http { retry_after_ms: Some(7000), .. })), "{reply:?}");
 }
 
-#[cfg(feature = "ch08")]
 #[test]
 fn retry_after_reads_seconds_and_http_dates() {
     let now = UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT

@@ -445,15 +445,8 @@ impl<M: Model> Redacted<M> {
 // ANCHOR: redacted_complete
 impl<M: Model> Model for Redacted<M> {
     fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
-        let mut watch = RedactingObserver {
-            inner: observer,
-            redactor: self.redactor,
-            #[cfg(feature = "ch11")]
-            text: self.redactor.stream(),
-        };
+        let mut watch = RedactingObserver { inner: observer, redactor: self.redactor };
         let result = self.inner.complete(request, &mut watch);
-        #[cfg(feature = "ch11")]
-        watch.flush()?;
         let r = self.redactor;
         match result {
             Ok(mut reply) => {
@@ -479,77 +472,37 @@ pub(crate) fn redact_error(r: &Redactor, error: Error) -> Error {
         Error::Network(text) => Error::Network(line(text)),
         Error::Refused(text) => Error::Refused(line(text)),
         Error::Model(text) => Error::Model(line(text)),
-        #[cfg(feature = "ch05")]
-        Error::Session(text) => Error::Session(line(text)),
-        Error::Http {
-            status,
-            message,
-            #[cfg(feature = "ch08")]
-            retry_after_ms,
-            code,
-        } => Error::Http {
-            status,
-            message: line(message),
-            #[cfg(feature = "ch08")]
-            retry_after_ms,
-            code: code.map(line),
-        },
+        Error::Http { status, message, retry_after_ms, code } => {
+            Error::Http { status, message: line(message), retry_after_ms, code: code.map(line) }
+        }
         Error::Io { context, source } => Error::Io { context: line(context), source },
         Error::Interrupted => Error::Interrupted,
-        // Counts and a finish reason (only `length` or `content_filter`): nothing echoed.
+        // Counts and a finish reason (one of four fixed words): nothing echoed.
         cut @ Error::ReplyCut { .. } => cut,
-        // The tool name is the model's text: it could be anything.
-        #[cfg(feature = "ch07")]
-        Error::Stuck { name, repeats } => Error::Stuck { name: line(name), repeats },
+        // A later chapter's failure cleans its own words (a tool name is the model's text).
+        Error::Other(failure) => Error::Other(failure.cleaned(&|text| line(text.to_string()))),
     }
 }
 
-/// Passes the model's events on, redacted; streamed text goes through a [`RedactingStream`].
+/// Passes the model's events on, redacted.
 struct RedactingObserver<'a> {
     inner: &'a mut dyn Observer,
     redactor: &'static Redactor,
-    /// Streamed text (chapter 11), held back where a secret may be cut between pieces.
-    #[cfg(feature = "ch11")]
-    text: RedactingStream,
-}
-
-#[cfg(feature = "ch11")]
-impl RedactingObserver<'_> {
-    fn flush(&mut self) -> Result<(), Error> {
-        let rest = self.text.finish();
-        if rest.is_empty() {
-            return Ok(());
-        }
-        self.inner.event(Event::TextDelta(&String::from_utf8_lossy(&rest)))
-    }
 }
 
 impl Observer for RedactingObserver<'_> {
     fn event(&mut self, event: Event) -> Result<(), Error> {
         let r = self.redactor;
         match event {
-            #[cfg(feature = "ch11")]
-            Event::TextDelta(text) => {
-                let ready = self.text.push(text.as_bytes());
-                if ready.is_empty() {
-                    return Ok(());
-                }
-                // A piece may end inside a UTF-8 character when held back mid-way; lossless
-                // because only whole secrets (valid UTF-8) are ever held or replaced.
-                self.inner.event(Event::TextDelta(&String::from_utf8_lossy(&ready)))
-            }
             Event::Warning(text) => self.inner.event(Event::Warning(&r.redact(text))),
-            #[cfg(feature = "ch11")]
-            Event::Partial(text) => self.inner.event(Event::Partial(&r.redact(text))),
-            #[cfg(feature = "ch08")]
-            Event::Retry { attempt, wait_ms, reason } => {
-                self.inner.event(Event::Retry { attempt, wait_ms, reason: &r.redact(reason) })
+            // A later chapter's notice (a retry's reason, a stream's text) cleans its own words.
+            Event::Notice(notice) => {
+                self.inner.event(Event::Notice(&*notice.cleaned(&|text| r.redact(text).into_owned())))
             }
             other => self.inner.event(other),
         }
     }
 
-    #[cfg(feature = "ch04")]
     fn queued_input(&mut self) -> Vec<String> {
         self.inner.queued_input()
     }

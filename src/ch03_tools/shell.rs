@@ -223,7 +223,6 @@ impl Workspace {
     /// A command the agent runs for itself, not for the model (chapter 15's verify command):
     /// the same process group, timeout, bounded capture and redaction as `bash`. Returns the
     /// exit code (`None`: timed out, interrupted or killed) and the output as `bash` shows it.
-    #[cfg(feature = "ch15")]
     pub fn run_command(&self, command: &str, timeout_secs: u64) -> (Option<i32>, ToolOutput) {
         let (output, code) = self.shell(command, timeout_secs.clamp(1, BASH_MAX_TIMEOUT_SECS));
         (code, ToolOutput { content: redactor().redact_string(output.content), ..output })

@@ -75,4 +75,4 @@ pub fn register(registry: &mut dyn RegisterCommands) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

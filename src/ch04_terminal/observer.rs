@@ -1,10 +1,9 @@
 //! Showing what happens: [`Screen`] is the one place output goes, and [`TerminalObserver`]
-//! draws the loop's events on it — streamed text, tool lines, the spinner, notices.
+//! draws the loop's events on it — the answer, tool lines, the spinner, notices.
 
 use super::markdown::{Look, render_markdown};
 use super::sanitize::{sanitize, sanitize_command};
 use super::spinner::{Spinner, TOOL_LINE_OPEN};
-use super::streamed_markdown::StreamRenderer;
 use super::type_ahead::*;
 use crate::ch02_loop::{Error, Event, Observer, ToolCall, ToolOutput, ToolStatus, describe_call};
 use crate::text::first_line;
@@ -69,29 +68,29 @@ pub(super) fn write_to(sink: &Mutex<Box<dyn Write + Send>>, text: &str) {
     let _ = writer.flush();
 }
 
-/// Draws a turn: spinner while waiting, streamed or rendered text on stdout, one line per
+/// Draws a turn: spinner while waiting, the rendered answer on stdout, one line per
 /// tool call on stderr. It also hands the loop the lines typed meanwhile.
 pub struct TerminalObserver {
     screen: Screen,
     type_ahead: Option<TypeAhead>,
     spinner: Option<Spinner>,
     waiting_for_model: bool,
-    streamed: Option<char>,
-    /// The streamed reply on a terminal, rendered a line at a time.
-    stream: Option<StreamRenderer>,
 }
 
 impl TerminalObserver {
     /// `type_ahead` is the REPL's queue; `None` for `-p`.
     pub fn new(screen: Screen, type_ahead: Option<TypeAhead>) -> TerminalObserver {
-        TerminalObserver {
-            screen,
-            type_ahead,
-            spinner: None,
-            waiting_for_model: false,
-            streamed: None,
-            stream: None,
-        }
+        TerminalObserver { screen, type_ahead, spinner: None, waiting_for_model: false }
+    }
+
+    /// Where it draws.
+    pub fn screen(&self) -> &Screen {
+        &self.screen
+    }
+
+    /// Stops the spinner, for something else to be drawn (chapter 11's streamed text).
+    pub fn stop_spinner(&mut self) {
+        self.spinner = None;
     }
 
     fn spin(&mut self, label: &str) {
@@ -109,23 +108,6 @@ impl TerminalObserver {
         }
     }
 
-    /// A stream cut off: what arrived has been shown as it came (on stdout), so it is not
-    /// printed again, only said to be incomplete. (A reply cut at the size cap is megabytes.)
-    #[cfg(feature = "ch11")]
-    fn partial(&mut self, text: &str) {
-        if self.streamed.is_none() {
-            return self.notice("partial", text);
-        }
-        if let Some(mut stream) = self.stream.take() {
-            self.screen.print(&stream.finish());
-        } else if self.streamed != Some('\n') {
-            self.screen.print("\n");
-        }
-        self.streamed = Some('\n');
-        let size = crate::text::plural(text.chars().count(), "character");
-        self.notice("partial", &format!("the reply above was cut off after {size}; it is not an answer"));
-    }
-
     fn tool_line(&self, call: &ToolCall, output: Option<&ToolOutput>) -> String {
         // Short enough not to wrap, so a live line can be rewritten in place.
         let summary = first_line(&sanitize_command(&describe_call(call)), 72);
@@ -133,12 +115,9 @@ impl TerminalObserver {
         let (mark, word) = match output.status {
             ToolStatus::Ok => ("✓", ""),
             ToolStatus::Error => ("✗", ""),
-            #[cfg(feature = "ch12")]
             ToolStatus::Denied => ("⊘", " denied"),
             ToolStatus::Interrupted => ("✗", " interrupted"),
-            #[cfg(feature = "ch10")]
             ToolStatus::NotRun => ("·", " not run"),
-            #[cfg(feature = "ch10")]
             ToolStatus::Unknown => ("?", " unknown outcome"),
         };
         let mut line = format!("{mark} {summary}{word}");
@@ -155,45 +134,36 @@ impl Observer for TerminalObserver {
         match event {
             Event::Request { .. } => {
                 self.waiting_for_model = true;
-                self.streamed = None;
-                self.stream = None;
                 self.spin("thinking…");
-            }
-            #[cfg(feature = "ch11")]
-            Event::TextDelta(text) => {
-                if self.screen.look == Look::Raw {
-                    self.spinner = None;
-                    self.screen.print(text);
-                    self.streamed = text.chars().last().or(self.streamed);
-                } else {
-                    // Rendered a complete line at a time; the spinner runs until the first.
-                    let look = self.screen.look;
-                    let lines = self.stream.get_or_insert_with(|| StreamRenderer::new(look)).push(text);
-                    if !lines.is_empty() {
-                        self.spinner = None;
-                        self.screen.print(&lines);
-                    }
-                    self.streamed = Some('\n');
-                }
             }
             // ANCHOR_END: observer
             // ANCHOR: observer_reply
             Event::Reply(reply) => {
                 self.waiting_for_model = false;
                 self.spinner = None;
-                if let Some(mut stream) = self.stream.take() {
-                    self.screen.print(&stream.finish());
-                }
-                match (self.streamed, reply.content.as_deref()) {
-                    (Some(last), _) if last != '\n' => self.screen.print("\n"),
-                    (Some(_), _) | (None, None) => {}
-                    (None, Some(text)) if text.trim().is_empty() => {}
-                    (None, Some(text)) => self.screen.print(&render_markdown(text, self.screen.look)),
+                match reply.content.as_deref() {
+                    None => {}
+                    Some(text) if text.trim().is_empty() => {}
+                    Some(text) => self.screen.print(&render_markdown(text, self.screen.look)),
                 }
             }
             // ANCHOR_END: observer_reply
+            // ANCHOR: observer_notices
+            Event::Warning(text) => self.notice("warning", text),
+            // A later chapter's notice: its line, between the others (a retry, a compaction).
+            Event::Notice(notice) => {
+                // Cut to the width only where there is one: a log keeps a line whole.
+                let width = self.screen.live.then(super::markdown::terminal_width);
+                if let Some(line) = notice.line(width) {
+                    self.spinner = None;
+                    self.screen.status(&format!("{}\n", sanitize(&line)));
+                    if self.waiting_for_model {
+                        self.spin(notice.spinner());
+                    }
+                }
+            }
+            // ANCHOR_END: observer_notices
             // ANCHOR: observer_tools
-            Event::Message(_) => {}
             Event::ToolStarted(call) => {
                 self.spinner = None;
                 if self.screen.live {
@@ -219,49 +189,12 @@ impl Observer for TerminalObserver {
                 }
             }
             // ANCHOR_END: observer_tools
-            // ANCHOR: observer_notices
-            #[cfg(feature = "ch08")]
-            Event::Retry { attempt, wait_ms, reason } => {
-                self.spinner = None;
-                let seconds = wait_ms as f64 / 1000.0;
-                let line = format!("retry {attempt} in {seconds:.1}s: ");
-                // Cut to the width only where there is one: a log keeps the whole reason.
-                let reason = match self.screen.live {
-                    true => {
-                        let width = super::markdown::terminal_width();
-                        first_line(&sanitize(reason), width.saturating_sub(line.len() + 1).max(40))
-                    }
-                    false => crate::text::one_line(&sanitize(reason)),
-                };
-                self.screen.status(&format!("{line}{reason}\n"));
-                if self.waiting_for_model {
-                    self.spin("retrying…");
-                }
-            }
-            #[cfg(feature = "ch07")]
-            Event::Compaction { replaced, summarised, tokens_before, tokens_after, .. } => {
-                self.spinner = None;
-                let what = if summarised {
-                    format!("{replaced} earlier messages summarised")
-                } else {
-                    "large old tool output elided".to_string()
-                };
-                self.screen.status(&format!(
-                    "compaction: {what} to save context (about {tokens_before} → {tokens_after} tokens)\n"
-                ));
-                if self.waiting_for_model {
-                    self.spin("thinking…");
-                }
-            }
-            // ANCHOR_END: observer_notices
-            // ANCHOR: observer_queued
-            Event::Warning(text) => self.notice("warning", text),
-            #[cfg(feature = "ch11")]
-            Event::Partial(text) => self.partial(text),
+            Event::Message(_) => {} // the reply, the tool lines and the notices show it all
         }
         Ok(())
     }
 
+    // ANCHOR: observer_queued
     fn queued_input(&mut self) -> Vec<String> {
         let lines = self.type_ahead.as_ref().map(TypeAhead::take_messages).unwrap_or_default();
         for line in &lines {

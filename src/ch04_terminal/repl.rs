@@ -3,7 +3,7 @@
 
 use super::sanitize::sanitize;
 use super::signals::{at_prompt, stop_signal};
-use crate::ch02_loop::{Error, Observer, Outcome, set_interrupted};
+use crate::ch02_loop::{Error, Outcome, set_interrupted};
 use std::collections::VecDeque;
 
 use super::commands::*;
@@ -16,8 +16,9 @@ use super::type_ahead::*;
 /// What `main` provides to the REPL: running a turn and the commands that need a session.
 pub trait ReplHost {
     /// Runs one user message to its end: append it to the history (and the session), then
-    /// `run_turn` with `observer` (alone or fanned out with the journal).
-    fn turn(&mut self, input: String, observer: &mut dyn Observer) -> Outcome;
+    /// `run_turn` drawn by `terminal` (alone, or fanned out with the journal; a later chapter
+    /// may draw more on it).
+    fn turn(&mut self, input: String, terminal: &mut TerminalObserver) -> Outcome;
     /// Runs a command and returns what to show (or an error to print; the REPL goes on).
     fn command(&mut self, command: HostCommand) -> Result<String, Error>;
 }

@@ -40,7 +40,7 @@ impl Append for SessionFile {
         let seq = self.next_seq;
         let record = Record { seq, ts: now_rfc3339(), body };
         let mut line = serde_json::to_string(&record)
-            .map_err(|e| Error::Session(format!("cannot encode a record of session {}: {e}", self.id)))?;
+            .map_err(|e| session_error(format!("cannot encode a record of session {}: {e}", self.id)))?;
         line.push('\n');
         self.file
             .write_all(line.as_bytes())
@@ -60,12 +60,12 @@ impl SessionFile {
         let mut records = Vec::new();
         for (index, line) in text.lines().enumerate() {
             let record: Record = serde_json::from_str(line).map_err(|e| {
-                Error::Session(format!("{}:{}: not a session record ({e})", path.display(), index + 1))
+                session_error(format!("{}:{}: not a session record ({e})", path.display(), index + 1))
             })?;
             records.push(record);
         }
         let Some(Record { body: Body::Session { id, .. }, .. }) = records.first() else {
-            return Err(Error::Session(format!(
+            return Err(session_error(format!(
                 "{}:1: not a session file (no session record)",
                 path.display()
             )));

@@ -70,7 +70,6 @@
 //! - [`ids`]: session ids that sort by time, and RFC 3339 timestamps without a date library;
 //! - [`store`]: the sessions of one root, found by id, prefix or "the latest".
 
-#[cfg(not(feature = "ch09"))]
 pub mod file;
 pub mod ids;
 pub mod listing;
@@ -80,7 +79,6 @@ pub mod store;
 #[cfg(test)]
 pub(crate) mod tests;
 
-#[cfg(not(feature = "ch09"))]
 pub use file::SessionFile;
 pub use ids::{new_session_id, now_rfc3339, rfc3339};
 pub use listing::SessionSummary;
@@ -89,8 +87,38 @@ pub use recorder::{Recorder, Session};
 pub use store::SessionStore;
 
 use crate::ch02_loop::command_line::{Flag, Help, Takes};
-use crate::ch02_loop::{Error, Message, Observer, Outcome};
+use crate::ch02_loop::{Error, Failure, Message, Observer, Outcome};
 use crate::ch04_terminal::{RegisterCommands, SlashCommand};
+use std::any::Any;
+use std::fmt;
+
+// ANCHOR: session_error
+/// A session or journal problem: a corrupt line, a lock held, a session that cannot go on.
+/// Chapter 2's `Error` carries it as a later chapter's failure (exit 1).
+#[derive(Debug)]
+pub struct SessionError(pub String);
+
+/// `Err(session_error(…))`: the error for a session or journal problem.
+pub fn session_error(text: impl Into<String>) -> Error {
+    Error::Other(Box::new(SessionError(text.into())))
+}
+
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Failure for SessionError {
+    fn cleaned(&self, clean: &dyn Fn(&str) -> String) -> Box<dyn Failure> {
+        Box::new(SessionError(clean(&self.0)))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+// ANCHOR_END: session_error
 
 /// Anything records can be appended to: an in-memory list here, a durable journal in
 /// chapter 9. Returns the `seq` the record was given.
@@ -150,7 +178,6 @@ pub fn replay<'a>(bodies: impl IntoIterator<Item = &'a Body>) -> Vec<Message> {
             | Body::Partial { .. }
             | Body::Error { .. }
             | Body::Usage { .. } => {}
-            #[cfg(feature = "ch16")]
             Body::Hook { .. } => {}
         }
     }
@@ -164,7 +191,6 @@ pub fn replay<'a>(bodies: impl IntoIterator<Item = &'a Body>) -> Vec<Message> {
 /// asked for has its result. A session that stopped in the middle of a tool is refused: whether
 /// that tool ran is a question for chapter 10, and a call with no result would not be accepted
 /// by the server anyway.
-#[cfg(not(feature = "ch10"))]
 pub fn continue_history(id: &str, records: &[Record]) -> Result<Vec<Message>, Error> {
     let history = replay(records.iter().map(|record| &record.body));
     let mut open = Vec::new();
@@ -177,7 +203,7 @@ pub fn continue_history(id: &str, records: &[Record]) -> Result<Vec<Message>, Er
     }
     match open.first() {
         None => Ok(history),
-        Some(call) => Err(Error::Session(format!(
+        Some(call) => Err(session_error(format!(
             "cannot continue session {id}: it stopped while a tool call ({}) had no result",
             crate::ch02_loop::describe_call(call)
         ))),

@@ -90,7 +90,6 @@ pub enum Body {
     },
     /// A hook ran (chapter 16): for which event, which command, about which tool call, and
     /// how it ended (`exit 0`, `blocked: …`, `timed out after 30 s`).
-    #[cfg(feature = "ch16")]
     Hook {
         event: String,
         command: String,

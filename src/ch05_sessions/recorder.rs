@@ -95,26 +95,16 @@ impl<A: Append> Observer for Recorder<A> {
                     content: output.content.clone(),
                 }
             }
-            #[cfg(feature = "ch08")]
-            Event::Retry { attempt, wait_ms, reason } => {
-                Body::Retry { attempt, wait_ms, reason: reason.to_string() }
-            }
-            #[cfg(feature = "ch07")]
-            Event::Compaction { summary, replaced, elided, usage, .. } => {
-                let summary = summary.to_string();
-                self.log.append(Body::Compaction { summary, replaces: replaced, elided })?;
-                // The summary was a model call of its own: its tokens count too.
-                match usage {
-                    Some(Usage { prompt_tokens, completion_tokens }) => {
-                        Body::Usage { prompt_tokens, completion_tokens }
-                    }
-                    None => return Ok(()),
+            // A later chapter's notice says what the journal keeps of it: a retry, a compaction
+            // and what its summary cost, a cut stream's text; streamed text leaves nothing.
+            Event::Notice(notice) => {
+                for record in notice.records() {
+                    let body = serde_json::from_value(record)
+                        .map_err(|e| session_error(format!("a notice made no record of this format: {e}")))?;
+                    self.log.append(body)?;
                 }
+                return Ok(());
             }
-            #[cfg(feature = "ch11")]
-            Event::Partial(text) => Body::Partial { content: text.to_string() },
-            #[cfg(feature = "ch11")]
-            Event::TextDelta(_) => return Ok(()),
             // Requests and warnings are for the screen, not the record.
             Event::Request { .. } | Event::Warning(_) => return Ok(()),
         };

@@ -76,7 +76,7 @@ impl SessionStore {
                 Err(e) => return Err(Error::io(format!("cannot create {}", path.display()), e)),
             }
         }
-        Err(Error::Session(format!("cannot find a free session id in {}", self.dir.display())))
+        Err(session_error(format!("cannot find a free session id in {}", self.dir.display())))
     }
 
     // ANCHOR_END: create_file
@@ -108,7 +108,7 @@ impl SessionStore {
     pub fn latest(&self) -> Result<PathBuf, Error> {
         let ids = self.ids()?;
         let Some(newest) = ids.last() else {
-            return Err(Error::Session(format!(
+            return Err(session_error(format!(
                 "no session to continue in {}; start one without -c",
                 self.root.display()
             )));
@@ -133,7 +133,7 @@ impl SessionStore {
             if as_path.is_file() {
                 return Ok(as_path.to_path_buf());
             }
-            return Err(Error::Session(format!("no session file at {wanted}")));
+            return Err(session_error(format!("no session file at {wanted}")));
         }
         let ids = self.ids()?;
         if ids.iter().any(|id| id == wanted) {
@@ -142,7 +142,7 @@ impl SessionStore {
         let matching: Vec<&String> = ids.iter().filter(|id| id.starts_with(wanted)).collect();
         match matching.as_slice() {
             [only] => Ok(self.path_of(only)),
-            [] => Err(Error::Session(format!(
+            [] => Err(session_error(format!(
                 "no session matches '{wanted}' in {}; `mini-agent sessions` (or /list) shows them",
                 self.dir.display()
             ))),
@@ -152,7 +152,7 @@ impl SessionStore {
                 let shown: Vec<&str> = newest.iter().map(|id| id.as_str()).collect();
                 let more = several.len() - shown.len();
                 let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-                Err(Error::Session(format!(
+                Err(session_error(format!(
                     "'{wanted}' matches {} sessions: {}{more}; give more of the id",
                     several.len(),
                     shown.join(", ")

@@ -33,7 +33,6 @@ fn a_recorded_turn_replays_to_the_same_history() {
             tool_calls: vec![call("a", "list_files", "{}"), call("b", "read_file", r#"{"path":"x"}"#)],
             usage,
             finish_reason: None,
-            #[cfg(feature = "ch19")]
             cache: Default::default(),
         },
         Reply { content: Some("done".into()), ..Reply::default() },
@@ -141,7 +140,6 @@ fn dates_are_civil_dates() {
     assert_eq!(civil_from_days(11_016), (2000, 2, 29));
     assert_eq!(civil_from_days(-1), (1969, 12, 31));
     // Chapter 8 parses HTTP dates with the inverse: one calendar, both ways.
-    #[cfg(feature = "ch08")]
     for days in (-800_000..800_000).step_by(997) {
         let (year, month, day) = civil_from_days(days);
         assert_eq!(crate::ch02_model::errors::days_from_civil(year, month.into(), day.into()), days);
@@ -268,7 +266,6 @@ fn session_files_are_private() {
 }
 
 /// Chapter 5's session file (chapter 9's journal replaces it and has tests of its own).
-#[cfg(not(feature = "ch09"))]
 mod session_file {
     use super::*;
 

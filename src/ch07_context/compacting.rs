@@ -253,17 +253,10 @@ impl<M: Model> Compacting<M> {
         let record =
             CompactionRecord { summary, replaced, elided, tokens_before, tokens_after, usage: reply.usage };
         // Recorded first: the journal must know the view before a request uses it.
-        observer.event(Event::Compaction {
-            summary: &record.summary,
-            replaced,
-            elided,
-            summarised: true,
-            tokens_before,
-            tokens_after,
-            usage: record.usage,
-        })?;
-        self.lock().set(record.clone(), history.get(start).cloned());
-        Ok(Some(record))
+        let compacted = Compacted { record, summarised: true };
+        observer.event(Event::Notice(&compacted))?;
+        self.lock().set(compacted.record.clone(), history.get(start).cloned());
+        Ok(Some(compacted.record))
     }
     // ANCHOR_END: compact_request
 
@@ -302,16 +295,9 @@ impl<M: Model> Compacting<M> {
         let view = apply_compaction(history, &summary, replaced, elided);
         let tokens_after = scaled(estimate_messages_tokens(&view), self.ratio);
         let record = CompactionRecord { summary, replaced, elided, tokens_before, tokens_after, usage: None };
-        observer.event(Event::Compaction {
-            summary: &record.summary,
-            replaced,
-            elided,
-            summarised: false,
-            tokens_before,
-            tokens_after,
-            usage: None,
-        })?;
-        self.lock().set(record, history.get(start).cloned());
+        let compacted = Compacted { record, summarised: false };
+        observer.event(Event::Notice(&compacted))?;
+        self.lock().set(compacted.record, history.get(start).cloned());
         Ok(true)
     }
     // ANCHOR_END: elide_record

@@ -50,7 +50,7 @@ pub use compacting::{
 pub use estimate::{
     estimate_message_tokens, estimate_messages_tokens, estimate_request_tokens, estimate_text_tokens,
 };
-pub use record::{CompactionRecord, CompactionState, SharedCompaction, apply_compaction};
+pub use record::{Compacted, CompactionRecord, CompactionState, SharedCompaction, apply_compaction};
 pub use stats::{Recorded, SharedStats, Stats};
 pub use turns::ContextTurns;
 

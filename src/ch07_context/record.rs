@@ -2,8 +2,11 @@
 //! from it. The history stays append-only; a [`CompactionRecord`] in the journal lets a
 //! resumed session rebuild the very same view, and [`CompactionState`] is the one in force.
 
-use crate::ch02_loop::{Message, Usage};
+use crate::ch02_loop::{Message, Notice, Usage};
+use crate::ch05_sessions::Body;
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::any::Any;
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
@@ -28,6 +31,55 @@ pub struct CompactionRecord {
     pub usage: Option<Usage>,
 }
 // ANCHOR_END: record
+
+// ANCHOR: compacted
+/// Older messages are now sent as `record` says: a summary (`summarised`), or only with large
+/// tool output elided (no model call). A line on the screen, a `compaction` record in the
+/// journal (and a `usage` one for what the summary cost), a `compaction` event for `--json`.
+#[derive(Clone, Debug)]
+pub struct Compacted {
+    pub record: CompactionRecord,
+    pub summarised: bool,
+}
+
+impl Notice for Compacted {
+    fn line(&self, _: Option<usize>) -> Option<String> {
+        let CompactionRecord { replaced, tokens_before, tokens_after, .. } = self.record;
+        let what = match self.summarised {
+            true => format!("{replaced} earlier messages summarised"),
+            false => "large old tool output elided".to_string(),
+        };
+        Some(format!("compaction: {what} to save context (about {tokens_before} → {tokens_after} tokens)"))
+    }
+
+    fn records(&self) -> Vec<Value> {
+        let CompactionRecord { summary, replaced, elided, usage, .. } = self.record.clone();
+        let mut records = vec![json!(Body::Compaction { summary, replaces: replaced, elided })];
+        // The summary was a model call of its own: its tokens count too.
+        if let Some(Usage { prompt_tokens, completion_tokens }) = usage {
+            records.push(json!(Body::Usage { prompt_tokens, completion_tokens }));
+        }
+        records
+    }
+
+    fn json(&self) -> Option<Value> {
+        let CompactionRecord { summary, replaced, elided, tokens_before, tokens_after, .. } = &self.record;
+        Some(json!({
+            "type": "compaction", "replaced": replaced, "elided": elided, "tokens_before": tokens_before,
+            "tokens_after": tokens_after, "summary": summary,
+        }))
+    }
+
+    fn cleaned(&self, clean: &dyn Fn(&str) -> String) -> Box<dyn Notice> {
+        let record = CompactionRecord { summary: clean(&self.record.summary), ..self.record.clone() };
+        Box::new(Compacted { record, summarised: self.summarised })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+// ANCHOR_END: compacted
 
 // ANCHOR: apply_compaction
 /// The messages sent to the model once `summary` stands for the first `replaced` messages

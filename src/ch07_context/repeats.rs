@@ -14,7 +14,7 @@
 //!   request goes out once more with no tools offered: the model is asked for its answer from
 //!   what the session has (a small model stuck calling `echo 42` usually has the 42 in hand).
 //!   That answer ends the turn. No answer (or a tool call, or one written as text) stops it
-//!   with `Error::Stuck` (exit 2, like the turn limit: the task may be unfinished, and the
+//!   with [`Stuck`] (exit 2, like the turn limit: the task may be unfinished, and the
 //!   person decides what to say next).
 //!
 //! The two share one small state. Stopping happens *before the next request*, never in the
@@ -26,10 +26,12 @@
 //! or false).
 
 use crate::ch02_loop::{
-    Error, Event, Model, Observer, Reply, Request, ToolCall, ToolOutput, ToolStatus, Tools,
+    Error, Event, Failure, Model, Observer, Reply, Request, ToolCall, ToolOutput, ToolStatus, Tools,
 };
 use crate::ch02_model::text_calls::text_tool_call;
 use serde_json::Value;
+use std::any::Any;
+use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -197,10 +199,47 @@ impl Model for AnswerWithoutTools<'_> {
         let answered = reply.tool_calls.is_empty()
             && !answer.trim().is_empty()
             && text_tool_call(answer, request.tools).is_none();
-        if answered { Ok(reply) } else { Err(Error::Stuck { name, repeats: streak }) }
+        if answered { Ok(reply) } else { Err(Error::Other(Box::new(Stuck { name, repeats: streak }))) }
     }
 }
 // ANCHOR_END: answer_without_tools
+
+// ANCHOR: stuck
+/// The model repeated one call with the same result `repeats` times in a row, and gave no
+/// answer when asked without tools. Exit 2, like the turn limit: the task may be unfinished.
+#[derive(Debug)]
+pub struct Stuck {
+    pub name: String,
+    pub repeats: usize,
+}
+
+impl fmt::Display for Stuck {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let Stuck { name, repeats } = self;
+        write!(
+            f,
+            "stopped: the model called {name} {repeats} times in a row with the same result, went on \
+             after being told, and gave no answer when asked once more without tools; the task may \
+             be unfinished"
+        )
+    }
+}
+
+impl Failure for Stuck {
+    fn exit_code(&self) -> u8 {
+        2
+    }
+
+    /// The tool name is the model's text: it could be anything.
+    fn cleaned(&self, clean: &dyn Fn(&str) -> String) -> Box<dyn Failure> {
+        Box::new(Stuck { name: clean(&self.name), repeats: self.repeats })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+// ANCHOR_END: stuck
 
 #[cfg(test)]
 mod tests {
@@ -276,7 +315,8 @@ mod tests {
         let mut model = caller("bash", |n| format!("{{\"command\": \"echo 42\"{}}}", " ".repeat(n)), None);
         let (outcome, history, tools) = turn(&mut model, Constant(0, ToolStatus::Ok, "42"));
         // It called again when asked without tools: stopped.
-        assert!(matches!(outcome, Outcome::Failed(Error::Stuck { ref name, repeats: 5 }) if name == "bash"));
+        let Outcome::Failed(error) = &outcome else { panic!("{outcome:?}") };
+        assert!(error.failure::<Stuck>().is_some_and(|stuck| stuck.name == "bash" && stuck.repeats == 5));
         assert_eq!(tools.inner.0, 5);
         assert_eq!(model.tools_offered, [true, true, true, true, true, false]);
         let results = results(&history);
@@ -299,7 +339,10 @@ mod tests {
             Some(r#"{"name": "bash", "arguments": {}}"#),
         );
         let (outcome, _, _) = turn(&mut model, Constant(0, ToolStatus::Ok, "42"));
-        assert!(matches!(outcome, Outcome::Failed(Error::Stuck { .. })), "{outcome:?}");
+        assert!(
+            matches!(&outcome, Outcome::Failed(error) if error.failure::<Stuck>().is_some()),
+            "{outcome:?}"
+        );
     }
 
     #[test]

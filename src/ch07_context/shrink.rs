@@ -212,7 +212,6 @@ mod tests {
         let http = |message: &str, code: Option<&str>| Error::Http {
             status: 400,
             message: message.into(),
-            #[cfg(feature = "ch08")]
             retry_after_ms: None,
             code: code.map(str::to_string),
         };
@@ -229,7 +228,6 @@ mod tests {
         let rate_limit = Error::Http {
             status: 429,
             message: "too many tokens per minute".into(),
-            #[cfg(feature = "ch08")]
             retry_after_ms: None,
             code: None,
         };
@@ -242,7 +240,6 @@ mod tests {
         let http = |message: &str| Error::Http {
             status: 400,
             message: message.into(),
-            #[cfg(feature = "ch08")]
             retry_after_ms: None,
             code: None,
         };

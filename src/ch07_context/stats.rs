@@ -2,6 +2,7 @@
 //! the events the loop already emits, so counting costs the loop nothing.
 
 use super::estimate::*;
+use super::record::Compacted;
 use crate::ch02_loop::{Error, Event, Message, Observer, Reply, Usage};
 use crate::ch05_sessions::Body;
 use std::fmt;
@@ -19,8 +20,8 @@ pub struct Stats {
     pub estimated_replies: u64,
     pub tool_calls: u64,
     pub compactions: u64,
-    /// Prompt tokens read from and written to the server's prompt cache (chapter 19).
-    #[cfg(feature = "ch19")]
+    /// Prompt tokens read from and written to the server's prompt cache, when it says (chapter
+    /// 19's Messages API does).
     pub cache: crate::ch02_loop::CacheUsage,
     /// Time spent waiting for the model (request sent → reply complete).
     pub model_time: Duration,
@@ -90,7 +91,6 @@ impl Default for Stats {
             estimated_replies: 0,
             tool_calls: 0,
             compactions: 0,
-            #[cfg(feature = "ch19")]
             cache: Default::default(),
             model_time: Duration::ZERO,
             started: Instant::now(),
@@ -147,11 +147,8 @@ impl Observer for Stats {
                 if let Some(sent) = self.request_sent.take() {
                     self.model_time += sent.elapsed();
                 }
-                #[cfg(feature = "ch19")]
-                {
-                    self.cache.read += reply.cache.read;
-                    self.cache.written += reply.cache.written;
-                }
+                self.cache.read += reply.cache.read;
+                self.cache.written += reply.cache.written;
                 let prompt_tokens = self.history_tokens;
                 self.add_usage(reply.usage, || Usage {
                     prompt_tokens,
@@ -162,22 +159,21 @@ impl Observer for Stats {
             // ANCHOR: stats_history
             Event::Message(message) => self.history_tokens += estimate_message_tokens(message),
             Event::ToolStarted(_) => self.tool_calls += 1,
-            Event::Compaction { summarised: false, tokens_after, .. } => self.history_tokens = tokens_after,
-            Event::Compaction { summary, tokens_before, tokens_after, usage, .. } => {
-                // The summary request was a model call too; after it, the view is smaller.
-                self.requests += 1;
-                self.compactions += 1;
-                self.history_tokens = tokens_after;
-                self.add_usage(usage, || Usage {
-                    prompt_tokens: tokens_before,
-                    completion_tokens: estimate_text_tokens(summary),
-                });
-            }
+            Event::Notice(notice) => match notice.as_any().downcast_ref() {
+                Some(Compacted { record, summarised: false }) => self.history_tokens = record.tokens_after,
+                Some(Compacted { record, .. }) => {
+                    // The summary request was a model call too; after it, the view is smaller.
+                    self.requests += 1;
+                    self.compactions += 1;
+                    self.history_tokens = record.tokens_after;
+                    self.add_usage(record.usage, || Usage {
+                        prompt_tokens: record.tokens_before,
+                        completion_tokens: estimate_text_tokens(&record.summary),
+                    });
+                }
+                None => {} // another chapter's: a retry, streamed text
+            },
             Event::Warning(_) | Event::ToolFinished(..) => {}
-            #[cfg(feature = "ch08")]
-            Event::Retry { .. } => {}
-            #[cfg(feature = "ch11")]
-            Event::TextDelta(_) | Event::Partial(_) => {}
         }
         Ok(())
     }
@@ -217,7 +213,6 @@ impl fmt::Display for Stats {
             self.completion_tokens,
             earlier(format!("{} + {}{uncounted}", before.prompt_tokens, before.completion_tokens))
         )?;
-        #[cfg(feature = "ch19")]
         if self.cache != Default::default() {
             writeln!(f, "cache        {} read + {} written", self.cache.read, self.cache.written)?;
         }

@@ -50,16 +50,10 @@ impl Observer for Notices {
     fn event(&mut self, event: Event) -> Result<(), Error> {
         match event {
             Event::Warning(text) => self.notices.push(("warning".to_string(), text.to_string())),
-            Event::Compaction { summary, replaced, elided, tokens_before, tokens_after, usage, .. } => {
-                let summary = summary.to_string();
-                self.compactions.push(CompactionRecord {
-                    summary,
-                    replaced,
-                    elided,
-                    tokens_before,
-                    tokens_after,
-                    usage,
-                });
+            Event::Notice(notice) => {
+                if let Some(Compacted { record, .. }) = notice.as_any().downcast_ref() {
+                    self.compactions.push(record.clone());
+                }
             }
             _ => {}
         }
@@ -405,17 +399,7 @@ fn stats_count_requests_tokens_and_tool_calls() {
         tokens_after: 20,
         usage: Some(Usage { prompt_tokens: 40, completion_tokens: 7 }),
     };
-    stats
-        .event(Event::Compaction {
-            summary: &record.summary,
-            replaced: record.replaced,
-            elided: 0,
-            summarised: true,
-            tokens_before: record.tokens_before,
-            tokens_after: record.tokens_after,
-            usage: record.usage,
-        })
-        .expect("counted");
+    stats.event(Event::Notice(&Compacted { record, summarised: true })).expect("counted");
     assert_eq!((stats.requests, stats.compactions, stats.completion_tokens), (3, 1, 17 + reply_estimate));
     let shown = stats.to_string();
     assert!(shown.starts_with("requests     3 (1 was a compaction)\n"), "{shown}");
@@ -452,7 +436,6 @@ impl Model for SmallServer {
                     "request ({tokens} tokens) exceeds the available context size ({} tokens), try increasing it",
                     self.n_ctx
                 ),
-                #[cfg(feature = "ch08")]
                 retry_after_ms: None,
                 code: Some("400".into()),
             });

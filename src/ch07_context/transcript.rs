@@ -48,14 +48,14 @@ pub(super) fn clip(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// Passes everything on except streamed text: a summary is not the answer to show.
+/// Passes on what the summary request reports for the record (a retry, a cut stream), not
+/// what is only drawn (streamed text, chapter 11): a summary is not the answer to show.
 pub(super) struct WithoutText<'a>(pub(super) &'a mut dyn Observer);
 
 impl Observer for WithoutText<'_> {
     fn event(&mut self, event: Event) -> Result<(), Error> {
         match event {
-            #[cfg(feature = "ch11")]
-            Event::TextDelta(_) => Ok(()),
+            Event::Notice(notice) if notice.records().is_empty() => Ok(()),
             other => self.0.event(other),
         }
     }

@@ -23,7 +23,7 @@ mod journal_scan;
 pub use command_line::{ACKNOWLEDGE_UNKNOWN, STATUS, register};
 
 use crate::ch02_loop::{Error, Message, ToolCall, ToolStatus, describe_call, plural};
-use crate::ch05_sessions::{Append, Body, Origin, Record, replay};
+use crate::ch05_sessions::{Append, Body, Origin, Record, SessionError, replay, session_error};
 use crate::ch07_context::{CompactionRecord, Recorded};
 use crate::ch09_journal::{Journal, lock_holder_of};
 use crate::ch09_trust::{check_recorded_root, journal_root, remove_leftover_temps};
@@ -114,7 +114,6 @@ impl CallTracker {
             | Body::Partial { .. }
             | Body::Error { .. }
             | Body::Usage { .. } => {}
-            #[cfg(feature = "ch16")]
             Body::Hook { .. } => {}
         }
     }
@@ -154,7 +153,6 @@ fn moved_to(body: &Body) -> Option<SessionState> {
         | Body::Retry { .. }
         | Body::Partial { .. }
         | Body::Usage { .. } => None,
-        #[cfg(feature = "ch16")]
         Body::Hook { .. } => None,
     }
 }
@@ -431,7 +429,6 @@ pub struct ResumePlan {
     pub recorded: Recorded,
     /// The calls that did not end `ok`, as their `tool_finished` records say: the history
     /// keeps a result's text only, and chapter 19 marks these results `is_error`.
-    #[cfg(feature = "ch19")]
     pub failed: Vec<String>,
 }
 
@@ -445,7 +442,7 @@ pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<R
     if !open.unknown.is_empty() && !acknowledge_unknown {
         let calls: Vec<String> = open.unknown.iter().map(describe_call).collect();
         let (has, outcome) = if calls.len() == 1 { ("has", "outcome") } else { ("have", "outcomes") };
-        return Err(Error::Session(format!(
+        return Err(session_error(format!(
             "cannot resume {}: {} {has} an unknown {outcome} ({}); inspect the workspace, then rerun with \
              --acknowledge-unknown",
             header.id,
@@ -485,7 +482,7 @@ pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<R
         id: header.id.to_string(),
         root: PathBuf::from(header.root),
         origin: header.origin(),
-        #[cfg(feature = "ch19")] // read before `append` moves into the plan
+        // read before `append` moves into the plan
         failed: failed_calls(records.iter().map(|r| &r.body).chain(&append)),
         append,
         history,
@@ -515,7 +512,6 @@ pub fn resume(path: &Path, acknowledge_unknown: bool) -> Result<(Journal, Resume
 // ANCHOR_END: resume_open
 
 /// The ids of the calls whose `tool_finished` status is not `ok` (chapter 19's `is_error`).
-#[cfg(feature = "ch19")]
 fn failed_calls<'a>(bodies: impl Iterator<Item = &'a Body>) -> Vec<String> {
     let failed = bodies.filter_map(|body| match body {
         Body::ToolFinished { id, status, .. } if *status != ToolStatus::Ok => Some(id.clone()),
@@ -552,17 +548,15 @@ fn header(records: &[Record]) -> Result<Header<'_>, Error> {
 }
 
 fn no_header() -> Error {
-    Error::Session(
-        "the session has no session record (it stopped before its first write); start a new one".into(),
-    )
+    session_error("the session has no session record (it stopped before its first write); start a new one")
 }
 
 fn in_file(path: &Path, error: Error) -> Error {
-    match error {
-        Error::Session(text) if text.starts_with("the session has no") => {
-            Error::Session(format!("{}: {text}", path.display()))
+    match error.failure::<SessionError>() {
+        Some(SessionError(text)) if text.starts_with("the session has no") => {
+            session_error(format!("{}: {text}", path.display()))
         }
-        other => other,
+        _ => error,
     }
 }
 

@@ -176,7 +176,6 @@ fn calls_that_never_started_are_answered_not_run_without_acknowledgement() {
 
 /// Chapter 19 needs the statuses the history drops: the plan lists every call that did not
 /// end `ok`, those the journal recorded and those it answers now, and no other.
-#[cfg(feature = "ch19")]
 #[test]
 fn the_plan_lists_the_calls_that_did_not_end_ok() {
     let (fine, broke, open) =

@@ -16,7 +16,9 @@
 //! partial, and none of the half-received tool calls is run.
 
 pub mod command_line;
+pub mod shown;
 pub use command_line::{STREAM, register, stream_if_asked};
+pub use shown::{LiveText, PartialText, StreamedText};
 
 use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request, ToolCall, interrupted};
 use crate::ch02_model::errors::SENT_NOT_REPEATED;
@@ -181,7 +183,7 @@ impl StreamAssembler {
         if let Some(text) = text.filter(|t| !t.is_empty()) {
             self.count(text.len())?;
             self.text.push_str(&text);
-            observer.event(Event::TextDelta(&text))?;
+            observer.event(Event::Notice(&StreamedText(text)))?;
         }
         for fragment in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
             self.add_fragment(fragment)?;
@@ -281,7 +283,6 @@ impl StreamAssembler {
             tool_calls,
             usage: self.usage,
             finish_reason: self.finish_reason,
-            #[cfg(feature = "ch19")]
             cache: Default::default(),
         })
     }
@@ -404,13 +405,27 @@ impl Model for StreamingClient {
 }
 // ANCHOR_END: client_start
 
+/// [`receive_pieces`], its text held back where a key may be cut in two ([`shown::HeldBack`]).
+pub(crate) fn receive<A: Assemble>(
+    pieces: mpsc::Receiver<Piece>,
+    reply: A,
+    first_byte: (Duration, bool),
+    idle: Duration,
+    observer: &mut dyn Observer,
+) -> Result<Reply, Error> {
+    let mut held = shown::HeldBack::new(observer, crate::ch03_tools::secrets::redactor());
+    let result = receive_pieces(pieces, reply, first_byte, idle, &mut held);
+    held.flush()?;
+    result
+}
+
 // ANCHOR: client_wait
 
 /// Feeds the worker's pieces to `reply` until the stream ends, watching Ctrl+C, the wait for
 /// the first byte (`first_byte`: the bound, and whether the user fixed it) and the idle
 /// timeout after it. `reply` is any [`Assemble`]: chapter 19 reads Anthropic's events with
 /// this loop.
-pub(crate) fn receive<A: Assemble>(
+fn receive_pieces<A: Assemble>(
     pieces: mpsc::Receiver<Piece>,
     mut reply: A,
     first_byte: (Duration, bool),
@@ -477,7 +492,7 @@ pub(crate) fn receive<A: Assemble>(
             Piece::Whole(text) => {
                 let whole = A::whole(&text)?;
                 if let Some(text) = &whole.content {
-                    observer.event(Event::TextDelta(text))?;
+                    observer.event(Event::Notice(&StreamedText(text.clone())))?;
                 }
                 return Ok(whole);
             }
@@ -512,7 +527,7 @@ fn past_the_limit(io: &std::io::Error) -> bool {
 /// Records the text that did arrive as partial, then hands back the error: nothing runs.
 fn cut_off(reply: &impl Assemble, error: Error, observer: &mut dyn Observer) -> Error {
     if !reply.partial_text().is_empty()
-        && let Err(observer_error) = observer.event(Event::Partial(reply.partial_text()))
+        && let Err(observer_error) = observer.event(Event::Notice(&PartialText(reply.partial_text().into())))
     {
         return observer_error;
     }

@@ -15,10 +15,13 @@ pub(super) struct Seen {
 }
 impl Observer for Seen {
     fn event(&mut self, event: Event) -> Result<(), Error> {
-        match event {
-            Event::TextDelta(text) => self.deltas.push(text.to_owned()),
-            Event::Partial(text) => self.notices.push(("partial".to_owned(), text.to_owned())),
-            _ => {}
+        if let Event::Notice(notice) = event {
+            if let Some(StreamedText(text)) = notice.as_any().downcast_ref() {
+                self.deltas.push(text.clone());
+            }
+            if let Some(PartialText(text)) = notice.as_any().downcast_ref() {
+                self.notices.push(("partial".to_owned(), text.clone()));
+            }
         }
         Ok(())
     }
@@ -70,7 +73,6 @@ fn text_is_shown_as_it_arrives_and_usage_comes_last() {
             tool_calls: vec![],
             usage: Some(Usage { prompt_tokens: 12, completion_tokens: 3 }),
             finish_reason: Some("stop".into()),
-            #[cfg(feature = "ch19")]
             cache: Default::default(),
         }
     );
@@ -345,3 +347,51 @@ fn sse_handles_comments_multiline_data_and_line_endings() {
 }
 
 mod properties;
+
+#[test]
+fn a_key_cut_between_two_pieces_is_redacted_before_it_is_drawn() {
+    use crate::ch03_tools::secrets::Redactor;
+    use crate::ch04_terminal::tests::Captured;
+    use crate::ch04_terminal::{Screen, TerminalObserver};
+    let (out, err) = (Captured::default(), Captured::default());
+    let mut terminal =
+        TerminalObserver::new(Screen::new(Box::new(out.clone()), Box::new(err), false, false), None);
+    let mut live = LiveText::new(&mut terminal);
+    let redactor = Redactor::new(["sk-test-0123456789abcdef".to_string()]);
+    let mut held = shown::HeldBack::new(&mut live, &redactor);
+    held.event(Event::Request { messages: 1 }).unwrap();
+    for piece in ["the key is sk-te", "st-0123", "456789abcdef, ", "no more"] {
+        held.event(Event::Notice(&StreamedText(piece.into()))).unwrap();
+        assert!(!out.text().contains("sk-te"), "{:?}", out.text());
+    }
+    held.flush().unwrap();
+    // The complete reply is not drawn again; a newline ends the streamed text.
+    let reply = Reply { content: Some("the key is [redacted], no more".into()), ..Reply::default() };
+    live.event(Event::Reply(&reply)).unwrap();
+    assert_eq!(out.text(), "the key is [redacted], no more\n");
+}
+
+/// Issue 22: with `--stream` and stdout piped, a reply cut at the size cap was printed twice:
+/// once as it streamed, once more whole in the `partial:` notice. What was shown is not shown
+/// again; the notice says it was cut.
+#[test]
+fn a_cut_stream_is_shown_once_and_said_to_be_cut() {
+    use crate::ch04_terminal::tests::Captured;
+    use crate::ch04_terminal::{Look, Screen, TerminalObserver};
+    for look in [Look::Raw, Look::Plain] {
+        let (out, err) = (Captured::default(), Captured::default());
+        let mut screen = Screen::new(Box::new(out.clone()), Box::new(err.clone()), false, false);
+        screen.look = look;
+        let mut terminal = TerminalObserver::new(screen, None);
+        let mut observer = LiveText::new(&mut terminal);
+        observer.event(Event::Request { messages: 1 }).unwrap();
+        observer.event(Event::Notice(&StreamedText("first line\nsecond, cut".into()))).unwrap();
+        observer.event(Event::Notice(&PartialText("first line\nsecond, cut".into()))).unwrap();
+        assert_eq!(out.text(), "first line\nsecond, cut\n", "{look:?}");
+        assert_eq!(
+            err.text(),
+            "partial: the reply above was cut off after 22 characters; it is not an answer\n",
+            "{look:?}"
+        );
+    }
+}

@@ -186,7 +186,6 @@ pub(super) fn run_once(
     // ANCHOR_END: run_once
     // ANCHOR: run_once_env
     // Scenarios speak Chat Completions to their scripted server (chapter 19 adds another API).
-    #[cfg(feature = "ch19")]
     command.env_remove("MINI_AGENT_API");
     command
         .current_dir(root)
@@ -242,16 +241,14 @@ pub(super) fn run_once(
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum FlagPlace {
     First,
-    #[cfg_attr(not(feature = "ch15"), allow(dead_code))]
     Last,
-    #[cfg_attr(not(feature = "ch15"), allow(dead_code))]
     Nowhere,
 }
 
-/// `tasks run` (chapter 15) takes the model flags after its subcommand; the other `tasks`
-/// commands take none.
+/// Where the finished binary takes them: `tasks run` (chapter 15) after its subcommand, the
+/// other `tasks` commands nowhere, everything else first. A state without `tasks` refuses
+/// the word anyway.
 fn model_flag_place(args: &[String]) -> FlagPlace {
-    #[cfg(feature = "ch15")]
     if args.first().is_some_and(|word| word == "tasks") {
         return if args.get(1).is_some_and(|word| word == "run") {
             FlagPlace::Last
@@ -259,7 +256,6 @@ fn model_flag_place(args: &[String]) -> FlagPlace {
             FlagPlace::Nowhere
         };
     }
-    let _ = args;
     FlagPlace::First
 }
 

@@ -199,7 +199,6 @@ fn scripted_streams_assemble_into_the_reply_they_describe_and_cut_ones_do_not() 
             tool_calls: vec![expected_call],
             usage: Some(crate::ch02_loop::Usage { prompt_tokens: 10, completion_tokens: 5 }),
             finish_reason: Some("tool_calls".into()),
-            #[cfg(feature = "ch19")]
             cache: Default::default(),
         }
     );

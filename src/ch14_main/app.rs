@@ -327,7 +327,6 @@ impl Observer for Fanout<'_> {
         Ok(())
     }
 
-    #[cfg(feature = "ch04")]
     fn queued_input(&mut self) -> Vec<String> {
         self.0.iter_mut().flat_map(|observer| observer.queued_input()).collect()
     }

@@ -88,7 +88,7 @@ pub fn one_shot(mut agent: Agent, task: String, settings: &Settings) -> Result<u
     json.session(agent.session_id(), &root, &agent.config.origin, resumed);
     install_interrupt_handler();
     let mut display = TerminalObserver::new(stderr_only(&Screen::stdio(settings.has(&VERBOSE))), None);
-    match agent.turn(task, &mut display, Some(&mut json)) {
+    match agent.turn_on(task, &mut display, Some(&mut json)) {
         Outcome::Completed(answer) => {
             if answer.trim().is_empty() {
                 say("mini-agent: the model finished without a final answer");
@@ -142,18 +142,12 @@ pub fn event_json(event: Event) -> Option<Value> {
         }),
         // ANCHOR_END: events
         // ANCHOR: events_notes
-        Event::Retry { attempt, wait_ms, reason } => {
-            json!({"type": "retry", "attempt": attempt, "wait_ms": wait_ms, "reason": reason})
-        }
-        Event::Compaction { summary, replaced, elided, tokens_before, tokens_after, .. } => json!({
-            "type": "compaction", "replaced": replaced, "elided": elided, "tokens_before": tokens_before,
-            "tokens_after": tokens_after, "summary": summary,
-        }),
-        // Notices keep the one `notice` type, with a kind, in the contract.
+        // Notices keep the one `notice` type, with a kind, in the contract; a later chapter's
+        // notice says its own event (a retry, a compaction, partial text), or none.
         Event::Warning(text) => json!({"type": "notice", "kind": "warning", "text": text}),
-        Event::Partial(text) => json!({"type": "notice", "kind": "partial", "text": text}),
-        // Messages repeat what the events above said; deltas are for eyes, not programs.
-        Event::Message(_) | Event::TextDelta(_) => return None,
+        Event::Notice(notice) => return notice.json(), // streamed text: none, it is for eyes
+        // Messages repeat what the events above said.
+        Event::Message(_) => return None,
     })
 }
 // ANCHOR_END: events_notes

@@ -122,9 +122,9 @@ fn exit_code(result: &Result<u8, Error>) -> u8 {
     match result {
         Ok(code) => *code,
         Err(Error::Interrupted) => 130,
-        // A model stuck repeating one call is stopped like one that hit the turn limit.
-        #[cfg(feature = "ch07")]
-        Err(Error::Stuck { .. }) => 2,
+        // A later chapter's failure says its own: chapter 7's stuck model is 2, like the
+        // turn limit.
+        Err(Error::Other(failure)) => failure.exit_code(),
         Err(_) => 1,
     }
 }
@@ -314,7 +314,7 @@ fn one_shot(mut agent: Agent, task: String, settings: &Settings) -> Result<u8, E
     let streams_to_stdout = false;
     let screen = if streams_to_stdout { terminal.clone() } else { repl::stderr_only(&terminal) };
     let mut display = TerminalObserver::new(screen, None);
-    match agent.turn(task, &mut display, None) {
+    match agent.turn_on(task, &mut display, None) {
         Outcome::Completed(answer) if answer.trim().is_empty() => {
             say("mini-agent: the model finished without a final answer");
             Ok(0)

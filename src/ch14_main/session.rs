@@ -5,12 +5,12 @@
 
 use super::app::{Agent, toolbox};
 use mini_agent::ch02_loop::{Error, Message, Observer, Outcome};
-use mini_agent::ch04_terminal::{HostCommand, ReplHost};
+use mini_agent::ch04_terminal::{HostCommand, ReplHost, TerminalObserver};
 
 // ANCHOR: repl_host
 impl ReplHost for Agent {
-    fn turn(&mut self, input: String, observer: &mut dyn Observer) -> Outcome {
-        Agent::turn(self, input, observer, None)
+    fn turn(&mut self, input: String, terminal: &mut TerminalObserver) -> Outcome {
+        self.turn_on(input, terminal, None)
     }
 
     fn command(&mut self, command: HostCommand) -> Result<String, Error> {
@@ -35,6 +35,19 @@ impl ReplHost for Agent {
 // ANCHOR_END: repl_host
 
 impl Agent {
+    /// A turn drawn on chapter 4's terminal; from chapter 11, with the reply drawn as it
+    /// arrives.
+    pub fn turn_on(
+        &mut self,
+        input: String,
+        terminal: &mut TerminalObserver,
+        json: Option<&mut dyn Observer>,
+    ) -> Outcome {
+        #[cfg(feature = "ch11")]
+        let terminal = &mut mini_agent::ch11_streaming::LiveText::new(terminal);
+        self.turn(input, terminal, json)
+    }
+
     /// `/new`: a fresh history, in a fresh session from chapter 5 on.
     fn new_conversation(&mut self) -> Result<String, Error> {
         let toolbox = toolbox(&self.config)?;

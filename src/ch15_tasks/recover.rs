@@ -12,7 +12,7 @@
 use super::file::{Task, TaskStatus, touch, update};
 use super::git::Git;
 use crate::ch02_loop::Error;
-use crate::ch05_sessions::SessionStore;
+use crate::ch05_sessions::{SessionStore, session_error};
 use crate::ch10_recovery::{SessionState, SessionStatus, resume, status_of};
 use std::path::Path;
 
@@ -81,7 +81,7 @@ fn check_session(stale: &Stale, root: &Path, acknowledge_unknown: bool) -> Resul
     let id = &stale.task.id;
     let session = stale.task.sessions.last().cloned().unwrap_or_default();
     match &stale.session {
-        Some(Ok(status)) if status.in_use_by.is_some() => Err(Error::Session(format!(
+        Some(Ok(status)) if status.in_use_by.is_some() => Err(session_error(format!(
             "task {id} is being attempted right now (session {session} is open in mini-agent pid {}); \
              one tasks run at a time",
             status.in_use_by.unwrap_or_default()
@@ -89,7 +89,7 @@ fn check_session(stale: &Stale, root: &Path, acknowledge_unknown: bool) -> Resul
         Some(Ok(status))
             if matches!(status.state, SessionState::UnknownOutcomes(_)) && !acknowledge_unknown =>
         {
-            Err(Error::Session(format!(
+            Err(session_error(format!(
                 "task {id} was in progress when mini-agent stopped, and its session {session} has a tool call \
                  of unknown outcome: inspect the workspace (mini-agent -r {session} --status), then run \
                  tasks run --acknowledge-unknown"

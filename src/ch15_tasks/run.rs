@@ -18,6 +18,7 @@ use super::set_aside::SetAside;
 use super::template::render;
 use super::verify::{Verdict, Verifier};
 use crate::ch02_loop::{Error, Outcome, interrupted};
+use crate::ch07_context::repeats::Stuck;
 use crate::text::{one_line, plural};
 use std::path::Path;
 
@@ -299,5 +300,5 @@ enum Step {
 /// A model stuck repeating itself or a reply cut at the output limit is the attempt's
 /// failure (verify decides); the network, the server, the disk or Ctrl+C are not.
 fn is_the_tasks_failure(error: &Error) -> bool {
-    matches!(error, Error::Stuck { .. } | Error::ReplyCut { .. }) && !interrupted()
+    (error.failure::<Stuck>().is_some() || matches!(error, Error::ReplyCut { .. })) && !interrupted()
 }

@@ -17,6 +17,7 @@ use super::reply::{parse_message, parse_usage, tool_use};
 use crate::ch02_loop::{CacheUsage, Error, Event, Observer, Reply, ToolCall, Usage};
 use crate::ch02_model::{MAX_REPLY_BYTES, quote, reply_too_large, server_message};
 use crate::ch11_streaming::Assemble;
+use crate::ch11_streaming::StreamedText;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -129,7 +130,7 @@ impl MessageAssembler {
             Some("text_delta") if !piece("text").is_empty() => {
                 self.count(piece("text").len())?;
                 self.text.push_str(piece("text"));
-                observer.event(Event::TextDelta(piece("text")))
+                observer.event(Event::Notice(&StreamedText(piece("text").to_string())))
             }
             Some("input_json_delta") => {
                 self.count(piece("partial_json").len())?;

@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::ch02_loop::{CacheUsage, Event, Message, ToolCall, Usage};
-use crate::ch08_retry::Retrying;
+use crate::ch08_retry::{RetryNotice, Retrying};
+use crate::ch11_streaming::{PartialText, StreamedText};
 use crate::scripted_server::{ScriptedServer, Step};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -17,11 +18,14 @@ struct Seen {
 }
 impl Observer for Seen {
     fn event(&mut self, event: Event) -> Result<(), Error> {
-        match event {
-            Event::TextDelta(text) => self.deltas.push(text.to_owned()),
-            Event::Partial(text) => self.partial = Some(text.to_owned()),
-            Event::Retry { wait_ms, reason, .. } => self.retries.push((wait_ms, reason.to_owned())),
-            _ => {}
+        let Event::Notice(notice) = event else { return Ok(()) };
+        let any = notice.as_any();
+        if let Some(StreamedText(text)) = any.downcast_ref() {
+            self.deltas.push(text.clone());
+        } else if let Some(PartialText(text)) = any.downcast_ref() {
+            self.partial = Some(text.clone());
+        } else if let Some(RetryNotice { wait_ms, reason, .. }) = any.downcast_ref() {
+            self.retries.push((*wait_ms, reason.clone()));
         }
         Ok(())
     }

@@ -80,7 +80,6 @@ fn expected_reply() -> Reply {
         ],
         usage: Some(Usage { prompt_tokens: 321, completion_tokens: 54 }),
         finish_reason: Some("tool_calls".into()),
-        #[cfg(feature = "ch19")]
         cache: Default::default(),
     }
 }

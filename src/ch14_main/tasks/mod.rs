@@ -438,12 +438,14 @@ impl Attempts for SessionAttempts<'_> {
     fn run(&mut self, prompt: String) -> Outcome {
         // The session ends with the attempt: dropping the agent unlocks its journal.
         let Some(mut agent) = self.agent.take() else {
-            return Outcome::Failed(Error::Session("no session was begun for this attempt".into()));
+            return Outcome::Failed(mini_agent::ch05_sessions::session_error(
+                "no session was begun for this attempt",
+            ));
         };
         let settings = &self.config.settings;
         let mut display = TerminalObserver::new(stderr_only(&Screen::stdio(settings.has(&VERBOSE))), None);
         let mut json = json_wanted(settings).then_some(JsonEvents);
-        let outcome = agent.turn(prompt, &mut display, json.as_mut().map(|j| j as &mut dyn Observer));
+        let outcome = agent.turn_on(prompt, &mut display, json.as_mut().map(|j| j as &mut dyn Observer));
         #[cfg(feature = "ch17")]
         mini_agent::ch17_notify::tasks_run::add_usage(&self.usage, &agent.config.stats.snapshot());
         if let (Some(json), Outcome::Completed(answer)) = (&json, &outcome) {
