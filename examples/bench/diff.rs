@@ -3,10 +3,11 @@
 //!
 //! In process, `diff_lines` on five pairs of texts, each the worst of its kind: time (median
 //! of [`RUNS`]) and the peak of heap bytes it allocated beyond its two inputs, counted by this
-//! binary's allocator. End to end, the real binary under `--json` is asked about a 9 MB
-//! `write_file` over a 9 MB file whose every other line differs: the `approval` event carries
+//! binary's allocator. End to end, the real binary under `--json` is asked about a 4 MB
+//! `write_file` over a 4 MB file whose every other line differs: the `approval` event carries
 //! the diff, nobody answers, the call is denied. Its wall time and peak RSS stand beside the
-//! same run with `--allow-write` (no question: the write itself, and its `+N −M`).
+//! same run with `--allow-write` (no question: the write itself, and its `+N −M`), and beside
+//! 9 MB writes, whose file on disk is over the 4 MiB a write is compared with.
 
 use super::{RUNS, Table, TempDir, Wrap, repeat, run_agent};
 use mini_agent::ch03_tools::diff::diff_lines;
@@ -96,35 +97,38 @@ pub(super) fn diff_rows(table: &mut Table, binary: &Path) {
     approval_rows(table, binary);
 }
 
-/// A 9 MB file, and a 9 MB write over it that changes every other line (a model's reply is
-/// at most 10 MiB, arguments and all).
-fn big_write(workspace: &TempDir) -> Result<Step, String> {
-    let old: String =
-        (0..180_000).map(|n| format!("{n:>8} a line of fifty bytes or so, to be changed\n")).collect();
-    let new: String = (0..180_000)
-        .map(|n| {
-            if n % 2 == 0 {
-                format!("{n:>8} a line of fifty bytes or so, to be changed\n")
-            } else {
-                format!("{n:>8} A LINE OF FIFTY BYTES OR SO, NOW CHANGED!!\n")
-            }
-        })
-        .collect();
-    std::fs::write(workspace.root().join("big.txt"), old)
-        .map_err(|e| format!("cannot write big.txt: {e}"))?;
+/// A file of `lines` lines of 50 bytes, and a write of as many over it that changes every
+/// other line (a model's reply is at most 10 MiB, arguments and all). Without `over`, the file
+/// does not exist yet.
+fn big_write(workspace: &TempDir, over: bool, lines: usize) -> Result<Step, String> {
+    let line = |n: usize, changed: bool| match changed {
+        false => format!("{n:>8} a line of fifty bytes or so, to be changed\n"),
+        true => format!("{n:>8} A LINE OF FIFTY BYTES OR SO, NOW CHANGED!!\n"),
+    };
+    let old: String = (0..lines).map(|n| line(n, false)).collect();
+    let new: String = (0..lines).map(|n| line(n, n % 2 == 1)).collect();
+    if over {
+        std::fs::write(workspace.root().join("big.txt"), old)
+            .map_err(|e| format!("cannot write big.txt: {e}"))?;
+    }
     let arguments = json!({"path": "big.txt", "content": new}).to_string();
     Ok(Step::tool_calls(&[("write_file", &arguments)]))
 }
 
-/// `--json`, asked (and denied) or allowed: wall time and peak RSS of the whole run.
+/// `--json`, asked (and denied) or allowed: wall time and peak RSS of the whole run, beside the
+/// same write to a new file (nothing to read or compare).
 fn approval_rows(table: &mut Table, binary: &Path) {
-    for (label, allow) in [
-        ("asked: the approval event's diff, then denied", false),
-        ("--allow-write: written, no question", true),
-    ] {
+    let runs = [
+        ("4 MB write over a 4 MB file, asked: the approval event's diff, then denied", false, true, 80_000),
+        ("4 MB write over a 4 MB file, --allow-write: written, no question", true, true, 80_000),
+        ("9 MB write over a 9 MB file (not compared: over 4 MiB), asked", false, true, 180_000),
+        ("9 MB write over a 9 MB file (not compared: over 4 MiB), --allow-write", true, true, 180_000),
+        ("  for comparison: the 9 MB write to a new file, --allow-write", true, false, 180_000),
+    ];
+    for (label, allow, over, lines) in runs {
         let measured = repeat(|| {
             let workspace = TempDir::new("diff")?;
-            let step = big_write(&workspace)?;
+            let step = big_write(&workspace, over, lines)?;
             let report = workspace.root().join("peak-rss-kb");
             let mut words = vec!["--json", "-p", "rewrite big.txt"];
             if allow {
@@ -134,28 +138,16 @@ fn approval_rows(table: &mut Table, binary: &Path) {
             run_agent(binary, &workspace, &words, vec![step, Step::text("done")], Wrap::Time(&report))?;
             let took = started.elapsed();
             let text = std::fs::read_to_string(&report).map_err(|e| format!("no report from time: {e}"))?;
-            let kb: f64 = text
-                .lines()
-                .last()
-                .and_then(|l| l.trim().parse().ok())
-                .ok_or(format!("time said: {text}"))?;
-            Ok((took, kb))
+            let last = text.lines().last().and_then(|line| line.trim().parse::<f64>().ok());
+            Ok((took, last.ok_or(format!("time said: {text}"))?))
         });
         match measured {
             Ok(runs) => {
-                table.millis(
-                    &format!("9 MB write over a 9 MB file, {label}"),
-                    runs.iter().map(|r| r.0),
-                    None,
-                );
-                table.row(
-                    "  its peak RSS, MB",
-                    runs.iter().map(|r| r.1 / 1024.0).collect(),
-                    |mb| format!("{mb:.1} MB"),
-                    Some(64.0),
-                );
+                table.millis(label, runs.iter().map(|run| run.0), None);
+                let megabytes = runs.iter().map(|run| run.1 / 1024.0).collect();
+                table.row("  its peak RSS, MB", megabytes, |mb| format!("{mb:.1} MB"), Some(64.0));
             }
-            Err(reason) => table.missing(&format!("9 MB write, {label}"), &reason),
+            Err(reason) => table.missing(label, &reason),
         }
     }
 }

@@ -39,6 +39,11 @@ pub const KEEP_TAIL: usize = 500;
 pub const ROW_MAX_CHARS: usize = 400;
 /// The largest text an edit is made whole to be compared (the edit itself streams larger ones).
 pub const COMPARE_MAX_BYTES: u64 = 16 << 20;
+/// The largest file on disk a write is compared with. A write's content is already in memory
+/// several times (the reply, the call, the journal's record), up to 10 MiB each: reading a
+/// large file beside it would take the agent past its 64 MB. A larger file is not compared;
+/// the question shows the new content and says so.
+pub const WRITE_COMPARE_MAX_BYTES: u64 = 4 << 20;
 /// Unchanged lines shown around each change.
 const CONTEXT: usize = 3;
 

@@ -10,7 +10,7 @@ use crate::text::take_chars;
 
 use crate::ch02_loop::plural;
 use crate::ch03_tools::bounds::{FILE_MAX_BYTES, read_line_capped, too_big};
-use crate::ch03_tools::diff::{COMPARE_MAX_BYTES, Diff, diff_lines};
+use crate::ch03_tools::diff::{COMPARE_MAX_BYTES, Diff, WRITE_COMPARE_MAX_BYTES, diff_lines};
 use std::fs::{self, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -89,10 +89,19 @@ impl Workspace {
         Ok(format!("{verb} `{}`: wrote {}{stat}", self.relative(&real), plural(args.content.len(), "byte")))
     }
 
-    /// A file's text as it is now, for a diff: bounded, and refused when binary or not UTF-8.
+    /// A file's text as it is now, to compare a write with: refused when binary, not UTF-8,
+    /// or larger than [`WRITE_COMPARE_MAX_BYTES`].
     fn current_text(&self, real: &Path) -> Result<String, String> {
         let shown_path = self.relative(real);
-        let bytes = read_text(self.open_confined(real)?, &shown_path)?;
+        let file = self.open_confined(real)?;
+        let size = regular_file(&file, &shown_path)?.len();
+        if size > WRITE_COMPARE_MAX_BYTES {
+            let limit = WRITE_COMPARE_MAX_BYTES >> 20;
+            return Err(format!(
+                "`{shown_path}` is {size} bytes, more than the {limit} MiB compared with a write"
+            ));
+        }
+        let bytes = read_text(file, &shown_path)?;
         String::from_utf8(bytes).map_err(|_| format!("`{shown_path}` is not valid UTF-8"))
     }
 
@@ -300,7 +309,8 @@ impl Workspace {
         let will_fail = |path: &str, verb, why: String| Change {
             path: shown(path),
             verb,
-            diff: Err(format!("the call will fail: {why}")),
+            diff: None,
+            note: Some(format!("the call will fail: {why}")),
         };
         Some(match call.name.as_str() {
             "write_file" => match parse::<WriteArgs>("write_file", arguments) {
@@ -328,24 +338,27 @@ impl Workspace {
             return Err(too_big(&path, args.content.len() as u64));
         }
         if fs::symlink_metadata(&real).is_err() {
-            return Ok(Change { path, verb: "create", diff: Ok(diff_lines("", &args.content)) });
+            let diff = Some(diff_lines("", &args.content));
+            return Ok(Change { path, verb: "create", diff, note: None });
         }
-        let diff = match self.current_text(&real) {
-            Ok(old) => Ok(diff_lines(&old, &args.content)),
-            Err(why) => Err(format!("not compared with the file on disk: {why}")),
+        // A file that cannot be compared (binary, huge, not UTF-8): its new content is shown.
+        let (old, note) = match self.current_text(&real) {
+            Ok(old) => (old, None),
+            Err(why) => (String::new(), Some(format!("the file on disk is not compared: {why}"))),
         };
-        Ok(Change { path, verb: "replace", diff })
+        Ok(Change { path, verb: "replace", diff: Some(diff_lines(&old, &args.content)), note })
     }
 
     fn edit_change(&self, args: &EditArgs) -> Result<Change, String> {
         let plan = self.plan_edit(args)?;
         self.not_protected(&plan.real, &plan.shown_path)?;
-        let diff = if plan.size <= COMPARE_MAX_BYTES {
-            Ok(diff_lines(&plan.text, &plan.text.replace(&args.old_string, &args.new_string)))
-        } else {
-            Err(format!("not shown: the file would be {} bytes, too large to compare", plan.size))
-        };
-        Ok(Change { path: plan.shown_path, verb: "change", diff })
+        let path = plan.shown_path;
+        if plan.size > COMPARE_MAX_BYTES {
+            let note = format!("not shown: the file would be {} bytes, too large to compare", plan.size);
+            return Ok(Change { path, verb: "change", diff: None, note: Some(note) });
+        }
+        let diff = diff_lines(&plan.text, &plan.text.replace(&args.old_string, &args.new_string));
+        Ok(Change { path, verb: "change", diff: Some(diff), note: None })
     }
 }
 
@@ -367,9 +380,12 @@ pub struct Change {
     pub path: String,
     /// What happens to it: `create` or `replace` (`write_file`), `change` (`edit_file`).
     pub verb: &'static str,
-    /// The lines that change; or, when there is no diff to show, why (the call will fail, or
-    /// the file is too large to compare).
-    pub diff: Result<Diff, String>,
+    /// The lines that change (for a file that cannot be compared, the new content); `None`
+    /// when there is nothing to show.
+    pub diff: Option<Diff>,
+    /// What to know beside it: the call will fail (the tool's own reason), or the file on
+    /// disk is not compared, or the change is too large to show.
+    pub note: Option<String>,
 }
 
 /// The `+2 −1` a successful `write_file` or `edit_file` result ends with, if any.

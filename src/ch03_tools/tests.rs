@@ -4,6 +4,7 @@ use super::files::match_lines;
 use super::glob::Glob;
 use super::output::{Capture, OutputStore};
 use super::*;
+use crate::ch03_tools::diff::WRITE_COMPARE_MAX_BYTES;
 use crate::temp_dir::TempDir;
 use std::os::unix::fs::PermissionsExt;
 
@@ -363,6 +364,7 @@ fn a_change_is_shown_from_the_file_as_it_is_and_nothing_is_written() {
         call("edit_file", json!({"path": "six.py", "old_string": "return 5", "new_string": "return 6"}));
     let change = workspace.proposed_change(&edit).expect("an edit is a change");
     assert_eq!((change.path.as_str(), change.verb), ("six.py", "change"));
+    assert_eq!(change.note, None);
     let diff = change.diff.expect("a diff");
     assert_eq!(
         diff.unified("six.py", false),
@@ -380,20 +382,25 @@ fn a_change_is_shown_from_the_file_as_it_is_and_nothing_is_written() {
 
     // A call that will fail says so, with the tool's own reason.
     let missing = call("edit_file", json!({"path": "six.py", "old_string": "return 7", "new_string": "x"}));
-    let failing = workspace.proposed_change(&missing).unwrap().diff.unwrap_err();
+    let failing = workspace.proposed_change(&missing).unwrap();
+    assert_eq!(failing.diff, None);
+    let failing = failing.note.unwrap();
     assert!(failing.starts_with("the call will fail: old_string was not found in `six.py`"), "{failing}");
     let protected = call("write_file", json!({"path": ".git/hooks/pre-commit", "content": "x"}));
-    let failing = workspace.proposed_change(&protected).unwrap().diff.unwrap_err();
+    let failing = workspace.proposed_change(&protected).unwrap().note.unwrap();
     assert!(failing.contains("refused: `.git/hooks/pre-commit` is inside .git/"), "{failing}");
     let outside = call("write_file", json!({"path": "../x", "content": "x"}));
-    assert!(workspace.proposed_change(&outside).unwrap().diff.unwrap_err().contains("outside"));
+    assert!(workspace.proposed_change(&outside).unwrap().note.unwrap().contains("outside"));
     let bad = ToolCall { id: "1".into(), name: "write_file".into(), arguments: "{".into() };
     assert_eq!(workspace.proposed_change(&bad).unwrap().path, "?");
-    // A binary file is not compared; reads and the shell are not changes.
+    // A binary file is not compared, and the new content is shown; reads and the shell are
+    // not changes.
     std::fs::write(root.path().join("blob"), b"\0\x01").unwrap();
     let over_binary = call("write_file", json!({"path": "blob", "content": "text"}));
-    let why = workspace.proposed_change(&over_binary).unwrap().diff.unwrap_err();
-    assert!(why.starts_with("not compared with the file on disk: `blob` looks like a binary file"), "{why}");
+    let change = workspace.proposed_change(&over_binary).unwrap();
+    let why = change.note.unwrap();
+    assert!(why.starts_with("the file on disk is not compared: `blob` looks like a binary file"), "{why}");
+    assert_eq!(change.diff.unwrap().stat(), "+1 −0");
     assert_eq!(workspace.proposed_change(&call("bash", json!({"command": "ls"}))), None);
     assert_eq!(workspace.proposed_change(&call("read_file", json!({"path": "six.py"}))), None);
 }
@@ -411,4 +418,22 @@ fn a_result_names_the_lines_it_changed() {
     assert_eq!(std::fs::read_to_string(root.path().join("a.txt")).unwrap(), "1\ntwo\n3\n");
     assert_eq!(change_stat("edited `x (+1 −1)`: replaced 1 occurrence at line 2"), None);
     assert_eq!(change_stat("ran (+ what)"), None);
+}
+
+#[test]
+fn a_write_over_a_large_file_is_not_compared_with_it() {
+    let (root, mut workspace) = setup();
+    let large = "x\n".repeat(((WRITE_COMPARE_MAX_BYTES + 2) / 2) as usize);
+    std::fs::write(root.path().join("big.txt"), &large).unwrap();
+    let call = ToolCall {
+        id: "1".into(),
+        name: "write_file".into(),
+        arguments: json!({"path": "big.txt", "content": "small\n"}).to_string(),
+    };
+    let change = workspace.proposed_change(&call).unwrap();
+    let note = change.note.unwrap();
+    assert!(note.ends_with("more than the 4 MiB compared with a write"), "{note}");
+    assert_eq!(change.diff.unwrap().stat(), "+1 −0", "the new content is shown");
+    let written = workspace.run(&call);
+    assert_eq!(written.content, "replaced `big.txt`: wrote 6 bytes", "no count it could not make");
 }

@@ -121,6 +121,11 @@ impl TerminalObserver {
             ToolStatus::Unknown => ("?", " unknown outcome"),
         };
         let mut line = format!("{mark} {summary}{word}");
+        // A write or an edit says how much it changed: `✓ edit_file six.py  +1 −1` (chapter 3).
+        let changes_a_file = matches!(call.name.as_str(), "write_file" | "edit_file");
+        if let Some(stat) = crate::ch03_tools::change_stat(&output.content).filter(|_| changes_a_file) {
+            line.push_str(&format!("  {stat}"));
+        }
         if output.status == ToolStatus::Error && !self.screen.verbose {
             line.push_str(&format!(" — {}", first_line(&sanitize(&output.content), 100)));
         }
