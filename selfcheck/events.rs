@@ -142,3 +142,44 @@ fn a_cut_stream_fails_and_runs_nothing() {
     assert_eq!(types, ["session", "system", "user", "partial", "error"]);
     assert_eq!(journal[3]["content"], "Let me write it.");
 }
+
+/// Issue 22, item 1: with nobody to ask, `--json` still shows the program what a person would
+/// have been asked: an `approval` event with the question and the change as a unified diff,
+/// then the denial that names the flag. With the flag, nobody is asked and there is none.
+#[test]
+fn json_carries_the_approval_question_with_its_diff() {
+    let edit =
+        || call("edit_file", json!({"path": "six.py", "old_string": "return 5", "new_string": "return 6"}));
+    let run = Test::new()
+        .args(["--json", "-p", "fix six"])
+        .file("six.py", "def six():\n    return 5\n")
+        .server(vec![edit(), text("not allowed")])
+        .run();
+    run.expect_code(0);
+    let events = json_lines(&run.stdout);
+    let at = events.iter().position(|event| event["type"] == "approval").expect("an approval event");
+    assert_eq!(events[at - 1]["type"], "tool_started");
+    assert_eq!(
+        events[at],
+        json!({"type": "approval", "call_id": "call_0", "name": "edit_file",
+               "question": "edit_file wants to change six.py (+1 −1)",
+               "diff": "--- a/six.py\n+++ b/six.py\n@@ -1,2 +1,2 @@\n def six():\n-    return 5\n+    return 6\n"})
+    );
+    assert_eq!(events[at + 1]["type"], "tool_finished");
+    assert_eq!(events[at + 1]["status"], "denied");
+    assert!(
+        events[at + 1]["content"].as_str().unwrap().contains("rerun with --allow-write"),
+        "{}",
+        events[at + 1]
+    );
+    let allowed = Test::new()
+        .args(["--json", "--allow-write", "-p", "fix six"])
+        .file("six.py", "def six():\n    return 5\n")
+        .server(vec![edit(), text("fixed")])
+        .run();
+    allowed.expect_code(0);
+    let events = json_lines(&allowed.stdout);
+    assert!(!events.iter().any(|event| event["type"] == "approval"), "{events:?}");
+    let finished = events.iter().find(|event| event["type"] == "tool_finished").unwrap();
+    assert_eq!(finished["content"], "edited `six.py`: replaced 1 occurrence at line 2 (+1 −1)");
+}

@@ -218,7 +218,7 @@ fn a_call_waits_for_approval_over_http_and_runs_when_allowed() {
         send(&address, text.as_bytes())
     });
     let waiting = served.waiting_call(&id);
-    assert_eq!(waiting["question"], "write_file wants to write 1 byte to c.txt", "{waiting}");
+    assert_eq!(waiting["question"], "write_file wants to create c.txt (+1 −0)", "{waiting}");
     let diff = waiting["diff"].as_str().expect("a write carries its diff");
     assert!(diff.starts_with("--- /dev/null\n+++ b/c.txt\n") && diff.contains("\n+c\n"), "{diff}");
     assert!(!served.dir.path().join("c.txt").exists(), "written before it was allowed");

@@ -12,15 +12,13 @@
 //! through its own terminal handling and tests can answer from a script.
 
 use crate::ch02_loop::command_line::{Flag, Help, Registry, Settings};
-use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools, plural};
-use crate::ch03_tools::Workspace;
-use crate::ch04_terminal::ready::{Ready, read_when_ready};
-use crate::ch04_terminal::sanitize::sanitize_command;
-use crate::ch04_terminal::{TypeAhead, question_open};
-use crate::text::head_and_tail;
+use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
+use crate::ch03_tools::{Change, Workspace};
+use crate::ch04_terminal::TypeAhead;
+pub use crate::ch12_question::{TerminalPrompter, ask_with, colour_wanted};
 use serde_json::Value;
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::IsTerminal;
+use std::sync::Arc;
 
 // ANCHOR: policy
 /// Tools that say which permission a call needs (`None`: it only reads, and is free). The gate
@@ -28,6 +26,12 @@ use std::io::{BufRead, BufReader, Write};
 /// servers) bring their own permission.
 pub trait Guarded: Tools {
     fn permission(&self, call: &ToolCall) -> Option<Permission>;
+
+    /// What the call would change, for the question to show (chapter 3's writes and edits
+    /// say, worked out from the file as it is now); by default nothing.
+    fn change(&self, _call: &ToolCall) -> Option<Change> {
+        None
+    }
 }
 
 /// The whole policy of chapter 3's six tools: writing files and running the shell. Everything
@@ -39,6 +43,10 @@ impl Guarded for Workspace {
             "bash" => Some(SHELL),
             _ => None,
         }
+    }
+
+    fn change(&self, call: &ToolCall) -> Option<Change> {
+        self.proposed_change(call)
     }
 }
 // ANCHOR_END: policy
@@ -95,11 +103,22 @@ pub enum Answer {
     Always,
     /// Do not run it; the reason (possibly empty) is passed to the model.
     Deny(String),
+    /// Nobody can answer here (`--json`: a program reads): denied, and the denial names the
+    /// flag, as when there is no one to ask at all.
+    Nobody,
+}
+
+/// What the person is asked about: the call, the permission it needs, and for a write or an
+/// edit the change it would make, worked out by the tools from the file as it is now.
+pub struct Question<'a> {
+    pub call: &'a ToolCall,
+    pub needed: Permission,
+    pub change: Option<Change>,
 }
 
 /// Asks the user about one call.
 pub trait Prompter {
-    fn ask(&mut self, call: &ToolCall, needed: Permission) -> Answer;
+    fn ask(&mut self, question: &Question) -> Answer;
 }
 // ANCHOR_END: prompter
 
@@ -146,16 +165,12 @@ impl<T: Guarded> Tools for Gate<T> {
         if self.granted.allows(needed) {
             return self.inner.run(call);
         }
-        let answer = match self.prompter.as_mut() {
-            Some(prompter) => prompter.ask(call, needed),
-            None => {
-                let content = format!(
-                    "denied: {} needs permission; rerun with {} (or approve at the prompt in the REPL)",
-                    needed.activity, needed.flag
-                );
-                return ToolOutput { content, status: ToolStatus::Denied };
-            }
+        let Some(prompter) = self.prompter.as_mut() else {
+            return nobody_to_ask(needed);
         };
+        // The change is worked out only now, when someone will look at it.
+        let question = Question { call, needed, change: self.inner.change(call) };
+        let answer = prompter.ask(&question);
         // ANCHOR_END: gate_run
         // ANCHOR: gate_answer
         match answer {
@@ -173,194 +188,21 @@ impl<T: Guarded> Tools for Gate<T> {
                 };
                 ToolOutput { content, status: ToolStatus::Denied }
             }
+            Answer::Nobody => nobody_to_ask(needed),
         }
     }
+}
+
+/// The denial when nobody can be asked: it names the flag that would allow the call.
+fn nobody_to_ask(needed: Permission) -> ToolOutput {
+    let content = format!(
+        "denied: {} needs permission; rerun with {} (or approve at the prompt in the REPL)",
+        needed.activity, needed.flag
+    );
+    ToolOutput { content, status: ToolStatus::Denied }
 }
 // ANCHOR_END: gate_answer
 
-// ANCHOR: terminal_prompter
-/// Asks on a terminal: one line describing the call, then `y` / `a` / `n`, and after `n` an
-/// optional reason. Reads from any line source, so tests can script it; `open_tty` uses
-/// /dev/tty, which works even when stdin is a pipe.
-pub struct TerminalPrompter {
-    input: Box<dyn BufRead + Send>,
-    output: Box<dyn Write + Send>,
-    /// The terminal's descriptor, when `input` is /dev/tty: waited on with `poll`, so that
-    /// Ctrl+C, SIGTERM or SIGHUP ends the wait (a blocking read would just be retried).
-    tty: Option<i32>,
-}
-
-impl TerminalPrompter {
-    pub fn new(input: Box<dyn BufRead + Send>, output: Box<dyn Write + Send>) -> TerminalPrompter {
-        TerminalPrompter { input, output, tty: None }
-    }
-
-    /// The controlling terminal, or `None` when there is none (CI, daemons, `setsid`).
-    pub fn open_tty() -> Option<TerminalPrompter> {
-        let reader: File = OpenOptions::new().read(true).open("/dev/tty").ok()?;
-        let writer: File = OpenOptions::new().write(true).open("/dev/tty").ok()?;
-        let tty = Some(std::os::fd::AsRawFd::as_raw_fd(&reader));
-        Some(TerminalPrompter {
-            tty,
-            ..TerminalPrompter::new(Box::new(BufReader::new(reader)), Box::new(writer))
-        })
-    }
-
-    // ANCHOR_END: terminal_prompter
-    /// One line read, trimmed; `None` at end of input or on error, or when the user (Ctrl+C)
-    /// or a signal (SIGTERM, SIGHUP) stopped the turn while it waited: a denial, after which
-    /// the loop records the interruption.
-    fn read_line(&mut self) -> Option<String> {
-        if let Some(fd) = self.tty {
-            return read_terminal_line(fd);
-        }
-        let mut line = String::new();
-        match self.input.read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line.trim().to_string()),
-        }
-    }
-
-    fn say(&mut self, text: &str) {
-        let _ = self.output.write_all(text.as_bytes());
-        let _ = self.output.flush();
-    }
-}
-
-// ANCHOR: read_terminal_line
-
-/// Reads one line from the terminal `fd` (canonical mode: `poll` says readable once a whole
-/// line is there), checking the interrupt flag every 50 ms while nothing is typed.
-fn read_terminal_line(fd: i32) -> Option<String> {
-    let mut line = Vec::new();
-    let mut buffer = [0u8; 1024];
-    loop {
-        match read_when_ready(fd, &mut buffer, crate::ch02_loop::interrupted) {
-            Ready::Bytes(count) => {
-                line.extend_from_slice(&buffer[..count]);
-                if line.ends_with(b"\n") {
-                    break;
-                }
-            }
-            Ready::End { .. } if !line.is_empty() => break,
-            Ready::End { .. } | Ready::Stopped | Ready::Failed => return None,
-        }
-    }
-    Some(String::from_utf8_lossy(&line).trim().to_string())
-}
-// ANCHOR_END: read_terminal_line
-
-// ANCHOR: ask
-impl Prompter for TerminalPrompter {
-    fn ask(&mut self, call: &ToolCall, needed: Permission) -> Answer {
-        self.say("\n");
-        let answer = ask_with(call, needed, |question| {
-            question_open(true);
-            self.say(question);
-            self.read_line()
-        });
-        question_open(false);
-        answer
-    }
-}
-
-// ANCHOR_END: ask
-// ANCHOR: ask_with
-/// The question and its rules, whatever the line source: `ask` shows a question and
-/// returns the next line typed, or `None` when nobody can answer (Ctrl+D, no terminal),
-/// which is a denial. `n` may carry the reason on the same line (`n use cargo check`). A
-/// command too long to show whole is shown as head and tail, and `y`/`a` are refused until
-/// `v` has shown all of it: nothing is approved unseen.
-pub fn ask_with(call: &ToolCall, needed: Permission, mut ask: impl FnMut(&str) -> Option<String>) -> Answer {
-    let shown = describe(call);
-    let mut viewed = shown.hidden == 0;
-    let view = if viewed { "" } else { "  [v] view all" };
-    let allow = format!("allow? [y] once  [a] all {} this session  [n] no{view}: ", needed.scope);
-    let mut question = format!("{}\n{allow}", shown.text);
-    loop {
-        let Some(answer) = ask(&question) else {
-            return Answer::Deny("no answer from the terminal".into());
-        };
-        let answer = answer.trim();
-        let (word, reason) = answer.split_once(char::is_whitespace).unwrap_or((answer, ""));
-        // ANCHOR_END: ask_with
-        // ANCHOR: ask_with_answers
-        match (word.to_lowercase().as_str(), reason.trim()) {
-            ("y" | "yes" | "a" | "always", "") if !viewed => {
-                question = format!(
-                    "{} characters of this call are hidden: answer v to see all of it first\n{allow}",
-                    shown.hidden
-                );
-            }
-            ("y" | "yes", "") => return Answer::Once,
-            ("a" | "always", "") => return Answer::Always,
-            ("n" | "no", "") => {
-                return Answer::Deny(
-                    ask("reason for the model (optional, Enter to skip): ").unwrap_or_default(),
-                );
-            }
-            ("n" | "no", reason) => return Answer::Deny(reason.to_string()),
-            ("v" | "view", "") => {
-                viewed = true;
-                question = format!("{}\n{allow}", shown.whole);
-            }
-            _ => {
-                let or_view = if viewed { "" } else { "; v shows the whole command" };
-                question =
-                    format!("please answer y, a or n (n may be followed by a reason){or_view}\n{allow}")
-            }
-        }
-    }
-}
-// ANCHOR_END: ask_with_answers
-
-// ANCHOR: describe
-/// Longer than this, a call is shown as head and tail, with the count of what is hidden.
-const SHOW_WHOLE_UP_TO: usize = 2_000;
-const HEAD_CHARS: usize = 1_200;
-const TAIL_CHARS: usize = 600;
-
-/// What the question shows: `text` (whole, or head and tail), `whole` for `v`, and how many
-/// characters `text` hides.
-struct Described {
-    text: String,
-    whole: String,
-    hidden: usize,
-}
-// ANCHOR_END: describe
-
-/// The question about `call`, whole, as a person is asked it: for a host that shows it in a
-/// page of its own rather than at a terminal (chapter 21).
-#[cfg(feature = "ch21")]
-pub fn question(call: &ToolCall) -> String {
-    describe(call).whole
-}
-
-// ANCHOR: describe_call
-/// What the user is asked about: the command, or the file and the size of the change. Every
-/// piece the model wrote goes through chapter 4's sanitiser, so a `\r` or an escape sequence
-/// cannot redraw the question, and a run of blanks cannot push the end of a command away.
-fn describe(call: &ToolCall) -> Described {
-    let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-    let text = |key: &str| sanitize_command(arguments[key].as_str().unwrap_or("?"));
-    let whole = match call.name.as_str() {
-        "bash" => format!("bash wants to run: {}", text("command")),
-        "write_file" => {
-            let bytes = arguments["content"].as_str().map_or(0, str::len);
-            format!("write_file wants to write {} to {}", plural(bytes, "byte"), text("path"))
-        }
-        "edit_file" => format!("edit_file wants to change {}", text("path")),
-        other => {
-            format!("{} wants to run with {}", sanitize_command(other), sanitize_command(&call.arguments))
-        }
-    };
-    let Some((head, hidden, tail)) = head_and_tail(&whole, SHOW_WHOLE_UP_TO, HEAD_CHARS, TAIL_CHARS) else {
-        return Described { text: whole.clone(), whole, hidden: 0 };
-    };
-    let text = format!("{head}\n[… {hidden} characters hidden; answer v to see them …]\n{tail}");
-    Described { text, whole, hidden }
-}
-// ANCHOR_END: describe_call
 /// The flags that grant chapter 3's two permissions up front.
 pub const ALLOW_WRITE: Flag =
     Flag::switch(12, WRITE.flag, &["let the agent write and edit files inside the root"]);
@@ -405,10 +247,9 @@ pub enum Asker {
     Tty,
     /// The REPL: ask through the queue that reads lines during a turn.
     TypeAhead(TypeAhead),
-    /// A host with a way of its own (chapter 21's service asks over HTTP): it makes each
-    /// gate's prompter.
-    #[cfg(feature = "ch21")]
-    Host(std::sync::Arc<dyn Fn() -> Box<dyn Prompter> + Send + Sync>),
+    /// A prompter the root supplies, made afresh for each gate: `--json`'s reports the
+    /// question as an event and answers [`Answer::Nobody`] (chapter 14).
+    Host(Arc<dyn Fn() -> Box<dyn Prompter> + Send + Sync>),
 }
 
 /// This chapter's layer: `tools` behind a gate that grants what the flags granted and asks
@@ -418,7 +259,6 @@ pub fn gate<T: Guarded>(tools: T, settings: &Settings, asker: &Asker) -> Gate<T>
         Asker::Nobody => None,
         Asker::Tty => TerminalPrompter::open_tty().map(|tty| Box::new(tty) as Box<dyn Prompter>),
         Asker::TypeAhead(queue) => Some(Box::new(TypeAheadPrompter(queue.clone()))),
-        #[cfg(feature = "ch21")]
         Asker::Host(prompter) => Some(prompter()),
     };
     Gate::new(tools, granted(settings), prompter)
@@ -431,8 +271,9 @@ pub fn gate<T: Guarded>(tools: T, settings: &Settings, asker: &Asker) -> Gate<T>
 struct TypeAheadPrompter(TypeAhead);
 
 impl Prompter for TypeAheadPrompter {
-    fn ask(&mut self, call: &ToolCall, needed: Permission) -> Answer {
-        ask_with(call, needed, |question| self.0.ask(question))
+    fn ask(&mut self, question: &Question) -> Answer {
+        let colour = colour_wanted(std::io::stderr().is_terminal());
+        ask_with(question, colour, |asking| self.0.ask(asking))
     }
 }
 // ANCHOR_END: repl_prompter
@@ -440,7 +281,6 @@ impl Prompter for TypeAheadPrompter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Cursor;
     use std::sync::{Arc, Mutex};
 
     /// Records the calls it ran.
@@ -476,8 +316,8 @@ mod tests {
         asked: Asked,
     }
     impl Prompter for Scripted {
-        fn ask(&mut self, call: &ToolCall, needed: Permission) -> Answer {
-            self.asked.lock().unwrap().push((call.name.clone(), needed));
+        fn ask(&mut self, question: &Question) -> Answer {
+            self.asked.lock().unwrap().push((question.call.name.clone(), question.needed));
             self.answers.remove(0)
         }
     }
@@ -579,66 +419,5 @@ mod tests {
         let mut open = Gate::new(Workspace::new(root).unwrap(), allowed, None);
         assert_eq!(open.run(&write).content, "created `new.txt`: wrote 2 bytes (+1 −0)");
         assert_eq!(std::fs::read_to_string(root.join("new.txt")).unwrap(), "hi");
-    }
-
-    /// Output that the test can read after the prompter wrote to it.
-    #[derive(Clone, Default)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
-    impl Write for Shared {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    fn terminal(input: &str) -> (TerminalPrompter, Shared) {
-        let screen = Shared::default();
-        let prompter =
-            TerminalPrompter::new(Box::new(Cursor::new(input.to_string())), Box::new(screen.clone()));
-        (prompter, screen)
-    }
-
-    #[test]
-    fn the_terminal_prompt_reads_y_a_n_and_a_reason() {
-        let bash = call("bash", r#"{"command":"rm -rf build"}"#);
-        let (mut prompter, screen) = terminal("maybe\ny\n");
-        assert_eq!(prompter.ask(&bash, SHELL), Answer::Once);
-        let shown = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
-        assert!(shown.contains("bash wants to run: rm -rf build"));
-        assert!(shown.contains("please answer y, a or n"));
-        let (mut prompter, _) = terminal("n keep the build dir\n");
-        assert_eq!(prompter.ask(&bash, SHELL), Answer::Deny("keep the build dir".into()));
-        let (mut prompter, _) = terminal("A\n");
-        assert_eq!(prompter.ask(&bash, SHELL), Answer::Always);
-        let (mut prompter, _) = terminal("n\nkeep the build dir\n");
-        assert_eq!(prompter.ask(&bash, SHELL), Answer::Deny("keep the build dir".into()));
-        let (mut prompter, _) = terminal("");
-        assert_eq!(prompter.ask(&bash, SHELL), Answer::Deny("no answer from the terminal".into()));
-        let write = call("write_file", r#"{"path":"a.txt","content":"hello"}"#);
-        let (mut prompter, screen) = terminal("y\n");
-        prompter.ask(&write, WRITE);
-        let shown = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
-        assert!(shown.contains("write_file wants to write 5 bytes to a.txt"));
-    }
-
-    #[test]
-    fn nothing_is_approved_unseen() {
-        let hidden = format!("echo {}; touch X; {}", "a".repeat(2_000), "b".repeat(2_000));
-        let long = call("bash", &serde_json::json!({ "command": hidden }).to_string());
-        let (mut prompter, screen) = terminal("y\na\nv\ny\n");
-        assert_eq!(prompter.ask(&long, SHELL), Answer::Once);
-        let shown = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
-        let (before, after) = shown.split_once("[v] view all").unwrap();
-        assert!(!before.contains("touch X") && before.contains("characters hidden; answer v"), "{before}");
-        assert_eq!(after.matches("characters of this call are hidden").count(), 2, "{after}");
-        assert!(after.contains(&hidden), "v shows the whole command");
-        let rewritten = call("bash", r#"{"command":"rm -rf ~\r\u001b[2Kls"}"#);
-        let (mut prompter, screen) = terminal("");
-        assert_eq!(prompter.ask(&rewritten, SHELL), Answer::Deny("no answer from the terminal".into()));
-        let shown = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
-        assert!(shown.contains("bash wants to run: rm -rf ~\\r\\x1b[2Kls"), "{shown:?}");
     }
 }

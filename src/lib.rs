@@ -19,7 +19,7 @@
 //! | the crash-safe journal; trusting workspace files | `ch09_journal.rs`, `ch09_trust.rs` |
 //! | recovery: `--status`, unknown outcomes, reading a journal as a stream | `ch10_recovery/` |
 //! | streaming replies (Server-Sent Events) | `ch11_streaming/` |
-//! | permissions: the gate and its questions | `ch12_permissions.rs` |
+//! | permissions: the gate, and the question that shows a command or a change before it runs | `ch12_permissions.rs`, `ch12_question.rs` |
 //! | evaluation scenarios | `ch13_evaluation/` |
 //! | the composition root: command line, `--json`, the session host (in the binary) | `ch14_main/` |
 //! | the unattended task loop | `ch15_tasks/` |
@@ -60,6 +60,8 @@ pub mod ch10_recovery;
 pub mod ch11_streaming;
 #[cfg(feature = "ch12")]
 pub mod ch12_permissions;
+#[cfg(feature = "ch12")]
+pub mod ch12_question;
 #[cfg(feature = "ch13")]
 pub mod ch13_evaluation;
 #[cfg(feature = "ch15")]

@@ -104,7 +104,7 @@ async function main() {
     await page.press('#message', 'Enter');
     await page.waitForSelector('.approval .question');
     const question = await page.textContent('.approval .question');
-    check(question.includes('write_file wants to write') && question.includes('approved.txt'), `the approval shows the terminal's question (${question})`);
+    check(question.includes('write_file wants to create approved.txt'), `the approval shows the terminal's question (${question})`);
     const added = await page.$$eval('.approval .diff .add', (nodes) => nodes.map((node) => node.textContent.trim()));
     check(added.includes('+yes'), `the approval shows the change as a diff (${JSON.stringify(added)})`);
     if (options.screenshots) await page.screenshot({ path: path.join(options.screenshots, 'console-approval.png') });

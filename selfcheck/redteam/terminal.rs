@@ -113,7 +113,7 @@ fn a_long_command_cannot_be_approved_before_it_is_seen() {
     assert!(question.contains("characters hidden; answer v to see them"), "{question}");
     for refused in ["y\r", "a\r"] {
         terminal.type_keys(refused);
-        terminal.wait_for("characters of this call are hidden: answer v to see all of it first");
+        terminal.wait_for("characters of this call not shown yet: answer v to see all of it first");
     }
     assert_eq!(server.request_count(), 1, "nothing ran yet");
     assert!(!workspace.path().join("HIDDEN").exists());
@@ -167,7 +167,7 @@ fn a_file_path_cannot_rewrite_the_write_question() {
     .expect("server");
     let workspace = TempDir::new("selfcheck");
     let (mut terminal, question) = asked(&workspace, &server, &[]);
-    assert!(question.contains(r"to notes.txt\r\x1b[2Kwrite_file wants"), "{question:?}");
+    assert!(question.contains(r"create notes.txt\r\x1b[2Kwrite_file wants"), "{question:?}");
     terminal.type_keys("n\r");
     terminal.wait_for("reason for the model");
     terminal.type_keys("\r");

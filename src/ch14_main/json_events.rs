@@ -14,6 +14,7 @@
 //! | `request` | `messages` (how many are sent) |
 //! | `assistant` | `text` (the reply's text, or null when it has none), `tool_calls` (`[{id, name, arguments}]`) |
 //! | `tool_started` | `id`, `name`, `arguments` |
+//! | `approval` | `call_id`, `name`, `question` (one line), `diff` (a unified diff for a write or an edit, else null): a call needs a permission not granted; nobody answers, so the next event is its denial |
 //! | `tool_finished` | `id`, `name`, `status`, `content` |
 //! | `retry` | `attempt`, `wait_ms`, `reason` |
 //! | `compaction` | `replaced`, `tokens_before`, `tokens_after`, `summary` |
@@ -31,8 +32,10 @@ use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch03_tools::secrets::redactor;
 use mini_agent::ch04_terminal::{Screen, TerminalObserver, install_interrupt_handler};
 use mini_agent::ch05_sessions::{CONTINUE, Origin, RESUME};
+use mini_agent::ch12_permissions::{Answer, Asker, Prompter, Question};
 use serde_json::{Value, json};
 use std::io::Write;
+use std::sync::Arc;
 
 /// Prints events as JSON Lines on stdout. A reader that went away is not an error.
 pub struct JsonEvents;
@@ -57,6 +60,27 @@ impl JsonEvents {
         self.emit(json!({"type": "exit", "code": code, "error": error}));
     }
 }
+
+// ANCHOR: approvals
+/// `--json` asks nobody (a program reads stdout), but the program sees what a person would
+/// have been asked: an `approval` event with the question and the change as a unified diff
+/// (chapter 12). The call is then denied, naming the flag that would allow it.
+pub fn approvals() -> Asker {
+    Asker::Host(Arc::new(|| Box::new(ApprovalEvents) as Box<dyn Prompter>))
+}
+
+struct ApprovalEvents;
+
+impl Prompter for ApprovalEvents {
+    fn ask(&mut self, question: &Question) -> Answer {
+        JsonEvents.emit(json!({
+            "type": "approval", "call_id": question.call.id, "name": question.call.name,
+            "question": question.headline(), "diff": question.diff(),
+        }));
+        Answer::Nobody
+    }
+}
+// ANCHOR_END: approvals
 
 /// `--json` promises an `exit` event as the last line, also for a command line that did not
 /// parse (the flag may sit next to the mistake).

@@ -177,6 +177,11 @@ fn can_ask(settings: &Settings) -> bool {
 /// get a denial that names the flag).
 #[cfg(feature = "ch12")]
 fn asking_at_the_terminal(config: Config) -> Config {
+    // With `--json` the program reading the events sees the question (chapter 14).
+    #[cfg(feature = "ch14")]
+    if json_wanted(&config.settings) {
+        return Config { asker: json_events::approvals(), ..config };
+    }
     let asker = match can_ask(&config.settings) {
         true => mini_agent::ch12_permissions::Asker::Tty,
         false => mini_agent::ch12_permissions::Asker::Nobody,

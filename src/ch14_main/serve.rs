@@ -14,13 +14,12 @@ use super::endpoint::{Connection, connect};
 use super::registry::Registry;
 use super::{build_model, help, json_events, one_line, say, sessions_of, workspace_root};
 use mini_agent::ch02_loop::command_line::{PROMPT, ROOT, SHOW_HELP, Settings};
-use mini_agent::ch02_loop::{Error, Event, Observer, Outcome, ToolCall, interrupted, with_turn_flag};
-use mini_agent::ch03_tools::Workspace;
+use mini_agent::ch02_loop::{Error, Event, Observer, Outcome, interrupted, with_turn_flag};
 use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch04_terminal::install_interrupt_handler;
 use mini_agent::ch05_sessions::{CONTINUE, RESUME, SessionStore};
 use mini_agent::ch10_recovery::{STATUS, resume};
-use mini_agent::ch12_permissions::{Answer, Asker, Permission, Prompter, question};
+use mini_agent::ch12_permissions::{Answer, Asker, Prompter, Question};
 use mini_agent::ch21_serve::command_line::{
     DEFAULT_MAX_RUNNING, DEFAULT_PORT, HOST, MAX_RUNNING, PORT, SERVE_TOKEN,
 };
@@ -142,11 +141,7 @@ impl AgentBackend {
         config.stats = Default::default();
         config.asker = match turn.cloned() {
             Some(turn) => {
-                let root = root.to_path_buf();
-                Asker::Host(Arc::new(move || {
-                    let workspace = Workspace::new(&root).ok();
-                    Box::new(AskOverHttp { turn: turn.clone(), workspace }) as Box<dyn Prompter>
-                }))
+                Asker::Host(Arc::new(move || Box::new(AskOverHttp(turn.clone())) as Box<dyn Prompter>))
             }
             None => Asker::Nobody,
         };
@@ -358,27 +353,20 @@ fn end_of(outcome: Outcome, settings: &Settings) -> TurnEnd {
 
 // ANCHOR: prompter
 /// The permission gate's way to ask when the question goes to a browser: the terminal's
-/// question and, for a write or an edit, the change as a unified diff (chapter 3 computes it
-/// from the file as it is now), on the turn's approval desk, answered by `allow` or `deny`.
-struct AskOverHttp {
-    turn: Turn,
-    workspace: Option<Workspace>,
-}
+/// question and, for a write or an edit, the change as a unified diff (chapter 12's
+/// `Question`, whose change chapter 3 worked out from the file as it is now), on the turn's
+/// approval desk, answered by `allow` or `deny`.
+struct AskOverHttp(Turn);
 
 impl Prompter for AskOverHttp {
-    fn ask(&mut self, call: &ToolCall, _needed: Permission) -> Answer {
-        let change = self.workspace.as_ref().and_then(|workspace| workspace.proposed_change(call));
-        let diff = change.map(|change| match change.diff {
-            Ok(diff) => diff.unified(&change.path, change.verb == "create"),
-            Err(why) => why,
-        });
+    fn ask(&mut self, question: &Question) -> Answer {
         let request = ApprovalRequest {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            question: question(call),
-            diff,
+            call_id: question.call.id.clone(),
+            tool: question.call.name.clone(),
+            question: question.headline(),
+            diff: question.diff(),
         };
-        match self.turn.ask(request) {
+        match self.0.ask(request) {
             Decision::Allow => Answer::Once,
             Decision::Deny(reason) => Answer::Deny(reason),
         }

@@ -28,6 +28,7 @@ pub mod tools;
 
 use crate::ch02_loop::command_line::{Flag, Help};
 use crate::ch02_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools};
+use crate::ch03_tools::Change;
 use crate::ch03_tools::Workspace;
 use crate::ch03_tools::secrets::redactor;
 use crate::ch04_terminal::sanitize::sanitize;
@@ -381,6 +382,11 @@ pub const MCP: Permission =
 impl<T: Guarded> Guarded for WithMcp<T> {
     fn permission(&self, call: &ToolCall) -> Option<Permission> {
         if call.name.starts_with(PREFIX) { Some(MCP) } else { self.inner.permission(call) }
+    }
+
+    /// A server's tool changes what it changes, unseen; the six tools say what they would.
+    fn change(&self, call: &ToolCall) -> Option<Change> {
+        if call.name.starts_with(PREFIX) { None } else { self.inner.change(call) }
     }
 }
 // ANCHOR_END: permission
