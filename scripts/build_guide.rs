@@ -43,7 +43,7 @@
 //!   preface and appendix: the finished program) drops each item whose `#[cfg(feature = "chM")]`
 //!   says it comes later, or whose `#[cfg(not(feature = "chM"))]` says it was already replaced;
 //!   the attributes of the items it keeps are hidden (`guide/states.rs`, `guide/anchors.rs`). A
-//!   listing is at most 50 lines as shown, and one that is empty in its state is an error.
+//!   listing is at most 50 lines as shown (a whole function under its own name: 150), never empty.
 //! * No file of `src/` or `scripts/` is over 600 lines before its tests: the book shows this
 //!   code, and a reader must be able to hold a file (`guide/sizes.rs`).
 //! * "Run it" shows ```` ```console ```` blocks, `$ command` then its output, that

@@ -2,7 +2,11 @@
 //!
 //! A region is the lines between `// ANCHOR: name` and `// ANCHOR_END: name` in a file under
 //! `src/`. Regions may nest or overlap; marker lines inside a region are dropped when it is
-//! shown, and the region is dedented so a method reads as if it stood at the margin. So are the
+//! shown, and the region is dedented so a method reads as if it stood at the margin. A region
+//! that is exactly one function named as its anchor (doc comments and attributes, signature,
+//! body, closing brace) is a *whole function*: the book may show it whole although it is long,
+//! and a region inside it (a piece) is dedented only as far as the whole is, so each piece
+//! stands at the column it has in the whole listing and in the source's function. So are the
 //! chapter-state attributes (`#[cfg(feature = "ch08")]`, `#[cfg(not(feature = …))]`,
 //! `#[cfg(all(…feature…))]` alone on a line, and any `#![cfg…]`): they say which chapter a
 //! piece belongs to, which the book already says around the listing; other attributes stay.
@@ -23,6 +27,13 @@ pub struct Anchor {
     pub line: usize,
     /// The region's lines, markers removed, attributes kept.
     pub lines: Vec<String>,
+    /// 1-based line of the `// ANCHOR_END:` marker.
+    pub end: usize,
+    /// The region is one whole function named as the anchor: `fn name` and its body, nothing else.
+    pub whole_function: bool,
+    /// For a piece of a whole function (a region inside one): that function's anchor and the
+    /// indentation of its `fn` line, by which the piece is dedented instead of its own.
+    pub piece_of: Option<(String, usize)>,
 }
 
 impl Anchor {
@@ -31,14 +42,20 @@ impl Anchor {
     pub fn shown(&self, state: State) -> String {
         let lines: Vec<&str> = self.lines.iter().map(String::as_str).collect();
         let view = states::view(&lines, state);
-        region(&view.iter().map(String::as_str).collect::<Vec<_>>())
+        region(&view.iter().map(String::as_str).collect::<Vec<_>>(), self.dedent())
     }
 
     /// Lines the state's view drops from the region (0: every item is in the state).
     pub fn dropped_lines(&self, state: State) -> usize {
         let lines: Vec<&str> = self.lines.iter().map(String::as_str).collect();
-        let all = region(&lines).lines().count();
+        let all = region(&lines, self.dedent()).lines().count();
         all.saturating_sub(self.shown(state).lines().count())
+    }
+
+    /// The columns removed from every line: the whole function's for a piece, else none fixed
+    /// (the region's own common indentation).
+    fn dedent(&self) -> Option<usize> {
+        self.piece_of.as_ref().map(|(_, indent)| *indent)
     }
 }
 
@@ -134,7 +151,14 @@ pub fn scan_file(file: &str, text: &str, diagnostics: &mut Vec<Diagnostic>) -> B
                         .filter(|line| marker(line).is_none())
                         .map(|line| line.to_string())
                         .collect();
-                    anchors.insert(name.to_string(), Anchor { line: start + 1, lines });
+                    let anchor = Anchor {
+                        line: start + 1,
+                        lines,
+                        end: line_number,
+                        whole_function: false,
+                        piece_of: None,
+                    };
+                    anchors.insert(name.to_string(), anchor);
                 }
                 None => diagnostics.push(Diagnostic::new(
                     file,
@@ -151,7 +175,51 @@ pub fn scan_file(file: &str, text: &str, diagnostics: &mut Vec<Diagnostic>) -> B
             format!("anchor `{name}` is never closed; add `// ANCHOR_END: {name}`"),
         ));
     }
+    mark_whole_functions(&mut anchors);
     anchors
+}
+
+/// Marks the whole-function regions, then each region inside one as its piece (inside the
+/// outermost, if whole functions nest).
+fn mark_whole_functions(anchors: &mut BTreeMap<String, Anchor>) {
+    let mut wholes = Vec::new();
+    for (name, anchor) in anchors.iter_mut() {
+        if let Some(indent) = whole_function_indent(name, &anchor.lines) {
+            anchor.whole_function = true;
+            wholes.push((name.clone(), anchor.line, anchor.end, indent));
+        }
+    }
+    for (name, anchor) in anchors.iter_mut() {
+        let outermost = wholes
+            .iter()
+            .filter(|(whole, start, end, _)| whole != name && *start < anchor.line && anchor.end < *end)
+            .min_by_key(|(_, start, _, _)| *start);
+        anchor.piece_of = outermost.map(|(whole, _, _, indent)| (whole.clone(), *indent));
+    }
+}
+
+/// The indentation of the `fn` line if `lines` are exactly the function `name`: comments and
+/// attributes, then `fn name` (after `pub`, `const`, `async`… only), then its body up to the
+/// closing brace at the `fn` line's indentation, which ends the region (rustfmt puts it there).
+fn whole_function_indent(name: &str, lines: &[String]) -> Option<usize> {
+    let code: Vec<&str> = lines.iter().map(String::as_str).filter(|line| !line.trim().is_empty()).collect();
+    let signature = code.iter().position(|line| {
+        let trimmed = line.trim_start();
+        !(trimmed.starts_with("//") || trimmed.starts_with("#["))
+    })?;
+    let words: Vec<&str> = code[signature].split_whitespace().collect();
+    let fn_at = words.iter().position(|word| *word == "fn")?;
+    let qualifiers = ["pub", "pub(crate)", "pub(super)", "const", "async", "unsafe", "extern", "\"C\""];
+    if !words[..fn_at].iter().all(|word| qualifiers.contains(word)) {
+        return None;
+    }
+    let declared = words.get(fn_at + 1)?.split(['(', '<']).next()?;
+    let indent = code[signature].len() - code[signature].trim_start().len();
+    let closing = code[signature + 1..].iter().position(|line| {
+        line.len() - line.trim_start().len() == indent && line.trim_start().starts_with('}')
+    })?;
+    let closes_last = signature + 1 + closing == code.len() - 1 && code[code.len() - 1].trim() == "}";
+    (declared == name && closes_last).then_some(indent)
 }
 
 fn is_valid_name(name: &str) -> bool {
@@ -169,8 +237,8 @@ pub fn is_state_attribute(line: &str) -> bool {
 }
 
 /// The shown text of region lines: chapter-state attributes dropped, blank edges trimmed,
-/// common indent removed.
-fn region(lines: &[&str]) -> String {
+/// `dedent` columns removed (a piece of a whole function), else the common indent.
+fn region(lines: &[&str], dedent: Option<usize>) -> String {
     let kept: Vec<&str> = lines.iter().copied().filter(|line| !is_state_attribute(line)).collect();
     let first = kept.iter().position(|line| !line.trim().is_empty());
     let last = kept.iter().rposition(|line| !line.trim().is_empty());
@@ -178,12 +246,13 @@ fn region(lines: &[&str]) -> String {
         return String::new();
     };
     let body = &kept[first..=last];
-    let indent = body
+    let common = body
         .iter()
         .filter(|line| !line.trim().is_empty())
         .map(|line| line.len() - line.trim_start().len())
         .min()
         .unwrap_or(0);
+    let indent = dedent.map_or(common, |dedent| dedent.min(common));
     let mut code = String::new();
     for line in body {
         code.push_str(line.get(indent..).unwrap_or("").trim_end());

@@ -9,7 +9,11 @@
 //! A listing shows its region as the chapter's state has it (`guide/states.rs`) and is at most
 //! [`MAX_LISTING_LINES`] lines as shown (hidden attributes and later chapters' items do not
 //! count): a reader follows a listing against the paragraph beside it, and a longer region is
-//! split into named regions, each with its own paragraph.
+//! split into named regions, each with its own paragraph. One exception: a *whole function*,
+//! anchored under its own name (`// ANCHOR: run_turn` around all of `fn run_turn`, which
+//! `guide/anchors.rs` verifies), may be up to [`MAX_WHOLE_FUNCTION_LINES`]: a reader who is
+//! about to read a function in pieces sees it whole first, and a function that cannot be cut
+//! well is better read whole than in fragments. Its pieces keep the columns they have in it.
 
 use crate::anchors::AnchorMap;
 use crate::chapters::RenderContext;
@@ -20,6 +24,9 @@ use std::collections::BTreeSet;
 
 /// The longest listing the book shows; `--check` names a longer one with its length.
 pub const MAX_LISTING_LINES: usize = 50;
+
+/// The longest whole function the book shows (anchored under the function's own name).
+pub const MAX_WHOLE_FUNCTION_LINES: usize = 150;
 
 /// The language word of a fence info string: "rust,ignore" → "rust".
 pub fn fence_language(info: &str) -> &str {
@@ -80,13 +87,20 @@ pub fn code_block_html(
     };
     included.insert(target.to_string());
     let code = match resolve_include(target, context.anchors, state) {
-        Ok(code) => {
+        Ok((code, whole_function)) => {
             let length = code.lines().count();
-            if length > MAX_LISTING_LINES {
+            if whole_function && length > MAX_WHOLE_FUNCTION_LINES {
                 report(
                     at.body,
                     format!(
-                        "listing {target} is {length} lines; at most {MAX_LISTING_LINES}: split the region into named regions, each beside the paragraph that discusses it"
+                        "listing {target} is a whole function of {length} lines; at most {MAX_WHOLE_FUNCTION_LINES}: show its signature and split the function into named regions"
+                    ),
+                );
+            } else if !whole_function && length > MAX_LISTING_LINES {
+                report(
+                    at.body,
+                    format!(
+                        "listing {target} is {length} lines; at most {MAX_LISTING_LINES}: split the region into named regions, each beside the paragraph that discusses it (a whole function, anchored under its own name, may be up to {MAX_WHOLE_FUNCTION_LINES})"
                     ),
                 );
             }
@@ -106,7 +120,8 @@ pub fn code_block_html(
     )
 }
 
-fn resolve_include(target: &str, anchors: &AnchorMap, state: State) -> Result<String, String> {
+/// The region's code in `state`, and whether it is a whole function.
+fn resolve_include(target: &str, anchors: &AnchorMap, state: State) -> Result<(String, bool), String> {
     let Some((file, anchor)) = target.rsplit_once(':') else {
         return Err(format!("include `{target}` names no anchor; write `{{{{#include {target}:ANCHOR}}}}`"));
     };
@@ -130,5 +145,5 @@ fn resolve_include(target: &str, anchors: &AnchorMap, state: State) -> Result<St
             state.0, region.line
         ));
     }
-    Ok(code)
+    Ok((code, region.whole_function))
 }

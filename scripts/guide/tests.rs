@@ -588,12 +588,96 @@ fn a_listing_over_fifty_lines_is_reported_with_its_length_and_state_attributes_d
         &format!("// ANCHOR: greet\n{attributes}pub fn greet() {{\n{}}}\n// ANCHOR_END: greet\n", body(48)),
     );
     assert_eq!(fixture.diagnostics(), Vec::<String>::new(), "50 lines shown, 10 hidden");
+    // `fn hello` under the anchor `greet` is not a whole function anchored under its own name.
     fixture.write(
         "src/a.rs",
-        &format!("// ANCHOR: greet\npub fn greet() {{\n{}}}\n// ANCHOR_END: greet\n", body(49)),
+        &format!("// ANCHOR: greet\npub fn hello() {{\n{}}}\n// ANCHOR_END: greet\n", body(49)),
     );
     fixture.assert_reports("guide/en/01-intro.md:10", "listing src/a.rs:greet is 51 lines; at most 50");
     fixture.assert_reports("guide/zh/01-intro.md:10", "listing src/a.rs:greet is 51 lines");
+}
+
+#[test]
+fn a_whole_function_anchored_under_its_own_name_may_be_long_and_nothing_else_may() {
+    let fixture = Fixture::new("whole-function");
+    let body = |lines: usize| (0..lines).map(|n| format!("    let x{n} = {n};\n")).collect::<String>();
+    let whole = |lines: usize, after: &str| {
+        format!(
+            "// ANCHOR: greet\n/// Greets.\n#[must_use]\npub(crate) fn greet<T>(\n    name: T,\n) -> u8 {{\n{}    0\n}}\n{after}// ANCHOR_END: greet\n",
+            body(lines)
+        )
+    };
+    // 6 lines of doc, attribute, signature and braces around the body: 120 lines in all.
+    fixture.write("src/a.rs", &whole(113, ""));
+    assert_eq!(fixture.diagnostics(), Vec::<String>::new(), "a whole function of 120 lines");
+    fixture.write("src/a.rs", &whole(144, ""));
+    fixture.assert_reports(
+        "guide/en/01-intro.md:10",
+        "listing src/a.rs:greet is a whole function of 151 lines; at most 150",
+    );
+    // The function and one more item: not a whole function, so at most 50.
+    fixture.write("src/a.rs", &whole(60, "const AFTER: u8 = 1;\n"));
+    fixture.assert_reports("guide/en/01-intro.md:10", "listing src/a.rs:greet is 68 lines; at most 50");
+    // Half a function (the anchor ends before its closing brace): at most 50.
+    fixture.write(
+        "src/a.rs",
+        &whole(60, "").replace("    0\n}\n// ANCHOR_END: greet\n", "// ANCHOR_END: greet\n    0\n}\n"),
+    );
+    fixture.assert_reports("guide/en/01-intro.md:10", "listing src/a.rs:greet is 65 lines; at most 50");
+}
+
+#[test]
+fn the_pieces_of_a_whole_function_keep_the_columns_they_have_in_it() {
+    let source = "impl Agent {
+    // ANCHOR: run
+    /// Runs.
+    pub fn run(&mut self) -> u8 {
+        // ANCHOR: start
+        let mut step = || {
+            // ANCHOR_END: start
+            // ANCHOR: inner
+            if self.ready() {
+                return 1;
+            }
+            // ANCHOR_END: inner
+            // ANCHOR: tail
+            0
+        };
+        // ANCHOR_END: tail
+        step()
+    }
+    // ANCHOR_END: run
+    // ANCHOR: other
+    fn other() {
+        // ANCHOR: alone
+        if x {
+            y();
+        }
+        // ANCHOR_END: alone
+        z();
+    }
+    // ANCHOR_END: alone
+}
+";
+    let source = source.replacen("    // ANCHOR_END: alone\n}", "    // ANCHOR_END: other\n}", 1);
+    let mut diagnostics = Vec::new();
+    let anchors = crate::anchors::scan_file("src/x.rs", &source, &mut diagnostics);
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let shown = |name: &str| anchors[name].shown(crate::states::State::FULL);
+    // The whole method stands at the margin; each piece at its column in it (the source's,
+    // less the method's own four).
+    assert!(anchors["run"].whole_function && anchors["other"].whole_function);
+    assert!(shown("run").starts_with("/// Runs.\npub fn run(&mut self) -> u8 {\n    let mut step = || {\n"));
+    assert_eq!(shown("start"), "    let mut step = || {\n");
+    assert_eq!(shown("inner"), "        if self.ready() {\n            return 1;\n        }\n");
+    assert_eq!(shown("tail"), "        0\n    };\n");
+    assert_eq!(anchors["inner"].piece_of, Some(("run".to_string(), 4)));
+    assert_eq!(shown("alone"), "    if x {\n        y();\n    }\n");
+    // A region in no whole function is dedented as before.
+    let plain = "fn a() {}\n// ANCHOR: b\n        if x {\n            y();\n        }\n// ANCHOR_END: b\n";
+    let anchors = crate::anchors::scan_file("src/y.rs", plain, &mut diagnostics);
+    assert_eq!(anchors["b"].shown(crate::states::State::FULL), "if x {\n    y();\n}\n");
+    assert!(!anchors["b"].whole_function && anchors["b"].piece_of.is_none());
 }
 
 #[test]
