@@ -171,8 +171,6 @@ impl<T: Guarded> Tools for Gate<T> {
         // The change is worked out only now, when someone will look at it.
         let question = Question { call, needed, change: self.inner.change(call) };
         let answer = prompter.ask(&question);
-        // ANCHOR_END: gate_run
-        // ANCHOR: gate_answer
         match answer {
             Answer::Once => self.inner.run(call),
             Answer::Always => {
@@ -201,7 +199,7 @@ fn nobody_to_ask(needed: Permission) -> ToolOutput {
     );
     ToolOutput { content, status: ToolStatus::Denied }
 }
-// ANCHOR_END: gate_answer
+// ANCHOR_END: gate_run
 
 /// The flags that grant chapter 3's two permissions up front.
 pub const ALLOW_WRITE: Flag =

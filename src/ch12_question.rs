@@ -297,8 +297,6 @@ pub fn ask_with(question: &Question, colour: bool, mut ask: impl FnMut(&str) -> 
         };
         let answer = answer.trim();
         let (word, reason) = answer.split_once(char::is_whitespace).unwrap_or((answer, ""));
-        // ANCHOR_END: ask_with
-        // ANCHOR: ask_with_answers
         match (word.to_lowercase().as_str(), reason.trim()) {
             ("y" | "yes" | "a" | "always", "") if !viewed => {
                 let hidden = shown.hidden.as_deref().unwrap_or_default();
@@ -324,7 +322,7 @@ pub fn ask_with(question: &Question, colour: bool, mut ask: impl FnMut(&str) -> 
         }
     }
 }
-// ANCHOR_END: ask_with_answers
+// ANCHOR_END: ask_with
 
 #[cfg(test)]
 mod tests {
