@@ -188,3 +188,27 @@ fn a_resumed_session_still_marks_its_earlier_failures() {
         results.iter().map(|b| (b["tool_use_id"].as_str().unwrap(), b["is_error"] == json!(true))).collect();
     assert_eq!(marks, [("toolu_ok", false), ("toolu_missing", true)], "{results:?}");
 }
+
+#[test]
+fn the_demo_model_speaks_the_messages_api_offline_and_continue_goes_back_to_it() {
+    let first = Test::new()
+        .args(["--demo", "--api", "anthropic", "--stream", "-p", "read notes.txt"])
+        .file("notes.txt", "hello\n")
+        // A key in the environment is not the demo's business.
+        .env("ANTHROPIC_API_KEY", "sk-ant-not-for-the-demo")
+        .run();
+    first.expect_code(0);
+    assert!(
+        first.stdout.starts_with("Here is `notes.txt`:") && first.stdout.contains("hello"),
+        "{}",
+        first.stdout
+    );
+    let header = &first.only_journal()[0];
+    assert_eq!((header["api"].as_str(), header["endpoint"].as_str()), (Some("anthropic"), Some("demo")));
+    let again = Test::new().args(["-c", "-p", "list files"]).run_in(first.workspace);
+    again.expect_code(0);
+    assert!(again.stdout.starts_with("Files in `.`:"), "{}", again.stdout);
+    let kinds: Vec<String> =
+        again.only_journal().iter().filter_map(|r| r["api"].as_str().map(String::from)).collect();
+    assert_eq!(kinds, ["anthropic"], "one session, still on the Messages API");
+}

@@ -81,10 +81,13 @@ pub fn connect(
         let api = chosen.api;
         Origin::new(&endpoint.model, api, recorded_url)
     };
-    // Anthropic's credential goes where the OpenAI key would: only where the user sends it.
+    // Anthropic's credential goes where the OpenAI key would: only where the user sends it,
+    // never to the demo model.
     #[cfg(feature = "ch19")]
     let api = match chosen.api {
-        ANTHROPIC_API => Api::Anthropic(AnthropicKeys::from_keys(keys).auth().filter(|_| chosen.send_key)),
+        ANTHROPIC_API => Api::Anthropic(
+            AnthropicKeys::from_keys(keys).auth().filter(|_| chosen.send_key && demo.is_none()),
+        ),
         _ => Api::OpenAi,
     };
     Ok(Connection {

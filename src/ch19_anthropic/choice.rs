@@ -4,10 +4,10 @@
 //!
 //! The API is chosen like the endpoint: `--api`, then a resumed session's own record (so `-c`
 //! goes back to the API it talked to), then `MINI_AGENT_API`, then `openai`. The demo model
-//! speaks Chat Completions only.
+//! speaks both (`--demo --api anthropic`), and is never sent a credential.
 
 use super::{ANTHROPIC_API, API, AnthropicClient, AnthropicKeys, Auth, parse_max_tokens};
-use crate::ch02_loop::command_line::{DEMO, Settings};
+use crate::ch02_loop::command_line::Settings;
 use crate::ch02_loop::{Error, Model};
 use crate::ch02_model::waiting::Waits;
 use crate::ch02_model::{ClientConfig, DEFAULT_BASE_URL, DEFAULT_MODEL};
@@ -26,14 +26,6 @@ pub enum Api {
 
 /// `--api`, else the resumed session's own API, else `MINI_AGENT_API`, else `openai`.
 pub fn choose_api(settings: &Settings, recorded: Option<&Origin>) -> Result<&'static str, Error> {
-    if settings.has(&DEMO) {
-        return match settings.value(&API) {
-            Some(ANTHROPIC_API) => Err(Error::Usage(
-                "--demo speaks the Chat Completions API only: drop --api anthropic (or --demo)".into(),
-            )),
-            _ => Ok(OPENAI_API),
-        };
-    }
     let variable = std::env::var("MINI_AGENT_API").ok().filter(|value| !value.trim().is_empty());
     let (name, source) = match (settings.value(&API), recorded, &variable) {
         (Some(flag), _, _) => (flag, "--api"),

@@ -493,3 +493,52 @@ fn max_tokens_comes_from_the_environment_value_or_the_default() {
         assert!(error.contains("MINI_AGENT_MAX_TOKENS"), "{error}");
     }
 }
+
+#[test]
+fn the_demo_model_speaks_the_messages_api_whole_and_streamed() {
+    let server = crate::demo::start_demo_server().expect("the demo server");
+    let tools =
+        [json!({"type": "function", "function": {"name": "list_files", "parameters": {"type": "object"}}})];
+    for stream in [false, true] {
+        let mut history = vec![
+            Message::System { content: "be brief".into() },
+            Message::User { content: "list files".into() },
+        ];
+        let mut client = client(&server, stream);
+        let reply = client.complete(&Request { messages: &history, tools: &tools }, &mut Seen::default());
+        let reply = reply.expect("a reply");
+        let calls: Vec<(&str, &str)> =
+            reply.tool_calls.iter().map(|call| (call.name.as_str(), call.arguments.as_str())).collect();
+        assert_eq!(calls, [("list_files", "{}")], "stream: {stream}");
+        let id = reply.tool_calls[0].id.clone();
+        history.push(Message::Assistant { content: None, tool_calls: reply.tool_calls });
+        history.push(Message::Tool { tool_call_id: id, content: "a.txt\nb.txt".into() });
+        let reply = client.complete(&Request { messages: &history, tools: &tools }, &mut Seen::default());
+        let answer = reply.expect("an answer").content.unwrap_or_default();
+        assert!(
+            answer.starts_with("Files in `.`:") && answer.contains("b.txt"),
+            "stream: {stream}: {answer}"
+        );
+    }
+    assert!(server.requests().iter().all(|request| request["max_tokens"].is_u64()), "Messages requests");
+}
+
+#[test]
+fn the_demo_models_rehearsed_faults_reach_the_messages_client_too() {
+    let server = crate::demo::start_demo_server().expect("the demo server");
+    let ask = |text: &str, stream: bool| {
+        let history = [Message::User { content: text.into() }];
+        let mut seen = Seen::default();
+        let reply =
+            client(&server, stream).complete(&Request { messages: &history, tools: &offered() }, &mut seen);
+        (reply.map(|reply| reply.content), seen.partial)
+    };
+    let (overloaded, _) = ask("be overloaded", false);
+    assert!(matches!(overloaded, Err(ref error) if error.to_string().contains("503")), "{overloaded:?}");
+    let (cut, partial) = ask("break the stream", true);
+    assert!(
+        matches!(cut, Err(Error::Network(ref m)) if m.contains("cut off") && m.contains("\"bash\"")),
+        "{cut:?}"
+    );
+    assert_eq!(partial.as_deref(), Some("Let me clean up."));
+}

@@ -26,6 +26,10 @@
 //! done with shell commands instead: `ls -A`, `cat -- x`, `grep -rnIF`, `printf '%s' … > x`,
 //! and for a replace `cat` then a literal substitution in bash (see `bash`).
 //!
+//! Two more requests rehearse a server's faults, so the chapters on retries and streams run
+//! offline: `be overloaded` (every request answered `503`, `Retry-After: 2`) and `break the
+//! stream` (a stream cut in the middle of a `bash` call); see `faults`.
+//!
 //! Text may be quoted ("…", '…', `…`, “…”, 「…」); a literal `\n` in written content
 //! becomes a newline, and content is written exactly as given (no newline is added).
 //! Anything else gets [`CAPABILITIES`]: an honest list of the above, never a pretend answer.
@@ -38,8 +42,13 @@
 //!   their results.
 //! - `parse`: the rules that read a request, English and Chinese.
 //! - `bash`: the same plans as shell commands, for a request whose only tool is `bash`.
+//! - `faults`: the rehearsed faults.
+//! - `anthropic`: the same demo behind the Messages API, which chapter 19 turns on.
 
+#[cfg(feature = "ch19")]
+mod anthropic;
 mod bash;
+mod faults;
 mod parse;
 mod plan;
 
@@ -47,6 +56,7 @@ pub use parse::parse_intent;
 pub use plan::{Intent, demo_message};
 
 use crate::scripted_server::{ScriptedServer, Step};
+use faults::{CUT_CALL, CUT_TEXT, Fault};
 use serde_json::{Value, json};
 
 /// The honest answer to anything the demo model does not understand.
@@ -64,15 +74,32 @@ For anything else, point mini-agent at a real model with --base-url and --model.
 
 // ANCHOR: start
 /// Starts the demo model on a loopback port; its `url` is the base URL for the client.
+#[cfg(not(feature = "ch19"))]
 pub fn start_demo_server() -> std::io::Result<ScriptedServer> {
     ScriptedServer::start(demo_step)
 }
 
+/// From chapter 19, the demo answers the Messages API at `/v1/messages` too.
+#[cfg(feature = "ch19")]
+pub fn start_demo_server() -> std::io::Result<ScriptedServer> {
+    ScriptedServer::start_routed(|path, request| match path.ends_with("/messages") {
+        true => anthropic::demo_step(request),
+        false => demo_step(request),
+    })
+}
+
 /// How the server answers one request: a JSON reply, or an SSE stream when the
-/// client asked for `"stream": true` (so `--demo --stream` works too).
+/// client asked for `"stream": true` (so `--demo --stream` works too); a fault when asked.
 pub(crate) fn demo_step(request: &Value) -> Step {
+    let streamed = request["stream"] == Value::Bool(true);
+    match faults::rehearsed(request) {
+        Some(Fault::Overloaded) => return faults::overloaded(json!({"error": {"message": "overloaded"}})),
+        Some(Fault::BrokenStream) if streamed => return cut_stream(),
+        Some(Fault::BrokenStream) => return Step::Close,
+        None => {}
+    }
     let body = demo_reply(request);
-    if request["stream"] == Value::Bool(true) {
+    if streamed {
         Step::Stream { chunks: stream_chunks(&body), delay_ms: 0, finish: true }
     } else {
         Step::Reply { status: 200, headers: Vec::new(), body: body.to_string() }
@@ -99,6 +126,20 @@ pub(crate) fn demo_reply(request: &Value) -> Value {
     })
 }
 // ANCHOR_END: demo_reply
+
+/// The rehearsed broken stream: some text, then a `bash` call cut in its arguments, then the
+/// connection closes (no `finish_reason`, no `[DONE]`).
+fn cut_stream() -> Step {
+    let (name, partial) = CUT_CALL;
+    let delta = |delta: Value| {
+        json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
+            .to_string()
+    };
+    let call = json!({"index": 0, "id": "call_0", "type": "function", "function": {"name": name, "arguments": partial}});
+    let chunks =
+        vec![delta(json!({"role": "assistant", "content": CUT_TEXT})), delta(json!({"tool_calls": [call]}))];
+    Step::Stream { chunks, delay_ms: 0, finish: false }
+}
 
 /// The stream a server would send for `body`: text in a few pieces or the tool calls,
 /// then a chunk carrying `finish_reason` and usage.

@@ -463,3 +463,18 @@ fn with_only_bash_the_planned_commands_really_write_and_replace() {
     assert!(done["content"].as_str().is_some_and(|t| t.starts_with("Replaced")), "{done}");
     assert_eq!(changed, "it's a & b\\\\ & \n");
 }
+
+#[test]
+fn two_requests_rehearse_a_servers_faults() {
+    let overloaded = demo_step(&json!({"messages": [user("Be overloaded.")]}));
+    let Step::Reply { status: 503, headers, body } = overloaded else { panic!("a 503: {overloaded:?}") };
+    assert_eq!(headers, [("retry-after".to_string(), "2".to_string())]);
+    assert_eq!(serde_json::from_str::<Value>(&body).expect("JSON")["error"]["message"], "overloaded");
+    let cut = demo_step(&json!({"messages": [user("break the stream")], "stream": true}));
+    let Step::Stream { chunks, finish: false, .. } = cut else { panic!("a cut stream: {cut:?}") };
+    assert!(chunks.last().is_some_and(|chunk| chunk.contains(r#"\"command\": \"rm -rf"#)), "{chunks:?}");
+    assert!(matches!(demo_step(&json!({"messages": [user("break the stream")]})), Step::Close));
+    // Only the user's last word asks: after a tool result the demo goes on as ever.
+    let later = json!({"messages": [user("be overloaded"), json!({"role": "tool", "tool_call_id": "x", "content": "ok"})]});
+    assert!(matches!(demo_step(&later), Step::Reply { status: 200, .. }));
+}

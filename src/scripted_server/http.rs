@@ -24,13 +24,13 @@ pub(super) fn serve_connection(
     });
     let mut writer = stream;
     loop {
-        let Some(body) = read_request(&mut reader) else { return };
+        let Some((path, body)) = read_request(&mut reader) else { return };
         let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         if let Ok(mut log) = log.lock() {
             log.push(value.clone());
         }
         let step = match handler.lock() {
-            Ok(mut handler) => handler(&value),
+            Ok(mut handler) => handler(&path, &value),
             Err(_) => return,
         };
         if !answer(step, &mut writer, stopped) {
@@ -134,9 +134,11 @@ pub(super) fn nap(ms: u64, stopped: &std::sync::atomic::AtomicBool) -> bool {
     }
 }
 
-/// Reads one request; returns its body, or `None` when the peer closed or spoke nonsense.
-pub(super) fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Vec<u8>> {
+/// Reads one request; returns its path and body, or `None` when the peer closed or spoke
+/// nonsense.
+pub(super) fn read_request(reader: &mut BufReader<TcpStream>) -> Option<(String, Vec<u8>)> {
     let mut length = 0usize;
+    let mut path = String::new();
     let mut first = true;
     loop {
         let mut line = String::new();
@@ -149,6 +151,7 @@ pub(super) fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Vec<u8>>
             if line.is_empty() {
                 continue;
             }
+            path = line.split_whitespace().nth(1).unwrap_or_default().to_string();
         } else if line.is_empty() {
             break;
         }
@@ -160,7 +163,7 @@ pub(super) fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Vec<u8>>
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body).ok()?;
-    Some(body)
+    Some((path, body))
 }
 
 pub(super) fn reason(status: u16) -> &'static str {

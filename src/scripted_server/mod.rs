@@ -98,7 +98,8 @@ impl Step {
     }
 }
 
-pub(super) type Handler = Box<dyn FnMut(&Value) -> Step + Send>;
+/// Answers a request: its path (`/v1/chat/completions`) and its JSON body.
+pub(super) type Handler = Box<dyn FnMut(&str, &Value) -> Step + Send>;
 
 // ANCHOR: server
 /// A running server. Dropping it stops accepting connections.
@@ -120,13 +121,22 @@ impl ScriptedServer {
     /// [`start`](Self::start) on a given port of 127.0.0.1 (0: any free one).
     pub fn start_on(
         port: u16,
-        handler: impl FnMut(&Value) -> Step + Send + 'static,
+        mut handler: impl FnMut(&Value) -> Step + Send + 'static,
     ) -> std::io::Result<Self> {
+        Self::listen(port, Box::new(move |_, body| handler(body)))
+    }
+
+    /// [`start`](Self::start) with the request's path too: a server that speaks two APIs.
+    pub fn start_routed(handler: impl FnMut(&str, &Value) -> Step + Send + 'static) -> std::io::Result<Self> {
+        Self::listen(0, Box::new(handler))
+    }
+
+    fn listen(port: u16, handler: Handler) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", port))?;
         let url = format!("http://{}/v1", listener.local_addr()?);
         let requests = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let handler: Arc<Mutex<Handler>> = Arc::new(Mutex::new(Box::new(handler)));
+        let handler: Arc<Mutex<Handler>> = Arc::new(Mutex::new(handler));
         let (log, stopped) = (requests.clone(), stop.clone());
         thread::spawn(move || {
             for stream in listener.incoming() {
