@@ -212,3 +212,12 @@ fn the_demo_model_speaks_the_messages_api_offline_and_continue_goes_back_to_it()
         again.only_journal().iter().filter_map(|r| r["api"].as_str().map(String::from)).collect();
     assert_eq!(kinds, ["anthropic"], "one session, still on the Messages API");
 }
+
+#[test]
+fn without_a_key_the_messages_api_names_its_own_variables_streamed_or_not() {
+    for args in [vec!["--api", "anthropic", "-p", "hi"], vec!["--api", "anthropic", "--stream", "-p", "hi"]] {
+        let run = Test::new().args_vec(args.iter().map(|a| a.to_string()).collect()).run();
+        run.expect_code(1).stderr_has("ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) is not set");
+        assert!(!run.stderr.contains("OPENAI_API_KEY"), "{}", run.stderr);
+    }
+}

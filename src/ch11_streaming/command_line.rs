@@ -14,15 +14,16 @@ pub fn register(registry: &mut dyn Registry) {
     registry.flag(STREAM);
 }
 
-/// Chapter 11's choice of client: with `--stream`, the streaming one in place of `model`.
+/// Chapter 11's choice of client: with `--stream`, the streaming one in place of `model`
+/// (or of the error that building it met: a client is judged only if it is the one used).
 pub fn stream_if_asked(
-    model: Box<dyn Model>,
+    model: Result<Box<dyn Model>, Error>,
     settings: &Settings,
     endpoint: &ClientConfig,
     waits: Waits,
 ) -> Result<Box<dyn Model>, Error> {
     if !settings.has(&STREAM) {
-        return Ok(model);
+        return model;
     }
     let client = StreamingClient::new(endpoint.clone())?
         .with_idle_timeout(waits.idle)

@@ -276,21 +276,24 @@ fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Resul
 fn build_model(connection: &Connection, settings: &Settings) -> Result<Box<dyn Model>, Error> {
     let waits = Waits::from_environment()?;
     let endpoint = connection.endpoint.clone();
-    let model: Box<dyn Model> = Box::new(
-        ChatClient::new(endpoint)?
+    // A chapter that chooses another client replaces this one, or the error building it met.
+    let model = ChatClient::new(endpoint).map(|client| {
+        let client = client
             .with_idle_timeout(waits.idle)
             .with_first_byte_timeout(waits.first_byte)
-            .with_request_limit(waits.limit),
-    );
+            .with_request_limit(waits.limit);
+        Box::new(client) as Box<dyn Model>
+    });
     #[cfg(feature = "ch11")]
-    let model = mini_agent::ch11_streaming::stream_if_asked(model, settings, &connection.endpoint, waits)?;
+    let model = mini_agent::ch11_streaming::stream_if_asked(model, settings, &connection.endpoint, waits);
     #[cfg(feature = "ch19")]
     let model = mini_agent::ch19_anthropic::choice::anthropic_if_chosen(
         model,
         (&connection.endpoint, &connection.api),
         settings,
         waits,
-    )?;
+    );
+    let model = model?;
     #[cfg(feature = "ch08")]
     let model = mini_agent::ch08_retry::retrying(model, connection.retry_statuses())?;
     #[cfg(feature = "ch03")]

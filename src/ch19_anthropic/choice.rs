@@ -78,13 +78,15 @@ pub fn default_model(api: &str) -> &'static str {
 // ANCHOR: anthropic_model
 /// Chapter 19's choice of client: the Messages API in place of `model` when this run speaks
 /// it, streaming with `--stream`; the layers of the other chapters go around it all the same.
+/// The Chat Completions client it replaces may have failed to build (its key check names
+/// `OPENAI_API_KEY`): that failure is not this run's.
 pub fn anthropic_if_chosen(
-    model: Box<dyn Model>,
+    model: Result<Box<dyn Model>, Error>,
     (endpoint, api): (&ClientConfig, &Api),
     settings: &Settings,
     waits: Waits,
 ) -> Result<Box<dyn Model>, Error> {
-    let Api::Anthropic(auth) = api else { return Ok(model) };
+    let Api::Anthropic(auth) = api else { return model };
     let mut client = AnthropicClient::new(&endpoint.base_url, auth.clone(), &endpoint.model)?;
     client.idle_timeout = waits.idle;
     client.first_byte_timeout = waits.first_byte;
