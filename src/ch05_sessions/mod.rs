@@ -120,11 +120,13 @@ impl Failure for SessionError {
 }
 // ANCHOR_END: session_error
 
+// ANCHOR: append
 /// Anything records can be appended to: an in-memory list here, a durable journal in
 /// chapter 9. Returns the `seq` the record was given.
 pub trait Append {
     fn append(&mut self, body: Body) -> Result<u64, Error>;
 }
+// ANCHOR_END: append
 
 // ANCHOR: turn_hook
 /// A later chapter's part in every turn of a session, beside this chapter's recorder: what it
