@@ -2,7 +2,7 @@
 //! whether it made the book shorter. `build-guide --stats` prints, for every chapter: English
 //! words of prose, Chinese characters of prose (each with the part inside deep dives and
 //! solutions, which a first reading skips, in parentheses) (Han characters, plus each Latin word as one),
-//! and lines of code shown: Rust included from `src/` (as shown) and other fenced blocks
+//! and lines of code shown: Rust included from `src/` (as shown, boxed part in parentheses) and other fenced blocks
 //! (commands, output; the English side, which both languages share). Prose is everything outside code blocks, headings
 //! included, inline code counted as words. Then the listings: per chapter, how many Rust
 //! listings it shows, the longest, and how many are over [`LONG_LISTING`] lines (the book aims
@@ -26,6 +26,8 @@ pub struct Cost {
     pub optional: usize,
     /// Lines of Rust included from `src/`, as shown.
     pub included_lines: usize,
+    /// The part of `included_lines` inside deep dives and solutions.
+    pub optional_lines: usize,
     /// Lines of other fenced blocks (commands, output, JSON, TOML).
     pub other_lines: usize,
     /// Rust listings (includes) shown.
@@ -103,6 +105,9 @@ pub fn cost(markdown: &str, anchors: &AnchorMap, state: State) -> Cost {
                         cost.trimmed += usize::from(dropped > 0);
                         cost.trimmed_lines += dropped;
                         cost.included_lines += length;
+                        if quotes.contains(&true) {
+                            cost.optional_lines += length;
+                        }
                         cost.listings += 1;
                         cost.longest = cost.longest.max(length);
                         cost.long_listings += usize::from(length > LONG_LISTING);
@@ -131,13 +136,17 @@ fn region<'a>(target: &str, anchors: &'a AnchorMap) -> Option<&'a Anchor> {
     anchors.get(file)?.get(anchor)
 }
 
+/// The core path a first reading takes: chapters 1 to 13 (the book's promise is a weekend).
+pub const CORE_PATH: std::ops::RangeInclusive<usize> = 1..=13;
+
 /// The `--stats` table: chapter, English words (of which in boxes), Chinese characters (of
-/// which in boxes), Rust lines included, other code lines (English side); then totals.
+/// which in boxes), Rust lines included (of which in boxes), other code lines (English side);
+/// then the core path's main text (outside boxes) and totals.
 pub fn table(rows: &[(String, Cost, Cost)]) -> String {
     let mut out = String::from(
-        "chapter                 en words (boxed)   zh chars (boxed)   rust lines  other lines\n",
+        "chapter                 en words (boxed)   zh chars (boxed)   rust lines (boxed)  other lines\n",
     );
-    let mut total = [0; 6];
+    let (mut total, mut core) = ([0; 7], [0; 7]);
     for (name, english, chinese) in rows {
         let row = [
             english.prose,
@@ -145,14 +154,27 @@ pub fn table(rows: &[(String, Cost, Cost)]) -> String {
             chinese.prose,
             chinese.optional,
             english.included_lines,
+            english.optional_lines,
             english.other_lines,
         ];
         let _ = writeln!(out, "{name:<22} {}", columns(&row));
-        for (sum, value) in total.iter_mut().zip(row) {
-            *sum += value;
+        let number = name.get(..2).and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
+        for (at, value) in row.iter().enumerate() {
+            total[at] += value;
+            if CORE_PATH.contains(&number) {
+                core[at] += value;
+            }
         }
     }
     let _ = writeln!(out, "{:<22} {}", "total", columns(&total));
+    let _ = writeln!(
+        out,
+        "core path (chapters {}-{}): {} English words and {} Rust lines of main text (outside boxes)",
+        CORE_PATH.start(),
+        CORE_PATH.end(),
+        core[0] - core[1],
+        core[4] - core[5]
+    );
     out.push_str(&listing_table(rows));
     out
 }
@@ -189,15 +211,16 @@ fn listing_table(rows: &[(String, Cost, Cost)]) -> String {
     out
 }
 
-fn columns(row: &[usize; 6]) -> String {
+fn columns(row: &[usize; 7]) -> String {
     format!(
-        "{:>9} {:>8} {:>10} {:>8} {:>12} {:>12}",
+        "{:>9} {:>8} {:>10} {:>8} {:>12} {:>7} {:>12}",
         row[0],
         format!("({})", row[1]),
         row[2],
         format!("({})", row[3]),
         row[4],
-        row[5]
+        format!("({})", row[5]),
+        row[6]
     )
 }
 

@@ -559,10 +559,26 @@ fn reading_cost_counts_english_words_chinese_characters_and_code_lines() {
     // the included region is 3 lines.
     assert!(table.contains("01-intro.md                   12"), "{table}");
     let totals = table.lines().find(|line| line.starts_with("total")).unwrap();
-    assert!(totals.ends_with("3            0"), "{table}");
+    assert!(totals.ends_with("3     (0)            0"), "{table}");
+    assert!(table.contains("core path (chapters 1-13): 12 English words and 3 Rust lines"), "{table}");
     // One listing of 3 lines, none over 30.
     assert!(table.contains("listings  longest  over 30"), "{table}");
     assert!(table.lines().last().unwrap().ends_with("1        3        0        0     (0)"), "{table}");
+}
+
+#[test]
+fn a_listing_inside_a_deep_dive_counts_apart_from_the_main_path() {
+    let fixture = Fixture::new("stats-boxed");
+    let english = ENGLISH.to_string();
+    let boxed =
+        english.replacen("```rust\n{{#include", "> **Deep dive: the code.**\n>\n> ```rust\n> {{#include", 1);
+    let boxed = boxed.replacen("}}\n```", "}}\n> ```", 1);
+    assert_ne!(boxed, english, "the fixture has an include to box");
+    fixture.write("guide/en/01-intro.md", &boxed);
+    let table = crate::stats::reading_stats(fixture.root());
+    let intro = table.lines().find(|line| line.starts_with("01-intro.md")).unwrap();
+    assert!(intro.contains("3     (3)"), "{table}");
+    assert!(table.contains("and 0 Rust lines of main text"), "{table}");
 }
 
 #[test]
