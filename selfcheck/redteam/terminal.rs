@@ -13,15 +13,41 @@ use serde_json::json;
 
 /// The escape sequences the agent itself writes: Markdown styles, the spinner's line clear
 /// and cursor save/restore, and the line editor's (bracketed paste, synchronised update,
-/// clear to the end of the line, cursor right). Anything else came from the model or a tool.
-const OWN_SEQUENCES: [&str; 14] = [
-    "[0m", "[1m", "[3m", "[9m", "[36m", "[4;34m", "[2K", "7", "8", "[?2004h", "[?2004l", "[?2026h",
-    "[?2026l", "[K",
+/// clear to the end of the line). The spinner's wrapping off and on, cursor moves right or to a
+/// column are checked apart. Anything else came from the model or a tool.
+const OWN_SEQUENCES: [&str; 15] = [
+    "[0m",
+    "[1m",
+    "[3m",
+    "[9m",
+    "[36m",
+    "[4;34m",
+    "[2K",
+    "7",
+    "8",
+    "[?2004h",
+    "[?2004l",
+    "[?2026h",
+    "[?2026l",
+    "[K",
+    "[?7l\r\u{1b}[2K",
 ];
 
-fn is_cursor_right(rest: &str) -> bool {
+/// Line wrapping back on is the agent's only right after the spinner's row: cleared (`ESC [2K`)
+/// or drawn (its typing column, `ESC [nG`), as when a question opens. A model's `ESC [?7h` (or
+/// `?7l`, which could cut a command's end off the screen) elsewhere is not.
+fn is_spinner_wrap_on(before: &str, rest: &str) -> bool {
+    let column = before
+        .strip_suffix('G')
+        .and_then(|b| b.trim_end_matches(|c: char| c.is_ascii_digit()).strip_suffix("\u{1b}["));
+    rest.starts_with("[?7h") && (before.ends_with("\u{1b}[2K") || column.is_some())
+}
+
+/// `ESC [ n C` (the line editor's cursor right) or `ESC [ n G` (the spinner's column for typed
+/// text: it draws only when the reply is slow, as on a busy machine).
+fn is_cursor_move(rest: &str) -> bool {
     let digits = rest.strip_prefix('[').map_or("", |r| r.trim_start_matches(|c: char| c.is_ascii_digit()));
-    rest.len() > digits.len() + 1 && digits.starts_with('C')
+    rest.len() > digits.len() + 1 && (digits.starts_with('C') || digits.starts_with('G'))
 }
 
 /// Every escape sequence (and C1 control, BEL) on the screen that the agent did not write.
@@ -29,7 +55,10 @@ fn foreign_controls(screen: &str) -> Vec<String> {
     let mut foreign = Vec::new();
     for (at, _) in screen.match_indices('\x1b') {
         let rest = &screen[at + 1..];
-        if !OWN_SEQUENCES.iter().any(|own| rest.starts_with(own)) && !is_cursor_right(rest) {
+        if !OWN_SEQUENCES.iter().any(|own| rest.starts_with(own))
+            && !is_cursor_move(rest)
+            && !is_spinner_wrap_on(&screen[..at], rest)
+        {
             foreign.push(rest.chars().take(12).collect());
         }
     }
@@ -331,6 +360,11 @@ fn the_screen_check_itself_sees_a_raw_sequence() {
     assert_eq!(foreign_controls("\x1b[2J\x1b[C").len(), 2);
     assert_eq!(foreign_controls(CLIPBOARD).len(), 2);
     assert_eq!(foreign_controls("\x1b[31m \u{9b}").len(), 2);
+    // The spinner's wrapping off and on, and its column, are the agent's; the same sequences
+    // anywhere else are not (wrapping off could cut a command's end off the screen).
+    let spinner = "\x1b[?7l\r\x1b[2K⠋ thinking… \x1b[20G\r\x1b[2K\x1b[?7hHere";
+    assert_eq!(foreign_controls(spinner).len(), 0);
+    assert_eq!(foreign_controls("Here\x1b[?7l rm -rf ~ and more\x1b[?7h").len(), 2);
 }
 
 // ---------------------------------------------------------------------------------------
