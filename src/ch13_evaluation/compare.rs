@@ -59,8 +59,10 @@ pub enum ToolsWitness {
 }
 
 // ANCHOR: compare
+// ANCHOR: compare_signature
 /// Every way `observed` differs from `expect`, one line each; empty means the run passed.
 pub fn compare(expect: &Expect, observed: &Observed) -> Vec<String> {
+    // ANCHOR_END: compare_signature
     let mut differences = Vec::new();
     let kill = SignalName::Kill.number();
     match observed.ending {
@@ -73,8 +75,6 @@ pub fn compare(expect: &Expect, observed: &Observed) -> Vec<String> {
             expect.exit
         )),
     }
-    // ANCHOR_END: compare
-    // ANCHOR: compare_files
     for (path, wanted) in &expect.files {
         let found = observed.files.get(path).cloned().flatten();
         if &found != wanted {
@@ -99,8 +99,6 @@ pub fn compare(expect: &Expect, observed: &Observed) -> Vec<String> {
     {
         differences.push(format!("model requests: expected {count}, got {}", observed.requests.len()));
     }
-    // ANCHOR_END: compare_files
-    // ANCHOR: compare_texts
     let missing = |label: &str, haystack: &str, needles: &[String], differences: &mut Vec<String>| {
         for needle in needles.iter().filter(|needle| !haystack.contains(needle.as_str())) {
             differences
@@ -130,7 +128,7 @@ pub fn compare(expect: &Expect, observed: &Observed) -> Vec<String> {
     differences.extend(observed.journal_problems.iter().map(|problem| format!("journal: {problem}")));
     differences
 }
-// ANCHOR_END: compare_texts
+// ANCHOR_END: compare
 
 // ANCHOR: tool_answers
 /// The invariant every Chat Completions request must keep: an assistant message's tool
@@ -159,8 +157,6 @@ pub fn check_tool_answers(request: &Value) -> Result<(), String> {
                     index += 1;
                 }
             }
-            // ANCHOR_END: tool_answers
-            // ANCHOR: tool_answers_stray
             Some("tool") => {
                 return Err(format!(
                     "tool result {} answers no call just before it",
@@ -172,7 +168,7 @@ pub fn check_tool_answers(request: &Value) -> Result<(), String> {
     }
     Ok(())
 }
-// ANCHOR_END: tool_answers_stray
+// ANCHOR_END: tool_answers
 
 /// The text of every message of a request, one after the other, as the model reads it.
 pub(super) fn message_texts(request: &Value) -> String {

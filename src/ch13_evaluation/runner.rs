@@ -50,7 +50,9 @@ pub(super) struct Attempt {
 pub fn run_eval(binary: &Path, dir: &Path, repeats: usize, verbose: bool) -> Result<bool, Error> {
     run_eval_to(&mut std::io::stdout().lock(), binary, dir, repeats, verbose)
 }
+// ANCHOR_END: run_eval
 
+// ANCHOR: run_eval_to
 pub(super) fn run_eval_to(
     out: &mut dyn Write,
     binary: &Path,
@@ -70,8 +72,6 @@ pub(super) fn run_eval_to(
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());
     };
     print(out, format!("{:<width$}  {:>7}  {:>5}  {:>6}", "scenario", "passed", "turns", "ms"));
-    // ANCHOR_END: run_eval
-    // ANCHOR: run_eval_table
     let mut failures = Vec::new();
     for scenario in &scenarios {
         let mut attempts = Vec::new();
@@ -95,8 +95,6 @@ pub(super) fn run_eval_to(
                 format!("{passed}/{repeats}")
             ),
         );
-        // ANCHOR_END: run_eval_table
-        // ANCHOR: run_eval_failures
         // The first failure is shown; the passed/N column says how often it happened.
         if let Some(failure) = attempts.iter().find_map(|a| a.failure.clone()) {
             failures.push((scenario.name.clone(), failure));
@@ -109,7 +107,7 @@ pub(super) fn run_eval_to(
     print(out, format!("\n{passed} of {} scenarios passed", scenarios.len()));
     Ok(failures.is_empty())
 }
-// ANCHOR_END: run_eval_failures
+// ANCHOR_END: run_eval_to
 
 /// Runs a scenario once in a fresh workspace, which is removed afterwards.
 pub(super) fn attempt(binary: &Path, scenario: &Scenario, verbose: bool) -> Result<Attempt, Error> {
@@ -161,6 +159,7 @@ pub(super) fn attempt(binary: &Path, scenario: &Scenario, verbose: bool) -> Resu
 }
 
 // ANCHOR: run_once
+// ANCHOR: run_once_signature
 /// One run: a scripted server, the binary in the workspace (with the scenario's own config
 /// directory), the signal if any, and what could be seen afterwards.
 pub(super) fn run_once(
@@ -170,6 +169,7 @@ pub(super) fn run_once(
     run: &Run,
     names: &mut HashMap<String, String>,
 ) -> Result<Observed, Error> {
+    // ANCHOR_END: run_once_signature
     let server = ScriptedServer::scripted(server_steps(index, &run.steps, names))
         .map_err(|e| Error::io("starting the scripted model server", e))?;
     let journal_before = journal_records(root);
@@ -183,8 +183,6 @@ pub(super) fn run_once(
     if !demo && place == FlagPlace::Last {
         command.args(["--base-url", &server.url]);
     }
-    // ANCHOR_END: run_once
-    // ANCHOR: run_once_env
     // Scenarios speak Chat Completions to their scripted server (chapter 19 adds another API).
     command.env_remove("MINI_AGENT_API");
     command
@@ -202,8 +200,6 @@ pub(super) fn run_once(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     without_terminal(&mut command);
-    // ANCHOR_END: run_once_env
-    // ANCHOR: run_once_wait
     let mut child = command.spawn().map_err(|e| Error::io(format!("starting {}", binary.display()), e))?;
     if let (Some(text), Some(mut stdin)) = (run.stdin.clone(), child.stdin.take()) {
         thread::spawn(move || stdin.write_all(text.as_bytes()));
@@ -234,7 +230,7 @@ pub(super) fn run_once(
     }
     Ok(observed)
 }
-// ANCHOR_END: run_once_wait
+// ANCHOR_END: run_once
 
 /// Where a run's `--base-url` goes: before the agent's words, after a subcommand's own, or
 /// nowhere (a subcommand that talks to no model).

@@ -7,7 +7,7 @@ use crate::scripted_server::Step;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 
-// ANCHOR: script
+// ANCHOR: server_steps
 /// Turns a scenario's steps into server steps. Tool-call ids are unique across the whole
 /// scenario (`call_<run>_<step>_<n>`), so answers can be matched to calls; the map
 /// remembers each id's tool name.
@@ -31,8 +31,6 @@ pub(super) fn server_steps(
                     })
                     .collect()
             };
-            // ANCHOR_END: script
-            // ANCHOR: script_steps
             match step {
                 ScriptStep::Text(text) => Step::text(text),
                 ScriptStep::ToolCalls(calls) => {
@@ -44,8 +42,6 @@ pub(super) fn server_steps(
                         .collect();
                     Step::message(json!({"role": "assistant", "content": null, "tool_calls": calls}))
                 }
-                // ANCHOR_END: script_steps
-                // ANCHOR: script_errors
                 ScriptStep::Error(spec) => {
                     let mut error = json!({"message": spec.message, "type": "error"});
                     if let Some(code) = &spec.code {
@@ -65,7 +61,7 @@ pub(super) fn server_steps(
         })
         .collect()
 }
-// ANCHOR_END: script_errors
+// ANCHOR_END: server_steps
 
 pub(super) fn arguments_text(arguments: &Value) -> String {
     match arguments {

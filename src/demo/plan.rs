@@ -87,8 +87,6 @@ pub(super) fn next_action(intent: &Intent, rounds: &[Round], bash_only: bool) ->
                 return Action::Call("edit_file", arguments);
             }
         }
-        // ANCHOR_END: plan
-        // ANCHOR: plan_answers
         (_, Some(line)) => format!("I could not {}: `{}` answered “{line}”.", describe(intent), last.name),
         (Intent::Write { path, content }, None) => {
             format!("Wrote `{path}` ({}).", plural(content.len(), "byte"))
@@ -109,7 +107,7 @@ pub(super) fn next_action(intent: &Intent, rounds: &[Round], bash_only: bool) ->
     };
     Action::Answer(answer)
 }
-// ANCHOR_END: plan_answers
+// ANCHOR_END: plan
 
 pub(super) fn first_call(intent: &Intent, bash_only: bool) -> Action {
     if bash_only {
