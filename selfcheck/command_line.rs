@@ -23,6 +23,48 @@ fn an_unknown_flag_fails_with_the_nearest_known_one() {
 }
 
 #[test]
+fn command_line_slips_get_the_command_that_was_meant() {
+    // Issue 22, item 7: the hint is the corrected command whole, never a half-quoted task.
+    let slips: [(&[&str], &str); 5] = [
+        (
+            &["--demo", "-p", "list", "files"],
+            "unexpected argument 'files' after -p's value — quote the whole value: \
+             mini-agent --demo -p \"list files\"",
+        ),
+        (
+            &["help"],
+            "unknown command 'help' — did you mean: mini-agent --help? \
+             (to run one task, write: mini-agent -p \"help\")",
+        ),
+        (
+            &["task", "list"],
+            "unknown command 'task' — did you mean: mini-agent tasks list? \
+             (to run one task, write: mini-agent -p \"task list\")",
+        ),
+        (
+            &["session"],
+            "unknown command 'session' — did you mean: mini-agent sessions? \
+             (to run one task, write: mini-agent -p \"session\")",
+        ),
+        (
+            &["tasks", "add", "fix", "the", "bug"],
+            "tasks add takes one NAME, and 'the' is a second word; quote it: tasks add \"fix the bug\"",
+        ),
+    ];
+    for (words, message) in slips {
+        let run = Test::new().args_vec(words.iter().map(|word| word.to_string()).collect()).run();
+        run.expect_code(1);
+        assert_eq!(run.stderr, format!("mini-agent: {message}\n"), "{words:?}");
+        assert_eq!(run.stdout, "");
+    }
+    // Each suggestion does what it says.
+    let meant = Test::new().args(["--demo", "-p", "list files"]).file("a.txt", "x").run();
+    meant.expect_code(0).stderr_has("✓ list_files");
+    Test::new().args(["tasks", "list"]).run().expect_code(0);
+    Test::new().args(["sessions"]).run().expect_code(0);
+}
+
+#[test]
 fn a_remote_endpoint_without_a_key_fails_before_any_request() {
     let run = Test::new().base_url("https://api.example.invalid/v1").args(["-p", "hi"]).run();
     run.expect_code(1).stderr_has("OPENAI_API_KEY is not set").stderr_has("--demo");

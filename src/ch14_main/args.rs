@@ -12,7 +12,10 @@
 
 use super::registry::Registry;
 use mini_agent::ch02_loop::command_line::{Flag, SHOW_HELP, SHOW_VERSION, Settings, Takes};
+pub use slips::Stray;
 use std::fmt::Write as _;
+
+pub mod slips;
 
 // ANCHOR: commands
 /// What the user asked for.
@@ -33,7 +36,7 @@ pub fn parse(words: &[String], registry: &Registry) -> Result<Command, String> {
     if let Some(name) = words.first().and_then(|word| registry.subcommand(word)) {
         return Ok(Command::Sub(name, words[1..].to_vec()));
     }
-    let parsed = parse_flags(words, "", registry, |word| Err(unexpected_word(word)))?;
+    let parsed = parse_flags(words, "", registry, |stray| Err(slips::unexpected_word(stray, registry)))?;
     match parsed {
         Parsed::Help => Ok(Command::Help),
         Parsed::Version => Ok(Command::Version),
@@ -55,12 +58,12 @@ pub enum Parsed {
 }
 
 /// Parses `words` against the flags of `command` (`""`: the agent's own). A word that is no
-/// flag goes to `word`, which keeps it or says why not.
+/// flag goes to `word` (with the words around it, for a message), which keeps it or says why not.
 pub fn parse_flags(
     words: &[String],
     command: &str,
     registry: &Registry,
-    mut word: impl FnMut(&str) -> Result<(), String>,
+    mut word: impl FnMut(&Stray) -> Result<(), String>,
 ) -> Result<Parsed, String> {
     let flags: Vec<&Flag> = registry.flags.iter().filter(|flag| flag.command == command).collect();
     let mut settings = Settings::default();
@@ -75,7 +78,7 @@ pub fn parse_flags(
                 let known: Vec<&str> = flags.iter().map(|flag| flag.long).collect();
                 return Err(unknown_flag(typed, &known));
             }
-            word(&next)?;
+            word(&words.stray(&next))?;
             continue;
         };
         // ANCHOR_END: parse
@@ -96,6 +99,9 @@ pub fn parse_flags(
             Takes::Count(_, max) => Some(count(typed, words.value(typed, inline)?, max)?),
             Takes::OneOf(_, names) => Some(one_of(typed, words.value(typed, inline)?, names)?),
         };
+        if matches!(flag.takes, Takes::Text(_)) {
+            words.text_value_ends = Some((words.taken, typed.to_string()));
+        }
         settings.set(flag, value);
     }
     Ok(Parsed::Settings(settings))
@@ -148,22 +154,42 @@ fn named(flag: &Flag, typed: &str) -> bool {
 
 /// The words still to read, so that a flag can take the next one as its value.
 struct Words<'a> {
+    all: &'a [String],
     rest: std::slice::Iter<'a, String>,
     /// Short flags split out of a combined word such as `-vp`, next first.
     pending: Vec<String>,
     /// The one-letter flags of this command, and which of them take a value.
     shorts: Vec<(char, bool)>,
+    /// How many of the words have been read (not counting `pending`).
+    taken: usize,
+    /// How many had been read when the last free-text value (`-p`'s) ended, and its flag as typed.
+    text_value_ends: Option<(usize, String)>,
 }
 
 impl<'a> Words<'a> {
     fn new(words: &'a [String], flags: &[&Flag]) -> Self {
         let shorts =
             flags.iter().filter_map(|flag| Some((flag.short?, flag.takes != Takes::Nothing))).collect();
-        Words { rest: words.iter(), pending: Vec::new(), shorts }
+        Words { all: words, rest: words.iter(), pending: Vec::new(), shorts, taken: 0, text_value_ends: None }
+    }
+
+    /// `word`, just read, as a stray word with the words around it.
+    fn stray<'w>(&self, word: &'w str) -> Stray<'w>
+    where
+        'a: 'w,
+    {
+        let at = self.taken - 1;
+        let after_text_value =
+            self.text_value_ends.as_ref().filter(|(taken, _)| *taken == at).map(|(_, flag)| flag.clone());
+        Stray { word, words: self.all, at, after_text_value }
     }
 
     fn next_word(&mut self) -> Option<String> {
-        self.pending.pop().or_else(|| self.rest.next().cloned())
+        self.pending.pop().or_else(|| {
+            let next = self.rest.next().cloned();
+            self.taken += usize::from(next.is_some());
+            next
+        })
     }
 
     /// `-vp` → `-v`, `-p`: true when `word` was such a group and its flags are now next.
@@ -257,11 +283,6 @@ fn unknown_flag(flag: &str, known: &[&str]) -> String {
         None => message.push_str(" — see mini-agent --help"),
     }
     message
-}
-
-fn unexpected_word(word: &str) -> String {
-    let shown = mini_agent::text::take_chars(word, 40);
-    format!("unexpected argument '{shown}' — to run one task, write: mini-agent -p \"{shown}\"")
 }
 
 // ANCHOR: nearest

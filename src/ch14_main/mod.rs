@@ -205,10 +205,11 @@ fn agent_with_events(settings: &Settings, registry: &'static Registry, keys: &Ke
 fn evaluate(words: &[String], registry: &Registry) -> Result<u8, Error> {
     use mini_agent::ch13_evaluation::{DEFAULT_SCENARIO_DIR, EVAL_VERBOSE, REPEATS, run_eval};
     let mut dir = None;
-    let parsed = args::parse_flags(words, "eval", registry, |word| match dir.replace(PathBuf::from(word)) {
-        None => Ok(()),
-        Some(_) => Err(format!("eval takes one directory, got a second one: '{word}'")),
-    });
+    let parsed =
+        args::parse_flags(words, "eval", registry, |stray| match dir.replace(PathBuf::from(stray.word)) {
+            None => Ok(()),
+            Some(_) => Err(format!("eval takes one directory, got a second one: '{}'", stray.word)),
+        });
     let settings = match parsed.map_err(Error::Usage)? {
         args::Parsed::Settings(settings) => settings,
         args::Parsed::Help | args::Parsed::Version => return print_stdout(&help::help(registry, "")),

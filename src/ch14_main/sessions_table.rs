@@ -74,8 +74,8 @@ pub(super) fn state_word(path: &std::path::Path) -> &'static str {
 pub fn sessions(words: &[String], registry: &super::registry::Registry) -> Result<u8, Error> {
     use super::args::{Parsed, parse_flags};
     use mini_agent::ch02_loop::command_line::ROOT;
-    let parsed = parse_flags(words, "sessions", registry, |word| {
-        Err(format!("sessions takes no argument, got '{word}' (use --root DIR)"))
+    let parsed = parse_flags(words, "sessions", registry, |stray| {
+        Err(format!("sessions takes no argument, got '{}' (use --root DIR)", stray.word))
     });
     let settings = match parsed.map_err(Error::Usage)? {
         Parsed::Settings(settings) => settings,

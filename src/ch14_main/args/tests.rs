@@ -44,7 +44,9 @@ const REPEATS: Flag = Flag::value(13, "--repeats", Takes::Count("N", 10), &["rep
 fn later() -> Registry {
     let mut registry = Registry::default();
     mini_agent::ch02_loop::command_line::register(&mut registry);
-    for flag in [CONTINUE, RESUME, API, REPEATS] {
+    let tasks = Flag { chapter: 15, command: "tasks", ..SHOW_HELP };
+    let sessions = Flag { chapter: 14, command: "sessions", ..SHOW_HELP };
+    for flag in [CONTINUE, RESUME, API, REPEATS, tasks, sessions] {
         registry.flag(flag);
     }
     registry.help(Help { chapter: 5, page: "", section: "SESSIONS", lines: &["  sessions"] });
@@ -124,8 +126,8 @@ fn a_subcommand_has_its_own_words() {
         Ok(Command::Sub("eval", words(&["x", "--repeats", "3"])))
     );
     let mut dir = Vec::new();
-    let parsed = parse_flags(&words(&["x", "--repeats", "3"]), "eval", &later, |word| {
-        dir.push(word.to_string());
+    let parsed = parse_flags(&words(&["x", "--repeats", "3"]), "eval", &later, |stray| {
+        dir.push(stray.word.to_string());
         Ok(())
     });
     let Ok(Parsed::Settings(settings)) = parsed else { panic!("{parsed:?}") };
@@ -170,6 +172,54 @@ fn mistakes_say_how_to_fix_them() {
     assert_eq!(error(&["--demo=yes"]), "--demo takes no value");
     assert!(error(&["fix the bug"]).contains("mini-agent -p \"fix the bug\""));
     assert!(error(&["--demo", "--base-url", "http://x"]).contains("drop --base-url"));
+}
+
+#[test]
+fn an_unquoted_task_gets_the_whole_command_quoted() {
+    let quote = "quote the whole value: mini-agent";
+    assert_eq!(
+        error(&["--demo", "-p", "list", "files"]),
+        format!("unexpected argument 'files' after -p's value — {quote} --demo -p \"list files\"")
+    );
+    // The run of words ends at the next flag; a group (-vp) and an inline value (--prompt=) too.
+    assert!(error(&["-p", "fix", "the", "bug", "--demo"]).ends_with(" -p \"fix the bug\" --demo"));
+    assert!(error(&["-vp", "fix", "it"]).ends_with(": mini-agent -vp \"fix it\""));
+    assert!(error(&["--prompt=fix", "it"]).ends_with(": mini-agent \"--prompt=fix it\""));
+    // Words with shell characters come back quoted so that the shell reads them as typed.
+    assert!(error(&["-p", "say", "\"$HOME\""]).ends_with(r#"-p "say \"\$HOME\"""#));
+    // Plain words with no -p: the same words as the task, where they were.
+    assert_eq!(
+        error(&["--demo", "list", "files"]),
+        "unexpected argument 'list' — to run one task, write: mini-agent --demo -p \"list files\""
+    );
+    // -p elsewhere: there is no second task to make; say what to do instead.
+    assert!(error(&["-p", "x", "--demo", "more"]).contains("put the whole task in one quoted -p value"));
+    // An escape sequence in a word is not sent to the terminal.
+    assert!(!error(&["-p", "a", "\u{1b}[2J"]).contains('\u{1b}'));
+}
+
+#[test]
+fn a_first_word_close_to_a_command_gets_it_and_the_task_reading() {
+    let later = later();
+    assert_eq!(
+        error_in(&later, &["task", "list"]),
+        "unknown command 'task' — did you mean: mini-agent tasks list? \
+         (to run one task, write: mini-agent -p \"task list\")"
+    );
+    assert!(
+        error_in(&later, &["session"])
+            .starts_with("unknown command 'session' — did you mean: mini-agent sessions?")
+    );
+    assert!(error_in(&later, &["help"]).contains("did you mean: mini-agent --help?"));
+    assert!(error_in(&later, &["hlep"]).contains("did you mean: mini-agent --help?"));
+    assert!(error_in(&later, &["version"]).contains("did you mean: mini-agent --version?"));
+    assert!(error_in(&later, &["demo", "-p", "x"]).contains("did you mean: mini-agent --demo -p x?"));
+    assert!(error_in(&later, &["evl", "scenarios"]).contains("mini-agent eval scenarios?"));
+    // A word that is no near miss is a task, and only the first word names a command.
+    assert!(error_in(&later, &["fix", "it"]).starts_with("unexpected argument 'fix' — to run one task"));
+    assert!(error_in(&later, &["--demo", "tasks"]).starts_with("unexpected argument 'tasks'"));
+    assert_eq!(slips::typo_distance("hlep", "help"), 1);
+    assert_eq!(slips::typo_distance("test", "tasks"), 3);
 }
 
 #[test]

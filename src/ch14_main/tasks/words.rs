@@ -4,6 +4,7 @@
 //! register flags of `tasks run` (chapter 16's `--trust-tasks`, chapter 17's `--webhook`) and
 //! sections of this help page; they are read from the chapters' table like the agent's own.
 
+use super::super::args::slips::{quoted, shown, typo_allowance, typo_distance};
 use super::super::args::{self, Command};
 use super::super::registry::Registry;
 use mini_agent::ch02_loop::command_line::{self, PROMPT, ROOT};
@@ -98,7 +99,14 @@ pub(super) fn parse(
         },
         "run" => Action::Run(parse_run(&rest, root.clone(), registry)?),
         other => {
-            return Err(format!("unknown tasks command '{other}': add, list, status, show, run or reset"));
+            let known = ["add", "list", "status", "show", "run", "reset"];
+            let near = known.iter().find(|name| typo_distance(other, name) <= typo_allowance(name));
+            let hint =
+                near.map(|name| format!(" — did you mean: mini-agent tasks {name}?")).unwrap_or_default();
+            let other = shown(other);
+            return Err(format!(
+                "unknown tasks command {other}{hint} (add, list, status, show, run or reset)"
+            ));
         }
     };
     Ok((action, root, file))
@@ -126,7 +134,15 @@ fn parse_add(words: &[String]) -> Result<Task, String> {
                 return Err(format!("unknown flag {flag} for tasks add (see mini-agent tasks --help)"));
             }
             name if task.name.is_empty() => task.name = name.to_string(),
-            extra => return Err(format!("tasks add takes one NAME; quote it: got a second word '{extra}'")),
+            extra => {
+                let mut name = vec![task.name.as_str(), extra];
+                name.extend(words.take_while(|word| !word.starts_with('-')).map(String::as_str));
+                let whole = quoted(mini_agent::text::take_chars(&name.join(" "), 200));
+                let extra = shown(extra);
+                return Err(format!(
+                    "tasks add takes one NAME, and {extra} is a second word; quote it: tasks add {whole}"
+                ));
+            }
         }
     }
     if task.name.trim().is_empty() {
