@@ -112,32 +112,39 @@ fn build_with_budget(root: &Path, inline_budget: usize) -> (String, SkillSet) {
         Some(Ok(None)) | None => {}
     }
 
-    // ANCHOR_END: build
-    // ANCHOR: build_skills
     let skills = workspace.map(|w| load_skills(&w, &mut warnings)).unwrap_or_default();
     let total: usize = skills.iter().map(|skill| skill.body.len()).sum();
     let mode = if total <= inline_budget { SkillMode::Inline } else { SkillMode::OnDemand };
-    if !skills.is_empty() {
-        prompt.push_str("\n\n# Skills\n");
-        match mode {
-            SkillMode::Inline => {
-                prompt.push_str("\nFollow a skill when the task matches it.\n");
-                for skill in &skills {
-                    prompt.push_str(&format!("\n## {}\n\n{}\n", skill.name, skill.body.trim()));
-                }
+    push_skills(&mut prompt, &skills, mode);
+    let prompt_bytes = prompt.len();
+    (prompt, SkillSet { skills, mode, agents_md, prompt_bytes, warnings })
+}
+// ANCHOR_END: build
+
+// ANCHOR: build_skills
+/// The skills part of the prompt: every body under its own heading, or one line per skill
+/// and the instruction to load a body when the task matches it.
+fn push_skills(prompt: &mut String, skills: &[Skill], mode: SkillMode) {
+    if skills.is_empty() {
+        return;
+    }
+    prompt.push_str("\n\n# Skills\n");
+    match mode {
+        SkillMode::Inline => {
+            prompt.push_str("\nFollow a skill when the task matches it.\n");
+            for skill in skills {
+                prompt.push_str(&format!("\n## {}\n\n{}\n", skill.name, skill.body.trim()));
             }
-            SkillMode::OnDemand => {
-                prompt.push_str(
-                    "\nWhen a task matches a skill, call load_skill with its name first and follow it.\n",
-                );
-                for skill in &skills {
-                    prompt.push_str(&format!("- {}: {}\n", skill.name, skill.description));
-                }
+        }
+        SkillMode::OnDemand => {
+            prompt.push_str(
+                "\nWhen a task matches a skill, call load_skill with its name first and follow it.\n",
+            );
+            for skill in skills {
+                prompt.push_str(&format!("- {}: {}\n", skill.name, skill.description));
             }
         }
     }
-    let prompt_bytes = prompt.len();
-    (prompt, SkillSet { skills, mode, agents_md, prompt_bytes, warnings })
 }
 // ANCHOR_END: build_skills
 
