@@ -176,12 +176,18 @@ impl<M: Model> Compacting<M> {
     }
 
     // ANCHOR: compact_with
+    // ANCHOR: compact_signature
+    /// Replaces older messages of `history` with a summary written by the inner model, keeping
+    /// about `keep_tokens` of recent ones (`None`: the last turn, as `/compact` asks). The
+    /// compaction is announced to `observer` (so it is recorded) before it is used; `None`
+    /// when a summary would not make the view smaller.
     fn compact_with(
         &mut self,
         history: &[Message],
         keep_tokens: Option<u64>,
         observer: &mut dyn Observer,
     ) -> Result<Option<CompactionRecord>, Error> {
+        // ANCHOR_END: compact_signature
         let (start, already, previous, elided, tokens_before) = {
             let state = self.lock();
             let start = system_prefix_len(history);
@@ -289,8 +295,6 @@ impl<M: Model> Compacting<M> {
         else {
             return Ok(false);
         };
-        // ANCHOR_END: elide_more
-        // ANCHOR: elide_record
         let elided = end - start;
         let view = apply_compaction(history, &summary, replaced, elided);
         let tokens_after = scaled(estimate_messages_tokens(&view), self.ratio);
@@ -300,7 +304,7 @@ impl<M: Model> Compacting<M> {
         self.lock().set(compacted.record, history.get(start).cloned());
         Ok(true)
     }
-    // ANCHOR_END: elide_record
+    // ANCHOR_END: elide_more
 
     // ANCHOR: fit
     /// Compacts until the request's estimate is under the share of the window: elision first

@@ -155,8 +155,6 @@ impl Observer for Stats {
                     completion_tokens: estimate_reply_tokens(reply),
                 });
             }
-            // ANCHOR_END: stats_events
-            // ANCHOR: stats_history
             Event::Message(message) => self.history_tokens += estimate_message_tokens(message),
             Event::ToolStarted(_) => self.tool_calls += 1,
             Event::Notice(notice) => match notice.as_any().downcast_ref() {
@@ -179,7 +177,7 @@ impl Observer for Stats {
     }
 }
 
-// ANCHOR_END: stats_history
+// ANCHOR_END: stats_events
 pub(super) fn estimate_reply_tokens(reply: &Reply) -> u64 {
     let message = Message::Assistant { content: reply.content.clone(), tool_calls: reply.tool_calls.clone() };
     estimate_message_tokens(&message)
