@@ -52,7 +52,7 @@ pub use estimate::{
 };
 pub use record::{Compacted, CompactionRecord, CompactionState, SharedCompaction, apply_compaction};
 pub use stats::{Recorded, SharedStats, Stats};
-pub use turns::ContextTurns;
+pub use turns::{ContextTurns, Reopened};
 
 /// Chapter 7's command line: the context window, and the commands that show and shrink it.
 pub fn register(registry: &mut dyn RegisterCommands) {

@@ -2,12 +2,15 @@
 //! that repeats itself, both told of each new message from the person (the turn's model is lent
 //! the stuck check by the session host, `Repeats::answer_without_tools`).
 
+use super::record::CompactionRecord;
 use super::repeats::Repeats;
-use super::stats::SharedStats;
+use super::stats::{Recorded, SharedStats};
 use crate::ch02_loop::{Event, Message, Observer};
 use crate::ch05_sessions::TurnHook;
 
-/// `/stats`'s counters and the repetition streak, in one session's turns.
+/// `/stats`'s counters and the repetition streak, in one session's turns. A run keeps one
+/// (the root clones it into each session), so the counters and the streak are the run's.
+#[derive(Clone, Default)]
 pub struct ContextTurns {
     pub stats: SharedStats,
     pub repeats: Repeats,
@@ -23,4 +26,13 @@ impl TurnHook for ContextTurns {
     fn observer(&mut self) -> Option<&mut dyn Observer> {
         Some(&mut self.stats)
     }
+}
+
+/// What a reopened session brings back to chapter 7: the compaction in force when it stopped
+/// (the view the model is sent again) and what its file had counted (`/stats` counts it too).
+/// A new session brings nothing.
+#[derive(Clone, Debug, Default)]
+pub struct Reopened {
+    pub compaction: Option<CompactionRecord>,
+    pub recorded: Recorded,
 }

@@ -51,12 +51,10 @@ pub struct Config {
     /// The model and endpoint this run talks to, recorded in each session it starts (chapter 5).
     #[cfg(feature = "ch05")]
     pub origin: Origin,
-    /// What `/stats` counts, from the moment a session is opened (chapter 7).
+    /// What `/stats` counts from the moment a session is opened, and the streak of a model
+    /// repeating one call, shared by each session's tools and turns (chapter 7).
     #[cfg(feature = "ch07")]
-    pub stats: mini_agent::ch07_context::SharedStats,
-    /// The streak of a model repeating one call, shared by each session's tools and turns.
-    #[cfg(feature = "ch07")]
-    pub repeats: mini_agent::ch07_context::repeats::Repeats,
+    pub context: mini_agent::ch07_context::ContextTurns,
     /// Who answers "may this call run?" when the flags did not allow it (chapter 12).
     #[cfg(feature = "ch12")]
     pub asker: mini_agent::ch12_permissions::Asker,
@@ -81,9 +79,7 @@ impl Config {
             #[cfg(feature = "ch05")]
             origin: connection.origin.clone(),
             #[cfg(feature = "ch07")]
-            stats: Default::default(),
-            #[cfg(feature = "ch07")]
-            repeats: Default::default(),
+            context: Default::default(),
             #[cfg(feature = "ch12")]
             asker: mini_agent::ch12_permissions::Asker::Nobody,
             #[cfg(feature = "ch16")]
@@ -113,9 +109,10 @@ pub struct Agent {
     pub(super) model: AgentModel,
     pub(super) tools: Box<dyn Tools>,
     pub(super) history: Vec<Message>,
-    /// What `/skills` shows (chapter 6).
-    #[cfg(feature = "ch06")]
-    pub(super) skills_report: String,
+    /// What the chapters' slash commands show about this session (`/skills`, `/mcp`): the
+    /// REPL asks (chapter 4).
+    #[cfg_attr(not(feature = "ch04"), allow(dead_code))]
+    pub(super) reports: Vec<Report>,
     /// The sessions of this root, and the current one: its journal and the later chapters'
     /// parts in its turns (chapter 5).
     #[cfg(feature = "ch05")]
@@ -126,16 +123,27 @@ pub struct Agent {
 // ANCHOR_END: start_agent
 
 /// A session to make current: `-c` or `-r` reopened it, or it is new. Its recorder and the
-/// history it goes on with, and, from chapter 7, the compaction that was in force.
+/// history it goes on with, and, from chapter 7, the compaction that was in force and what its
+/// file had counted.
 #[cfg(feature = "ch05")]
 pub struct Opened {
     pub recorder: Recorder<SessionLog>,
     pub history: Vec<Message>,
     #[cfg(feature = "ch07")]
-    pub view: Option<mini_agent::ch07_context::CompactionRecord>,
-    /// What the session's file recorded before this run (`/stats` counts it too).
-    #[cfg(feature = "ch07")]
-    pub recorded: mini_agent::ch07_context::Recorded,
+    pub context: mini_agent::ch07_context::Reopened,
+}
+
+#[cfg(feature = "ch05")]
+impl Opened {
+    /// A session opened with `history` (chapter 10 adds what it brings back to chapter 7).
+    pub fn new(recorder: Recorder<SessionLog>, history: Vec<Message>) -> Opened {
+        Opened {
+            recorder,
+            history,
+            #[cfg(feature = "ch07")]
+            context: Default::default(),
+        }
+    }
 }
 
 // ANCHOR: agent_start
@@ -167,8 +175,7 @@ impl Agent {
             },
             #[cfg(feature = "ch05")]
             store,
-            #[cfg(feature = "ch06")]
-            skills_report: toolbox.skills_report,
+            reports: toolbox.reports,
             config,
             model,
             tools: toolbox.tools,
@@ -178,7 +185,7 @@ impl Agent {
             history,
         };
         #[cfg(feature = "ch07")]
-        agent.start_counting(opened.view, opened.recorded);
+        agent.start_counting(opened.context);
         Ok(agent)
     }
     // ANCHOR_END: agent_start
@@ -211,9 +218,7 @@ impl Agent {
         // (chapter 7).
         let model: &mut dyn Model = &mut self.model;
         #[cfg(feature = "ch07")]
-        let mut stuck_check = self.config.repeats.answer_without_tools(model);
-        #[cfg(feature = "ch07")]
-        let model: &mut dyn Model = &mut stuck_check;
+        let model = &mut self.config.context.repeats.answer_without_tools(model);
         let outcome = run_turn(model, &mut *self.tools, &mut self.history, &mut Fanout(observers), &limits);
         #[cfg(feature = "ch05")]
         if let Err(error) = self.session.end(&outcome, limits.max_turns) {
@@ -232,14 +237,9 @@ impl Agent {
             recorder: opened.recorder,
             hooks: toolbox.turns,
         };
-        self.tools = toolbox.tools;
-        self.history = opened.history;
-        #[cfg(feature = "ch06")]
-        {
-            self.skills_report = toolbox.skills_report;
-        }
+        (self.tools, self.reports, self.history) = (toolbox.tools, toolbox.reports, opened.history);
         #[cfg(feature = "ch07")]
-        self.start_counting(opened.view, opened.recorded);
+        self.start_counting(opened.context);
     }
 }
 
@@ -248,14 +248,7 @@ impl Agent {
 pub(super) fn new_session(store: &SessionStore, origin: &Origin, system: Message) -> Result<Opened, Error> {
     let mut recorder = Recorder::new(SessionLog::create(store, origin.clone())?);
     recorder.message(&system)?;
-    Ok(Opened {
-        recorder,
-        history: vec![system],
-        #[cfg(feature = "ch07")]
-        view: None,
-        #[cfg(feature = "ch07")]
-        recorded: Default::default(),
-    })
+    Ok(Opened::new(recorder, vec![system]))
 }
 
 // ANCHOR: build_tools
@@ -263,9 +256,8 @@ pub(super) fn new_session(store: &SessionStore, origin: &Origin, system: Message
 pub(super) struct Toolbox {
     pub(super) tools: Box<dyn Tools>,
     pub(super) system_prompt: String,
-    /// What `/skills` shows (chapter 6).
-    #[cfg(feature = "ch06")]
-    pub(super) skills_report: String,
+    /// What the chapters' slash commands show about these tools (`/skills`, `/mcp`).
+    pub(super) reports: Vec<Report>,
     /// The later chapters' parts in each turn of the session these tools serve (chapter 5).
     #[cfg(feature = "ch05")]
     pub(super) turns: Vec<Box<dyn TurnHook>>,
@@ -278,33 +270,28 @@ pub(super) struct Toolbox {
 /// watch everything. The chapters with a part in each turn add it on the way.
 pub(super) fn toolbox(config: &Config) -> Result<Toolbox, Error> {
     let root = &config.root;
-    let tools = Workspace::new(root)?;
+    let (tools, system_prompt) = (Workspace::new(root)?, mini_agent::ch02_model::system_prompt(root));
+    let reports: Vec<Report> = Vec::new();
     #[cfg(feature = "ch18")]
-    let tools = mini_agent::ch18_mcp::WithMcp::new(tools, config.mcp.clone(), Workspace::new(root)?);
+    let (tools, reports) = super::session::with_mcp(tools, config, reports)?;
     #[cfg(feature = "ch12")]
     let tools = mini_agent::ch12_permissions::gate(tools, &config.settings, &config.asker);
     #[cfg(feature = "ch16")]
     let tools = mini_agent::ch16_hooks::Hooked::new(tools, config.hooks.clone());
-    #[cfg(not(feature = "ch06"))]
-    let (tools, system_prompt) = (tools, mini_agent::ch02_model::system_prompt(root));
     #[cfg(feature = "ch06")]
-    let (tools, system_prompt, skills_report) = super::session::with_skills(tools, root);
+    let (tools, system_prompt, reports) = super::session::with_skills(tools, root, system_prompt, reports);
     #[cfg(feature = "ch07")]
-    let tools = mini_agent::ch07_context::repeats::RepeatNotes::sharing(tools, &config.repeats);
+    let tools = mini_agent::ch07_context::repeats::RepeatNotes::sharing(tools, &config.context.repeats);
     Ok(Toolbox {
         tools: Box::new(tools),
         system_prompt,
-        #[cfg(feature = "ch06")]
-        skills_report,
+        reports,
         // Their parts in each turn: chapter 7 counts and stops a model repeating itself,
         // chapter 16 runs the `Stop` hooks, chapter 19 notes which results failed.
         #[cfg(feature = "ch05")]
         turns: vec![
             #[cfg(feature = "ch07")]
-            Box::new(mini_agent::ch07_context::ContextTurns {
-                stats: config.stats.clone(),
-                repeats: config.repeats.clone(),
-            }),
+            Box::new(config.context.clone()),
             #[cfg(feature = "ch16")]
             Box::new(mini_agent::ch16_hooks::HookTurns(config.hooks.clone())),
             #[cfg(feature = "ch19")]
@@ -313,6 +300,10 @@ pub(super) fn toolbox(config: &Config) -> Result<Toolbox, Error> {
     })
 }
 // ANCHOR_END: build_tools
+
+/// What a chapter's slash command shows about the current session: the command's name, and
+/// how to say it (chapter 6's skills as loaded for the session, chapter 18's servers as they are).
+pub(super) type Report = (&'static str, Box<dyn Fn() -> String + Send>);
 
 // ANCHOR: fanout
 /// Hands each event to each observer in order: the journal first (chapter 9). An error

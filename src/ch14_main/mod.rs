@@ -492,14 +492,7 @@ fn reopen(store: &SessionStore, settings: &Settings) -> Result<Option<app::Opene
         (journal, loaded.records)
     };
     let history = continue_history(log.id(), &records)?;
-    Ok(Some(app::Opened {
-        recorder: Recorder::new(log),
-        history,
-        #[cfg(feature = "ch07")]
-        view: None,
-        #[cfg(feature = "ch07")]
-        recorded: Default::default(),
-    }))
+    Ok(Some(app::Opened::new(Recorder::new(log), history)))
 }
 
 /// Chapter 14's own additions to the command line: `--json`, and `mini-agent sessions`.

@@ -13,6 +13,7 @@ use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch04_terminal::sanitize::sanitize;
 use mini_agent::ch04_terminal::{Look, render_markdown};
 use mini_agent::ch05_sessions::{CONTINUE, Origin, RESUME, Recorder, SessionStore};
+use mini_agent::ch07_context::Reopened;
 use mini_agent::ch09_journal::Journal;
 use mini_agent::ch10_recovery::{ACKNOWLEDGE_UNKNOWN, ResumePlan, STATUS, resume, status_of};
 use std::path::PathBuf;
@@ -66,12 +67,8 @@ pub fn resumed(
 pub fn continue_session((journal, plan): (Journal, ResumePlan)) -> Opened {
     #[cfg(feature = "ch19")]
     mini_agent::ch19_anthropic::failures::remember(&plan.failed);
-    Opened {
-        recorder: Recorder::new(journal),
-        history: plan.history,
-        view: plan.compaction,
-        recorded: plan.recorded,
-    }
+    let reopened = Reopened { compaction: plan.compaction, recorded: plan.recorded };
+    Opened { recorder: Recorder::new(journal), history: plan.history, context: reopened }
 }
 // ANCHOR_END: opened
 

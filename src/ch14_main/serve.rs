@@ -138,7 +138,7 @@ impl AgentBackend {
     fn config_for(&self, root: &Path, turn: Option<&Turn>) -> Config {
         let mut config = self.config.clone();
         config.root = root.to_path_buf();
-        config.stats = Default::default();
+        config.context.stats = Default::default();
         config.asker = match turn.cloned() {
             Some(turn) => {
                 Asker::Host(Arc::new(move || Box::new(AskOverHttp(turn.clone())) as Box<dyn Prompter>))

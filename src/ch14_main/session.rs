@@ -19,16 +19,16 @@ impl ReplHost for Agent {
             "list" => super::sessions_table::sessions_table(&self.store, Some(self.session_id())),
             #[cfg(feature = "ch10")]
             "resume" => self.resume_session(&command.argument),
-            #[cfg(feature = "ch06")]
-            "skills" => Ok(self.skills_report.clone()),
             #[cfg(feature = "ch07")]
             "compact" => self.compact(),
             #[cfg(feature = "ch07")]
             "stats" => Ok(self.stats_report()),
-            #[cfg(feature = "ch18")]
-            "mcp" => Ok(self.config.mcp.report()),
             "new" => self.new_conversation(),
-            other => Err(Error::Usage(format!("/{other} is not a command of this agent; type /help"))),
+            // What a chapter shows about the session: `/skills` (6), `/mcp` (18).
+            name => match self.reports.iter().find(|(report, _)| *report == name) {
+                Some((_, report)) => Ok(report()),
+                None => Err(Error::Usage(format!("/{name} is not a command of this agent; type /help"))),
+            },
         }
     }
 }
@@ -71,19 +71,38 @@ impl Agent {
     }
 }
 
-/// Chapter 6's layer: `load_skill` beside the tools, the system prompt with `AGENTS.md` and
-/// the skills, and what `/skills` shows; files that could not be read are named on stderr.
+/// Chapter 6's layer: `load_skill` beside the tools, its system prompt (with `AGENTS.md` and
+/// the skills) in place of chapter 2's, and what `/skills` shows; files that could not be read
+/// are named on stderr.
 #[cfg(feature = "ch06")]
 pub fn with_skills<T: mini_agent::ch02_loop::Tools>(
     tools: T,
     root: &std::path::Path,
-) -> (impl mini_agent::ch02_loop::Tools + use<T>, String, String) {
+    _chapter_2_prompt: String,
+    mut reports: Vec<super::app::Report>,
+) -> (impl mini_agent::ch02_loop::Tools + use<T>, String, Vec<super::app::Report>) {
     let (system_prompt, skills) = mini_agent::ch06_skills::build_system_prompt(root);
     for warning in &skills.warnings {
         super::say(&format!("mini-agent: warning: {warning}"));
     }
     let report = skills.to_string();
-    (mini_agent::ch06_skills::WithSkills::new(tools, skills), system_prompt, report)
+    reports.push(("skills", Box::new(move || report.clone())));
+    (mini_agent::ch06_skills::WithSkills::new(tools, skills), system_prompt, reports)
+}
+
+/// Chapter 18's layer: the run's MCP servers' tools beside the workspace's (inside the
+/// permission gate), and `/mcp`, which says how the servers are now.
+#[cfg(feature = "ch18")]
+pub fn with_mcp(
+    tools: mini_agent::ch03_tools::Workspace,
+    config: &super::app::Config,
+    mut reports: Vec<super::app::Report>,
+) -> Result<(mini_agent::ch18_mcp::WithMcp<mini_agent::ch03_tools::Workspace>, Vec<super::app::Report>), Error>
+{
+    let servers = config.mcp.clone();
+    reports.push(("mcp", Box::new(move || servers.report())));
+    let workspace = mini_agent::ch03_tools::Workspace::new(&config.root)?;
+    Ok((mini_agent::ch18_mcp::WithMcp::new(tools, config.mcp.clone(), workspace), reports))
 }
 
 /// Chapter 7's layers: the model compacts what it sends when a request would pass 80% of
@@ -101,23 +120,19 @@ impl Agent {
     /// `/stats` counts the session from the moment it was opened, with what its file recorded
     /// before (a resumed session); the history it holds already is what the next prompt is
     /// estimated from; the compaction it had is restored.
-    pub(super) fn start_counting(
-        &self,
-        view: Option<mini_agent::ch07_context::CompactionRecord>,
-        recorded: mini_agent::ch07_context::Recorded,
-    ) {
+    pub(super) fn start_counting(&self, reopened: mini_agent::ch07_context::Reopened) {
         use std::sync::PoisonError;
         let shared = self.model.state();
         let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
-        match view {
+        match reopened.compaction {
             Some(record) => state.restore(record),
             None => state.clear(),
         }
-        self.config.stats.restart(&self.history, recorded);
+        self.config.context.stats.restart(&self.history, reopened.recorded);
     }
 
     fn compact(&mut self) -> Result<String, Error> {
-        let mut stats = self.config.stats.clone();
+        let mut stats = self.config.context.stats.clone();
         let mut observers: Vec<&mut dyn Observer> = vec![&mut self.session.recorder, &mut stats];
         let mut fanout = super::app::Fanout(std::mem::take(&mut observers));
         match self.model.compact(&self.history, &mut fanout)? {
@@ -140,7 +155,7 @@ impl Agent {
         format!(
             "session      {}\n{}\ncontext      about {next_prompt} of {} tokens in the next request",
             self.session_id(),
-            self.config.stats.snapshot(),
+            self.config.context.stats.snapshot(),
             self.model.context_tokens()
         )
     }

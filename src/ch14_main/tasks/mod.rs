@@ -447,7 +447,7 @@ impl Attempts for SessionAttempts<'_> {
         let mut json = json_wanted(settings).then_some(JsonEvents);
         let outcome = agent.turn_on(prompt, &mut display, json.as_mut().map(|j| j as &mut dyn Observer));
         #[cfg(feature = "ch17")]
-        mini_agent::ch17_notify::tasks_run::add_usage(&self.usage, &agent.config.stats.snapshot());
+        mini_agent::ch17_notify::tasks_run::add_usage(&self.usage, &agent.config.context.stats.snapshot());
         if let (Some(json), Outcome::Completed(answer)) = (&json, &outcome) {
             json.final_answer(answer);
         }
