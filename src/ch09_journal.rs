@@ -300,8 +300,6 @@ fn parse_journal(path: &Path, bytes: &[u8], torn_action: &str) -> Result<Loaded,
             None => (rest, false),
         };
         rest = if complete { &rest[line.len() + 1..] } else { &[] };
-        // ANCHOR_END: parse_journal
-        // ANCHOR: parse_line
         match serde_json::from_slice::<Record>(line) {
             Ok(record) if complete => {
                 check_record(path, number, &record)?;
@@ -319,7 +317,7 @@ fn parse_journal(path: &Path, bytes: &[u8], torn_action: &str) -> Result<Loaded,
     }
     Ok(Loaded { records, warning, good_len: good_len as u64 })
 }
-// ANCHOR_END: parse_line
+// ANCHOR_END: parse_journal
 
 /// The error for a line that is not a record and is not the last one.
 pub(crate) fn corrupt_line(path: &Path, number: usize, error: &serde_json::Error) -> Error {
