@@ -72,8 +72,8 @@ impl Error {
     }
 }
 
-// ANCHOR: error_display
 impl fmt::Display for Error {
+    // ANCHOR: fmt
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
             Error::Usage(text) | Error::Config(text) => f.write_str(text),
@@ -106,8 +106,6 @@ impl fmt::Display for Error {
                 }
             }
             Error::Network(text) | Error::Refused(text) => write!(f, "model request failed: {text}"),
-            // ANCHOR_END: error_display
-            // ANCHOR: error_display_rest
             Error::ReplyCut { reason, chars, dropped_calls } => {
                 match reason.as_str() {
                     "length" => write!(f, "the reply was cut off at the model's output limit")?,
@@ -140,7 +138,7 @@ impl fmt::Display for Error {
             Error::Other(failure) => write!(f, "{failure}"),
         }
     }
+    // ANCHOR_END: fmt
 }
 
 impl std::error::Error for Error {}
-// ANCHOR_END: error_display_rest

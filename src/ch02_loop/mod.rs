@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub(crate) const MAX_CALLS_PER_REPLY: usize = 64;
 
 // ANCHOR: run_turn
+// ANCHOR: run_turn_start
 /// Runs one user turn to its end. `history` already holds the user's message.
 pub fn run_turn(
     model: &mut dyn Model,
@@ -51,7 +52,7 @@ pub fn run_turn(
         observer.event(Event::Request { messages: history.len() })?;
         let request = Request { messages: history, tools: &schemas };
         let mut reply = model.complete(&request, observer)?;
-        // ANCHOR_END: run_turn
+        // ANCHOR_END: run_turn_start
         // ANCHOR: cut_reply
         // A reply cut by the output limit is not an answer, and its calls may be cut in the
         // middle of their arguments: none of them runs. Its text is kept in the history (so
@@ -128,7 +129,10 @@ pub fn run_turn(
     }
     Outcome::TurnLimit
 }
+// ANCHOR_END: turn_loop
+// ANCHOR_END: run_turn
 
+// ANCHOR: append
 /// What the model reads where the user stopped a turn with Ctrl+C.
 pub const INTERRUPTED_MARK: &str =
     "[interrupted: the user stopped this turn (Ctrl+C) before it was finished]";
@@ -137,7 +141,7 @@ fn append(history: &mut Vec<Message>, observer: &mut dyn Observer, message: Mess
     history.push(message);
     observer.event(Event::Message(history.last().expect("just pushed")))
 }
-// ANCHOR_END: turn_loop
+// ANCHOR_END: append
 
 // ANCHOR: interrupt
 /// The one piece of global state: set by Ctrl+C, polled by everything that waits.

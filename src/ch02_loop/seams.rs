@@ -52,7 +52,9 @@ pub enum Event<'a> {
     /// What a later chapter reports: a retry (chapter 8), a compaction (7), streamed text (11).
     Notice(&'a dyn Notice),
 }
+// ANCHOR_END: events_later
 
+// ANCHOR: notice
 /// Something a later chapter reports during a turn. Chapter 2's loop never makes one; it
 /// says what every observer needs of a notice it has never heard of, so that the screen, the
 /// journal and `--json` handle them all alike, and the chapter that declared one reads it
@@ -80,8 +82,8 @@ pub trait Notice: std::fmt::Debug {
     /// For the chapter that declared it, to know its own notice again.
     fn as_any(&self) -> &dyn std::any::Any;
 }
+// ANCHOR_END: notice
 
-// ANCHOR_END: events_later
 // ANCHOR: observer_trait
 /// Watches the turn. Returning an error stops the turn before anything else happens —
 /// this is how the journal guarantees that a tool never runs unrecorded.
