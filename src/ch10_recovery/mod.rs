@@ -103,8 +103,6 @@ impl CallTracker {
                 )),
             },
             Body::ToolFinished { id, .. } => open.retain(|(call, _)| &call.id != id),
-            // ANCHOR_END: open_calls
-            // ANCHOR: open_calls_split
             Body::Session { .. }
             | Body::System { .. }
             | Body::User { .. }
@@ -135,7 +133,7 @@ fn open_calls(records: &[Record]) -> OpenCalls {
     calls.open_calls()
 }
 
-// ANCHOR_END: open_calls_split
+// ANCHOR_END: open_calls
 // ANCHOR: state_of
 /// Where the story stands after `body`, if it moved the conversation; retries, usage and
 /// the like are side notes and say nothing.
@@ -464,8 +462,6 @@ pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<R
     .chain(open.interrupted.iter().map(|c| result(c, ToolStatus::Interrupted, READ_ONLY_INTERRUPTED_RESULT)))
     .chain(open.not_run.iter().map(|c| result(c, ToolStatus::NotRun, NOT_RUN_RESULT)))
     .collect();
-    // ANCHOR_END: prepare_resume
-    // ANCHOR: resume_history
     let history = replay(records.iter().map(|r| &r.body).chain(&append));
     let compaction = records.iter().rev().find_map(|record| match &record.body {
         Body::Compaction { summary, replaces, elided } => Some(CompactionRecord {
@@ -492,7 +488,7 @@ pub fn prepare_resume(records: &[Record], acknowledge_unknown: bool) -> Result<R
     })
 }
 
-// ANCHOR_END: resume_history
+// ANCHOR_END: prepare_resume
 // ANCHOR: resume_open
 /// Opens the journal at `path` for `-c` / `--resume`, checks it can continue, and appends
 /// the synthetic results: the journal comes back locked, repaired and ready to record.
