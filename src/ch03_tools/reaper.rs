@@ -56,7 +56,8 @@ fn become_subreaper() {
 /// with it, but re-parented to us when the shell died: without a `waitpid` they would stay
 /// zombies for as long as the agent runs). Repeats while killing one re-parents its own
 /// children to us, and while a child is between two programs (its mark unreadable for now).
-/// Returns how many had left the group.
+/// Returns how many had left the group and were still running (one that had already exited
+/// or was exiting, as git's detached maintenance does at once, is only reaped).
 pub fn kill_escaped(mark: &str, group: i32) -> usize {
     kill_escaped_or(mark, group, &|_| false)
 }
@@ -83,22 +84,22 @@ pub fn kill_escaped_or(mark: &str, group: i32, started_inside: &dyn Fn(i32) -> b
         }
         clean_looks = 0;
         rounds += 1;
-        for (pid, in_group) in ours {
+        for (pid, running_outside) in ours {
             // SAFETY: kill and waitpid take plain integers; `pid` is our own child, so it
             // cannot be reused before we reap it here.
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
                 libc::waitpid(pid, std::ptr::null_mut(), 0);
             }
-            escaped += usize::from(!in_group);
+            escaped += usize::from(running_outside);
         }
     }
     escaped
 }
 // ANCHOR_END: kill_escaped
 
-/// This process's children that belong to the run (each with whether it is still in the
-/// group), and whether a child's answer is not in yet.
+/// This process's children that belong to the run (each with whether it left the group and is
+/// still running), and whether a child's answer is not in yet.
 fn the_runs_children(
     wanted: &str,
     group: i32,
@@ -108,13 +109,17 @@ fn the_runs_children(
     let mut unsettled = false;
     let mut ours = Vec::new();
     for pid in own_children() {
-        let in_group = process_group(pid) == Some(group);
+        let Some(seen) = seen(pid) else {
+            continue; // gone already
+        };
+        let in_group = seen.group == group;
+        let running_outside = !in_group && !seen.finished;
         if in_group || started_inside(pid) {
-            ours.push((pid, in_group));
+            ours.push((pid, running_outside));
             continue;
         }
         match belongs(pid, wanted) {
-            Belongs::Yes => ours.push((pid, false)),
+            Belongs::Yes => ours.push((pid, running_outside)),
             Belongs::No => {}
             Belongs::NotYet => unsettled = true,
             // Empty twice is an empty environment (`env -i`), not an exec half done.
@@ -190,11 +195,28 @@ fn own_children() -> Vec<i32> {
     Vec::new()
 }
 
-/// The process group of `pid`, from `/proc/<pid>/stat` (readable for zombies too): the fields
-/// after the command name in parentheses are state, parent, group.
-fn process_group(pid: i32) -> Option<i32> {
+/// What `/proc/<pid>/stat` says of a process (readable for zombies too).
+struct Seen {
+    group: i32,
+    /// A zombie, or exiting already: its program has ended, nothing is left to stop.
+    finished: bool,
+}
+
+/// The kernel's flag for a process tearing itself down (no /proc to read elsewhere).
+#[cfg(target_os = "linux")]
+const EXITING: u64 = libc::PF_EXITING as u64;
+#[cfg(not(target_os = "linux"))]
+const EXITING: u64 = 0;
+
+/// The fields after the command name in parentheses are state, parent, group, session,
+/// terminal, terminal group and flags.
+fn seen(pid: i32) -> Option<Seen> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().nth(2)?.parse().ok()
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let state = fields.first()?.chars().next()?;
+    let flags: u64 = fields.get(6)?.parse().ok()?;
+    let finished = matches!(state, 'Z' | 'X') || flags & EXITING != 0;
+    Some(Seen { group: fields.get(2)?.parse().ok()?, finished })
 }
 
 #[cfg(all(test, target_os = "linux"))]
