@@ -59,7 +59,7 @@ fn clip(text: &str) -> String {
 }
 
 /// The agent binary to run in `root`, with an environment of its own: no key, endpoint or
-/// model from the developer's shell, no retries (a test scripts every reply), no colour.
+/// model (or sandbox) from the developer's shell, no retries (a test scripts every reply), no colour.
 pub fn agent_command(root: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_mini-agent"));
     command
@@ -72,6 +72,8 @@ pub fn agent_command(root: &Path) -> Command {
         .env_remove("ANTHROPIC_BASE_URL")
         .env_remove("MINI_AGENT_API")
         .env_remove("MINI_AGENT_MAX_TOKENS")
+        // The sandbox a test checks is the default one (chapter 20), or the one it names.
+        .env_remove("MINI_AGENT_SANDBOX")
         .env("MINI_AGENT_REQUEST_MAX_RETRIES", "0")
         .env("NO_COLOR", "1")
         // The developer's own MCP servers and approvals (chapter 18) stay out of the tests.

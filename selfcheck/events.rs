@@ -118,7 +118,7 @@ fn stream_shows_text_as_it_arrives_and_runs_assembled_tool_calls() {
     assert_eq!(run.requests[0]["stream"], true);
     assert_eq!(
         run.journal_types(),
-        ["session", "system", "user", "assistant", "tool_started", "tool_finished", "assistant"]
+        ["session", "system", "sandbox", "user", "assistant", "tool_started", "tool_finished", "assistant"]
     );
 }
 
@@ -139,8 +139,8 @@ fn a_cut_stream_fails_and_runs_nothing() {
     assert_eq!(run.requests.len(), 1, "a stream is never retried");
     let journal = run.only_journal();
     let types: Vec<&str> = journal.iter().map(|r| r["type"].as_str().unwrap_or("?")).collect();
-    assert_eq!(types, ["session", "system", "user", "partial", "error"]);
-    assert_eq!(journal[3]["content"], "Let me write it.");
+    assert_eq!(types, ["session", "system", "sandbox", "user", "partial", "error"]);
+    assert_eq!(journal[4]["content"], "Let me write it.");
 }
 
 /// Issue 22, item 1: with nobody to ask, `--json` still shows the program what a person would

@@ -268,7 +268,7 @@ fn a_repl_run_typed_at_a_terminal_leaves_the_same_session_as_the_same_lines_pipe
     piped.expect_code(0);
 
     let (typed, piped_records) = (comparable(typed_workspace.path()), comparable(piped.root()));
-    assert_eq!(typed.len(), 12, "{typed:#?}");
+    assert_eq!(typed.len(), 13, "{typed:#?}");
     assert_eq!(typed, piped_records);
     let sent = |requests: Vec<Value>, root: &Path| {
         requests

@@ -110,7 +110,7 @@ fn ctrl_c_during_a_repl_turn_is_recorded_and_the_repl_goes_on() {
         .run();
     run.expect_code(0).stderr_has("interrupted");
     // The mark the model reads next (an assistant message), then the fact, for --status.
-    assert_eq!(run.journal_types(), ["session", "system", "user", "assistant", "interrupted"]);
+    assert_eq!(run.journal_types(), ["session", "system", "sandbox", "user", "assistant", "interrupted"]);
 }
 
 /// Issue 22: `/stats` after `-c` or `-r` counted only this process, as if the session had just

@@ -16,13 +16,16 @@ fn every_run_leaves_a_private_journal_of_what_happened() {
     run.expect_code(0);
     assert_eq!(
         run.journal_types(),
-        ["session", "system", "user", "assistant", "tool_started", "tool_finished", "assistant"]
+        ["session", "system", "sandbox", "user", "assistant", "tool_started", "tool_finished", "assistant"]
     );
     let journal = run.only_journal();
     assert_eq!(journal[0]["root"], run.root().display().to_string());
-    assert_eq!(journal[2]["content"], "list the files");
-    assert_eq!(journal[5]["status"], "ok");
-    assert_eq!(journal[6]["content"], "one file");
+    // The sandbox this run's commands start in (chapter 20), before the first message.
+    assert_eq!(journal[2]["mode"], "workspace");
+    assert_eq!(journal[2]["network"], false);
+    assert_eq!(journal[3]["content"], "list the files");
+    assert_eq!(journal[6]["status"], "ok");
+    assert_eq!(journal[7]["content"], "one file");
     let file = &session_files(run.root())[0];
     let mode =
         |path: &std::path::Path| std::fs::metadata(path).expect("metadata").permissions().mode() & 0o777;
@@ -78,7 +81,8 @@ fn resume_takes_a_unique_prefix_and_lists_the_candidates_of_an_ambiguous_one() {
     let mut files = session_files(second.root());
     assert_eq!(files.len(), 2);
     // Two sessions started in the same second sort by their random suffix: find "one" by content.
-    if records(&files[0])[2]["content"] != "one" {
+    let first_user = |file| records(file).into_iter().find(|record| record["type"] == "user");
+    if first_user(&files[0]).is_none_or(|record| record["content"] != "one") {
         files.swap(0, 1);
     }
     let (a, b) = (session_id(&files[0]), session_id(&files[1]));
@@ -185,7 +189,8 @@ fn a_torn_last_line_is_cut_with_a_warning_and_the_session_goes_on() {
     let resumed = Test::new().args(["-c", "-p", "again"]).server(vec![text("ok")]).run_in(first.workspace);
     resumed.expect_code(0).stderr_has("mini-agent: warning:");
     let records = records(&file);
-    assert_eq!(records.len(), 6, "the torn line is gone, the new turn is there");
+    // session, system, sandbox, user, assistant; then the resumed run's sandbox, user, assistant.
+    assert_eq!(records.len(), 8, "the torn line is gone, the new turn is there");
     assert!(std::fs::read(&file).expect("journal").len() > whole);
 }
 

@@ -32,6 +32,12 @@ pub trait Guarded: Tools {
     fn change(&self, _call: &ToolCall) -> Option<Change> {
         None
     }
+
+    /// How `call` would run, for the question (chapter 20's sandbox names its mode); `None`
+    /// says nothing more.
+    fn runs_in(&self, _call: &ToolCall) -> Option<String> {
+        None
+    }
 }
 
 /// The whole policy of chapter 3's six tools: writing files and running the shell. Everything
@@ -47,6 +53,10 @@ impl Guarded for Workspace {
 
     fn change(&self, call: &ToolCall) -> Option<Change> {
         self.proposed_change(call)
+    }
+
+    fn runs_in(&self, call: &ToolCall) -> Option<String> {
+        (call.name == "bash").then(|| self.confinement()).flatten()
     }
 }
 // ANCHOR_END: policy
@@ -108,12 +118,14 @@ pub enum Answer {
     Nobody,
 }
 
-/// What the person is asked about: the call, the permission it needs, and for a write or an
-/// edit the change it would make, worked out by the tools from the file as it is now.
+/// What the person is asked about: the call, the permission it needs, for a write or an
+/// edit the change it would make, worked out by the tools from the file as it is now, and for
+/// a command where it would run (chapter 20's sandbox names its mode).
 pub struct Question<'a> {
     pub call: &'a ToolCall,
     pub needed: Permission,
     pub change: Option<Change>,
+    pub runs_in: Option<String>,
 }
 
 /// Asks the user about one call.
@@ -169,7 +181,8 @@ impl<T: Guarded> Tools for Gate<T> {
             return nobody_to_ask(needed);
         };
         // The change is worked out only now, when someone will look at it.
-        let question = Question { call, needed, change: self.inner.change(call) };
+        let question =
+            Question { call, needed, change: self.inner.change(call), runs_in: self.inner.runs_in(call) };
         let answer = prompter.ask(&question);
         match answer {
             Answer::Once => self.inner.run(call),
@@ -205,7 +218,7 @@ fn nobody_to_ask(needed: Permission) -> ToolOutput {
 pub const ALLOW_WRITE: Flag =
     Flag::switch(12, WRITE.flag, &["let the agent write and edit files inside the root"]);
 pub const ALLOW_SHELL: Flag =
-    Flag::switch(12, SHELL.flag, &["let the agent run shell commands (not a sandbox!)"]);
+    Flag::switch(12, SHELL.flag, &["let the agent run shell commands without asking"]);
 
 pub fn register(registry: &mut dyn Registry) {
     registry.flag(ALLOW_WRITE);

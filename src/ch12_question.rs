@@ -25,9 +25,15 @@ use std::io::{BufRead, BufReader, Write};
 // ANCHOR: headline
 impl Question<'_> {
     /// The question in one line, safe to print: `edit_file wants to change six.py (+1 −1)`,
-    /// `bash wants to run: cargo test`. A change that cannot be shown says why after it.
+    /// `bash wants to run: cargo test (sandbox: workspace, no network)`. A change that cannot
+    /// be shown says why after it; a command, where it would run.
     pub fn headline(&self) -> String {
-        let Some(change) = &self.change else { return call_line(self.call) };
+        let Some(change) = &self.change else {
+            return match &self.runs_in {
+                Some(runs_in) => format!("{} ({})", call_line(self.call), sanitize_command(runs_in)),
+                None => call_line(self.call),
+            };
+        };
         let stat = change.diff.as_ref().map(|diff| format!(" ({})", diff.stat())).unwrap_or_default();
         let note =
             change.note.as_deref().map(|note| format!("; {}", sanitize_command(note))).unwrap_or_default();
@@ -289,7 +295,10 @@ pub fn ask_with(question: &Question, colour: bool, mut ask: impl FnMut(&str) -> 
     let shown = describe(question, colour);
     let mut viewed = shown.hidden.is_none();
     let view = if viewed { "" } else { "  [v] view all" };
-    let allow = format!("allow? [y] once  [a] all {} this session  [n] no{view}: ", question.needed.scope);
+    // Where a command would run (chapter 20's sandbox), above the choices.
+    let runs_in = question.runs_in.as_deref().map_or(String::new(), |words| format!("({})\n", sanitize_command(words)));
+    let allow =
+        format!("{runs_in}allow? [y] once  [a] all {} this session  [n] no{view}: ", question.needed.scope);
     let mut asking = format!("{}\n{allow}", shown.text);
     loop {
         let Some(answer) = ask(&asking) else {
@@ -366,12 +375,12 @@ mod tests {
 
     /// The question about a call that changes no file.
     fn about(call: &ToolCall, needed: Permission) -> Question<'_> {
-        Question { call, needed, change: None }
+        Question { call, needed, change: None, runs_in: None }
     }
 
     /// The question about a write or an edit in `workspace`, with the change worked out.
     fn about_change<'a>(workspace: &Workspace, call: &'a ToolCall) -> Question<'a> {
-        Question { call, needed: WRITE, change: workspace.proposed_change(call) }
+        Question { call, needed: WRITE, change: workspace.proposed_change(call), runs_in: None }
     }
 
     #[test]
@@ -389,6 +398,14 @@ mod tests {
         assert_eq!(prompter.ask(&about(&bash, SHELL)), Answer::Deny("keep the build dir".into()));
         let (mut prompter, _) = terminal("");
         assert_eq!(prompter.ask(&about(&bash, SHELL)), Answer::Deny("no answer from the terminal".into()));
+        // Where the command would run (chapter 20's sandbox) is said above the choices, and in
+        // the one line programs get.
+        let sandboxed = Question { runs_in: Some("sandbox: workspace, no network".into()), ..about(&bash, SHELL) };
+        let (mut prompter, screen) = terminal("y\n");
+        prompter.ask(&sandboxed);
+        let shown = screen.text();
+        assert!(shown.contains("rm -rf build\n(sandbox: workspace, no network)\nallow? [y] once"), "{shown}");
+        assert_eq!(sandboxed.headline(), "bash wants to run: rm -rf build (sandbox: workspace, no network)");
     }
 
     #[test]

@@ -161,7 +161,9 @@ fn empty_lines_cannot_push_the_end_of_a_command_away() {
     let server = ScriptedServer::scripted(vec![bash(&command), text("no")]).expect("server");
     let workspace = TempDir::new("selfcheck");
     let (mut terminal, question) = asked(&workspace, &server, &[]);
-    assert!(question.contains("echo ok\r\n[99 empty lines]\r\ntouch LATER\r\nallow?"), "{question:?}");
+    // The whole command, then where it would run (chapter 20's sandbox), then the choices.
+    let shown = "echo ok\r\n[99 empty lines]\r\ntouch LATER\r\n(sandbox: workspace, no network)\r\nallow?";
+    assert!(question.contains(shown), "{question:?}");
     terminal.type_keys("n not now\r");
     terminal.wait_for("no");
     terminal.exit();

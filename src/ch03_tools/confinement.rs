@@ -14,6 +14,7 @@
 
 use std::process::Command;
 
+// ANCHOR: confinement
 /// Something that confines the shell commands a [`Workspace`](super::Workspace) starts.
 pub trait Confinement: Send + Sync {
     /// Prepares `command` (program, arguments, directory and output already set) to start
@@ -28,4 +29,9 @@ pub trait Confinement: Send + Sync {
     /// Whether process `pid` was started inside this confinement, by a mark it cannot remove.
     /// The reaper uses it beside its environment mark, which `env -i` clears.
     fn started_inside(&self, pid: i32) -> bool;
+
+    /// How a command will run, in a few words, for the person asked to allow it
+    /// (`sandbox: workspace, no network`).
+    fn describe(&self) -> String;
 }
+// ANCHOR_END: confinement

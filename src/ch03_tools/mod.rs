@@ -128,6 +128,11 @@ impl Workspace {
     pub fn root(&self) -> &Path {
         &self.root
     }
+
+    /// How its shell commands run, in the confinement's words; `None` without one.
+    pub fn confinement(&self) -> Option<String> {
+        self.confinement.as_ref().map(|confinement| confinement.describe())
+    }
 }
 
 // ANCHOR: schemas

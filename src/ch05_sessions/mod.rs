@@ -180,7 +180,7 @@ pub fn replay<'a>(bodies: impl IntoIterator<Item = &'a Body>) -> Vec<Message> {
             | Body::Partial { .. }
             | Body::Error { .. }
             | Body::Usage { .. } => {}
-            Body::Hook { .. } => {}
+            Body::Hook { .. } | Body::Sandbox { .. } => {}
         }
     }
     history

@@ -97,6 +97,14 @@ pub enum Body {
         tool_call_id: Option<String>,
         outcome: String,
     },
+    /// The sandbox of the session's commands, each time a run opens it (chapter 20): the
+    /// mode, whether the network was open, and what this machine did not enforce.
+    Sandbox {
+        mode: String,
+        network: bool,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        not_enforced: Vec<String>,
+    },
 }
 // ANCHOR_END: record_later
 

@@ -112,7 +112,7 @@ impl CallTracker {
             | Body::Partial { .. }
             | Body::Error { .. }
             | Body::Usage { .. } => {}
-            Body::Hook { .. } => {}
+            Body::Hook { .. } | Body::Sandbox { .. } => {}
         }
     }
 
@@ -151,7 +151,7 @@ fn moved_to(body: &Body) -> Option<SessionState> {
         | Body::Retry { .. }
         | Body::Partial { .. }
         | Body::Usage { .. } => None,
-        Body::Hook { .. } => None,
+        Body::Hook { .. } | Body::Sandbox { .. } => None,
     }
 }
 // ANCHOR_END: state_of

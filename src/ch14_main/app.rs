@@ -64,6 +64,9 @@ pub struct Config {
     /// The MCP servers of this run, shared by every session (chapter 18).
     #[cfg(feature = "ch18")]
     pub mcp: std::sync::Arc<mini_agent::ch18_mcp::McpServers>,
+    /// The sandbox every shell command of the run starts in (chapter 20).
+    #[cfg(feature = "ch20")]
+    pub sandbox: mini_agent::ch20_sandbox::RunSandbox,
 }
 // ANCHOR_END: config
 
@@ -98,6 +101,8 @@ impl Config {
                 settings.has(&mini_agent::ch18_mcp::TRUST_MCP),
                 super::can_ask(settings),
             )?,
+            #[cfg(feature = "ch20")]
+            sandbox: mini_agent::ch20_sandbox::RunSandbox::for_run(root, settings)?,
         })
     }
 }
@@ -168,11 +173,7 @@ impl Agent {
         let history = vec![system];
         let agent = Agent {
             #[cfg(feature = "ch05")]
-            session: Session {
-                id: opened.recorder.log().id().into(),
-                recorder: opened.recorder,
-                hooks: toolbox.turns,
-            },
+            session: current_session(opened.recorder, toolbox.turns, &config)?,
             #[cfg(feature = "ch05")]
             store,
             reports: toolbox.reports,
@@ -231,16 +232,31 @@ impl Agent {
     /// Makes another session the current one (`/new`, `/resume`): its journal, its history
     /// and its compaction; the tools, permissions and `/stats` start again, as for a new session.
     #[cfg(feature = "ch05")]
-    pub(super) fn switch_to(&mut self, toolbox: Toolbox, opened: Opened) {
-        self.session = Session {
-            id: opened.recorder.log().id().into(),
-            recorder: opened.recorder,
-            hooks: toolbox.turns,
-        };
+    pub(super) fn switch_to(&mut self, toolbox: Toolbox, opened: Opened) -> Result<(), Error> {
+        self.session = current_session(opened.recorder, toolbox.turns, &self.config)?;
         (self.tools, self.reports, self.history) = (toolbox.tools, toolbox.reports, opened.history);
         #[cfg(feature = "ch07")]
         self.start_counting(opened.context);
+        Ok(())
     }
+}
+
+/// The session to make current: its journal and the later chapters' parts in its turns. From
+/// chapter 20 its journal says which sandbox this run's commands start in.
+#[cfg(feature = "ch05")]
+fn current_session(
+    recorder: Recorder<SessionLog>,
+    hooks: Vec<Box<dyn TurnHook>>,
+    config: &Config,
+) -> Result<Session<SessionLog>, Error> {
+    #[cfg(feature = "ch20")]
+    let recorder = {
+        let mut recorder = recorder;
+        config.sandbox.record(recorder.log_mut())?;
+        recorder
+    };
+    let _ = config; // read by chapter 20
+    Ok(Session { id: recorder.log().id().into(), recorder, hooks })
 }
 
 /// A new session of `store`'s root (a journal from chapter 9), the system prompt its first message.
@@ -271,6 +287,8 @@ pub(super) struct Toolbox {
 pub(super) fn toolbox(config: &Config) -> Result<Toolbox, Error> {
     let root = &config.root;
     let (tools, system_prompt) = (Workspace::new(root)?, mini_agent::ch02_model::system_prompt(root));
+    #[cfg(feature = "ch20")]
+    let tools = config.sandbox.confine(tools)?;
     let reports: Vec<Report> = Vec::new();
     #[cfg(feature = "ch18")]
     let (tools, reports) = super::session::with_mcp(tools, config, reports)?;

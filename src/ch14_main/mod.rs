@@ -253,6 +253,13 @@ fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Resul
     };
     match task {
         Some(task) => {
+            // What the sandbox enforces here: said when it falls short, or under -v (chapter 20).
+            #[cfg(feature = "ch20")]
+            if let Some(line) =
+                config.sandbox.start_up_line(settings.has(&mini_agent::ch02_loop::command_line::VERBOSE))
+            {
+                say(&line);
+            }
             #[cfg(feature = "ch12")]
             let config = asking_at_the_terminal(config);
             one_shot(start(config)?, task, settings)

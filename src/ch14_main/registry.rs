@@ -48,6 +48,8 @@ pub fn chapters() -> Registry {
     mini_agent::ch18_mcp::register(&mut registry);
     #[cfg(feature = "ch19")]
     mini_agent::ch19_anthropic::register(&mut registry);
+    #[cfg(feature = "ch20")]
+    mini_agent::ch20_sandbox::register(&mut registry);
     #[cfg(feature = "ch21")]
     mini_agent::ch21_serve::register(&mut registry);
     registry

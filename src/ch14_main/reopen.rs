@@ -87,7 +87,7 @@ impl Agent {
             eprintln!("mini-agent: note: {}", sanitize(&note));
         }
         let toolbox = toolbox(&self.config)?;
-        self.switch_to(toolbox, continue_session((journal, plan)));
+        self.switch_to(toolbox, continue_session((journal, plan)))?;
         let last = self.last_exchange(Look::Plain).unwrap_or_default();
         Ok(format!("resumed session {}\n{last}", self.session_id()))
     }

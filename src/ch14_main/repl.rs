@@ -75,6 +75,13 @@ fn banner(agent: &Agent) -> String {
         let (id, model) = (sanitize(agent.session_id()), sanitize(&agent.config.origin.model));
         format!("{version} · {verb} session {id} · {model}")
     };
+    let line = format!("{version} · /help for commands\n");
+    // What the sandbox enforces on this machine, once, under the banner (chapter 20).
+    #[cfg(feature = "ch20")]
+    let line = match agent.config.sandbox.start_up_line(true) {
+        Some(sandbox) => format!("{line}{sandbox}\n"),
+        None => line,
+    };
     let _ = agent;
-    format!("{version} · /help for commands\n")
+    line
 }

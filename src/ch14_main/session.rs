@@ -55,7 +55,7 @@ impl Agent {
         #[cfg(feature = "ch05")]
         {
             let opened = super::app::new_session(&self.store, &self.config.origin, system)?;
-            self.switch_to(toolbox, opened);
+            self.switch_to(toolbox, opened)?;
             Ok(format!("new session {}", self.session_id()))
         }
         #[cfg(not(feature = "ch05"))]
@@ -152,11 +152,14 @@ impl Agent {
     fn stats_report(&self) -> String {
         let next_prompt =
             self.model.estimate_prompt(&self.history, &mini_agent::ch02_loop::Tools::schemas(&*self.tools));
-        format!(
+        let report = format!(
             "session      {}\n{}\ncontext      about {next_prompt} of {} tokens in the next request",
             self.session_id(),
             self.config.context.stats.snapshot(),
             self.model.context_tokens()
-        )
+        );
+        #[cfg(feature = "ch20")]
+        let report = format!("{report}\nsandbox      {}", self.config.sandbox.label());
+        report
     }
 }

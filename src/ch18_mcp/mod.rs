@@ -388,6 +388,11 @@ impl<T: Guarded> Guarded for WithMcp<T> {
     fn change(&self, call: &ToolCall) -> Option<Change> {
         if call.name.starts_with(PREFIX) { None } else { self.inner.change(call) }
     }
+
+    /// A server's tool runs in the server, which is not sandboxed: nothing to add.
+    fn runs_in(&self, call: &ToolCall) -> Option<String> {
+        if call.name.starts_with(PREFIX) { None } else { self.inner.runs_in(call) }
+    }
 }
 // ANCHOR_END: permission
 /// `--trust-mcp` starts the servers of the workspace's `.mcp.json` without asking;

@@ -36,6 +36,7 @@ pub(super) struct Parts {
 }
 
 impl Parts {
+    // ANCHOR: build
     /// Builds every layer this machine offers, and says which it does.
     pub fn build(
         root: &Path,
@@ -61,7 +62,9 @@ impl Parts {
         let root = Arc::new(CString::new(root.as_os_str().as_bytes()).unwrap_or_default());
         (Parts { landlock, sockets, namespaces, root, state_error }, coverage)
     }
+    // ANCHOR_END: build
 
+    // ANCHOR: apply
     /// Registers the hook that confines `command`'s child between fork and exec.
     pub fn apply(&self, command: &mut Command) -> Result<(), String> {
         // One duplicate of the ruleset's descriptor per command: the child consumes it.
@@ -92,6 +95,7 @@ impl Parts {
         unsafe { command.pre_exec(confine) };
         Ok(())
     }
+    // ANCHOR_END: apply
 
     /// For a test of Landlock's network rules alone.
     #[cfg(test)]

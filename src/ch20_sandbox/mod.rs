@@ -32,6 +32,7 @@ pub mod namespaces;
 pub mod private_temp;
 #[cfg(target_os = "linux")]
 pub mod rules;
+pub mod run;
 #[cfg(target_os = "linux")]
 pub mod sockets;
 pub mod stopped;
@@ -41,10 +42,12 @@ mod tests;
 use crate::ch02_loop::Error;
 use crate::ch03_tools::confinement::Confinement;
 use private_temp::PrivateTemp;
+pub use run::{ALLOW_NET, RunSandbox, SANDBOX, register};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+// ANCHOR: mode
 /// What a sandboxed command may do (`--sandbox`, `MINI_AGENT_SANDBOX`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -57,6 +60,7 @@ pub enum Mode {
     /// No sandbox: commands run with all the user's rights.
     Off,
 }
+// ANCHOR_END: mode
 
 impl Mode {
     /// The flag's values, as `--help` and errors list them.
@@ -90,6 +94,7 @@ impl Mode {
     }
 }
 
+// ANCHOR: coverage
 /// What the kernel enforces on this machine, layer by layer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Coverage {
@@ -105,9 +110,12 @@ pub struct Coverage {
     /// The namespace with the agent's state read-only (unprivileged user namespaces).
     pub state: bool,
 }
+// ANCHOR_END: coverage
 
 /// The sandbox of one run: built once, applied to every command the workspace starts.
 pub struct Sandbox {
+    /// The workspace root it was built for (canonical).
+    root: PathBuf,
     mode: Mode,
     allow_net: bool,
     coverage: Coverage,
@@ -119,6 +127,7 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
+    // ANCHOR: new
     /// Builds the sandbox for commands run in `root` (canonical): every layer this kernel
     /// offers, each probed here, once, so that the child only has system calls left to make.
     /// `mode` must not be `Off` (no sandbox is built then).
@@ -132,14 +141,27 @@ impl Sandbox {
             let writable: Vec<&Path> =
                 if mode.writes_root() { vec![root, temp.path()] } else { vec![temp.path()] };
             let (parts, coverage) = confine::Parts::build(root, &writable, &protected, allow_net);
-            Ok(Sandbox { mode, allow_net, coverage, temp, protected, parts })
+            Ok(Sandbox { root: root.to_path_buf(), mode, allow_net, coverage, temp, protected, parts })
         }
         #[cfg(not(target_os = "linux"))]
-        Ok(Sandbox { mode, allow_net, coverage: Coverage::default(), temp, protected })
+        Ok(Sandbox {
+            root: root.to_path_buf(),
+            mode,
+            allow_net,
+            coverage: Coverage::default(),
+            temp,
+            protected,
+        })
     }
+    // ANCHOR_END: new
 
     pub fn mode(&self) -> Mode {
         self.mode
+    }
+
+    /// The workspace root it confines commands to.
+    pub fn root(&self) -> &Path {
+        &self.root
     }
 
     pub fn coverage(&self) -> Coverage {
@@ -176,6 +198,18 @@ impl Sandbox {
         missing
     }
 
+    /// Whether the start-up line has something to warn of: a layer missing, or the agent's
+    /// state writable by commands (no user namespaces here).
+    pub fn falls_short(&self) -> bool {
+        !self.missing().is_empty() || self.state_writable()
+    }
+
+    /// Whether commands may write the agent's state: a writable root, and no namespace to make
+    /// it read-only.
+    fn state_writable(&self) -> bool {
+        self.coverage.files && !self.coverage.state && self.mode.writes_root()
+    }
+
     /// Why a command must not run: `require` on a machine that misses a layer.
     pub fn refusal(&self) -> Option<String> {
         let missing = self.missing();
@@ -188,6 +222,7 @@ impl Sandbox {
         })
     }
 
+    // ANCHOR: start_up_line
     /// The one line said at start-up: what is protected on this machine and what is not.
     pub fn start_up_line(&self) -> String {
         let c = self.coverage;
@@ -216,7 +251,7 @@ impl Sandbox {
         }
         let mode = self.mode.name();
         let missing = self.missing();
-        let state_note = match c.files && !c.state && self.mode.writes_root() {
+        let state_note = match self.state_writable() {
             true => format!("; {state} writable by commands: {}", self.state_error()),
             false => String::new(),
         };
@@ -230,12 +265,13 @@ impl Sandbox {
             )
         }
     }
+    // ANCHOR_END: start_up_line
 
-    /// The mode as the permission question and `/stats` name it.
+    /// The mode as the permission question and `/stats` name it: `workspace, no network`.
     pub fn label(&self) -> String {
         let net = if self.allow_net { ", network allowed" } else { ", no network" };
         let partial = if self.missing().is_empty() { "" } else { ", partly enforced" };
-        format!("sandbox {}{net}{partial}", self.mode.name())
+        format!("{}{net}{partial}", self.mode.name())
     }
 
     /// Why the namespaces that protect the agent's state could not be made.
@@ -248,6 +284,7 @@ impl Sandbox {
     }
 }
 
+// ANCHOR: confinement
 impl Confinement for Sandbox {
     fn confine(&self, command: &mut Command) -> Result<(), String> {
         if let Some(refusal) = self.refusal() {
@@ -263,6 +300,10 @@ impl Confinement for Sandbox {
         stopped::explain(output, self.mode, self.allow_net)
     }
 
+    fn describe(&self) -> String {
+        format!("sandbox: {}", self.label())
+    }
+
     fn started_inside(&self, pid: i32) -> bool {
         #[cfg(target_os = "linux")]
         return self.parts.holds(pid);
@@ -270,6 +311,7 @@ impl Confinement for Sandbox {
         false
     }
 }
+// ANCHOR_END: confinement
 
 /// What commands may not write inside the root, though the root is writable: the agent's
 /// own directory, the two places where a write becomes code that the person runs later
@@ -289,10 +331,12 @@ fn protected_paths(root: &Path, config_dir: Option<PathBuf>) -> Protected {
     // The agent's directory and the user's config directory are made now if missing, so that
     // they can be protected: one a command created would be the command's. The config dir only
     // where its parent exists (`~/.config`): a whole missing tree is not the user's config.
+    // A config dir outside the root is left alone: Landlock keeps commands from writing it.
     let private = |dir: &Path| std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
     let _ = private(&state);
-    let parent_exists = |dir: &PathBuf| dir.parent().is_some_and(Path::is_dir);
-    if let Some(config) = config_dir.filter(|dir| parent_exists(dir) && private(dir).is_ok()) {
+    let config_dir =
+        config_dir.and_then(|dir| Some(dir.parent()?.canonicalize().ok()?.join(dir.file_name()?)));
+    if let Some(config) = config_dir.filter(|dir| dir.starts_with(root) && private(dir).is_ok()) {
         read_only.extend(config.canonicalize().ok());
     }
     // Only what exists, as itself: a symlink would be followed by the mount, elsewhere.

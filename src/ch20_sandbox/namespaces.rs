@@ -47,6 +47,7 @@ const STEPS: [&str; 7] = [
 ];
 
 impl Namespaces {
+    // ANCHOR: create
     /// Makes the namespaces with each of `read_only` (existing paths) read-only, after making
     /// each of `pinned` a mount point of its own, which cannot be renamed or replaced.
     pub fn create(pinned: &[PathBuf], read_only: &[PathBuf]) -> io::Result<Namespaces> {
@@ -84,7 +85,9 @@ impl Namespaces {
         }
         namespaces
     }
+    // ANCHOR_END: create
 
+    // ANCHOR: enter
     /// Moves the calling process into the namespaces, then back to `directory` (entering a
     /// mount namespace resets the working directory to its root).
     ///
@@ -99,6 +102,7 @@ impl Namespaces {
         };
         if entered { Ok(()) } else { Err(io::Error::last_os_error()) }
     }
+    // ANCHOR_END: enter
 
     /// Whether process `pid` lives in our user namespace: a mark it cannot remove.
     pub fn holds(&self, pid: i32) -> bool {
@@ -136,6 +140,7 @@ fn read_only_remount(path: &Path) -> io::Result<(CString, libc::c_ulong)> {
     Ok((c_path, libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | locked))
 }
 
+// ANCHOR: helper
 /// The forked helper: into new namespaces, its ids mapped, the paths pinned and read-only;
 /// then it reports (one byte: 0, or the failed step and the errno) and waits to be killed.
 unsafe fn helper(uid_map: &[u8], gid_map: &[u8], mounts: &[(CString, libc::c_ulong)], report: i32) -> ! {
@@ -173,6 +178,8 @@ unsafe fn helper(uid_map: &[u8], gid_map: &[u8], mounts: &[(CString, libc::c_ulo
             }
             libc::close(fd);
         }
+        // ANCHOR_END: helper
+        // ANCHOR: helper_mounts
         for (path, remount) in mounts {
             let none = std::ptr::null();
             if libc::mount(path.as_ptr(), path.as_ptr(), none, libc::MS_BIND | libc::MS_REC, none.cast()) != 0
@@ -189,6 +196,7 @@ unsafe fn helper(uid_map: &[u8], gid_map: &[u8], mounts: &[(CString, libc::c_ulo
         }
     }
 }
+// ANCHOR_END: helper_mounts
 
 /// Reads the helper's report: `Ok` for success, else the failed step and its errno.
 fn read_report(mut report: io::PipeReader) -> io::Result<()> {

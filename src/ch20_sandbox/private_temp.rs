@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+// ANCHOR: private_temp
 /// A directory that exists for as long as this value does.
 pub struct PrivateTemp {
     path: PathBuf,
@@ -45,3 +46,4 @@ impl Drop for PrivateTemp {
         let _ = std::fs::remove_dir_all(&self.path);
     }
 }
+// ANCHOR_END: private_temp

@@ -31,6 +31,7 @@ const TARGET: ABI = ABI::V6;
 /// `TIOCSTI` to the person's terminal is exactly what must not happen.
 const DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
 
+// ANCHOR: probe
 /// Which Landlock layers this kernel enforces: each one asked for as a hard requirement,
 /// which fails here, before anything is created, when the running ABI lacks it.
 pub fn probe() -> Coverage {
@@ -42,7 +43,9 @@ pub fn probe() -> Coverage {
         ..Coverage::default()
     }
 }
+// ANCHOR_END: probe
 
+// ANCHOR: ruleset
 /// The ruleset for commands that may write beneath `writable`. It is created (a file
 /// descriptor) now, in the parent; each child only calls `landlock_restrict_self` on it.
 pub fn ruleset(writable: &[&Path], allow_net: bool) -> Result<RulesetCreated, RulesetError> {
@@ -57,3 +60,4 @@ pub fn ruleset(writable: &[&Path], allow_net: bool) -> Result<RulesetCreated, Ru
         .add_rules(path_beneath_rules(writable, AccessFs::from_all(TARGET)))?
         .add_rules(path_beneath_rules(DEVICES, AccessFs::from_all(TARGET)))
 }
+// ANCHOR_END: ruleset

@@ -21,6 +21,7 @@ use seccompiler::{
 };
 use std::collections::BTreeMap;
 
+// ANCHOR: socket_filter
 /// The filter: `socket(family ≠ AF_UNIX, …)` and `io_uring_setup` fail with `EPERM`;
 /// everything else is allowed. `Err` on an architecture seccompiler does not know.
 pub fn socket_filter() -> Result<BpfProgram, String> {
@@ -37,3 +38,4 @@ pub fn socket_filter() -> Result<BpfProgram, String> {
         SeccompFilter::new(rules, SeccompAction::Allow, refuse, arch).map_err(|error| error.to_string())?;
     filter.try_into().map_err(|error: seccompiler::BackendError| error.to_string())
 }
+// ANCHOR_END: socket_filter

@@ -21,6 +21,7 @@ const OFFLINE: [&str; 4] = [
     "Network is unreachable",
 ];
 
+// ANCHOR: explain
 /// The line for a command's `output`, when it shows a refusal the sandbox could have made.
 pub fn explain(output: &str, mode: Mode, allow_net: bool) -> Option<String> {
     let refused = REFUSALS.iter().any(|words| output.contains(words));
@@ -41,3 +42,4 @@ pub fn explain(output: &str, mode: Mode, allow_net: bool) -> Option<String> {
         mode.name()
     ))
 }
+// ANCHOR_END: explain

@@ -334,3 +334,77 @@ fn without_namespaces_the_line_says_the_state_is_writable() {
     assert!(line.starts_with("mini-agent: sandbox workspace: writes only in the workspace"), "{line}");
     assert!(line.contains("; .mini_agent/ writable by commands: "), "{line}");
 }
+
+/// The settings of a command line that gave `--sandbox mode` (and `--allow-net`).
+fn flags(mode: Option<&str>, allow_net: bool) -> crate::ch02_loop::command_line::Settings {
+    let mut settings = crate::ch02_loop::command_line::Settings::default();
+    if let Some(mode) = mode {
+        settings.set(&SANDBOX, Some(mode.to_string()));
+    }
+    if allow_net {
+        settings.set(&ALLOW_NET, None);
+    }
+    settings
+}
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn a_run_builds_one_sandbox_per_root_and_off_builds_none() {
+    let root = TempDir::new("sandbox");
+    let below = root.path().join("below");
+    std::fs::create_dir(&below).unwrap();
+    let run = RunSandbox::for_run(root.path(), &flags(Some("read-only"), false)).unwrap();
+    let workspace = run.confine(plain(&root)).unwrap();
+    assert_eq!(workspace.confinement().as_deref(), Some("sandbox: read-only, no network"));
+    let again = run.clone().confine(plain(&root)).unwrap();
+    assert_eq!(again.confinement(), workspace.confinement());
+    assert!(!below.join(".mini_agent").exists(), "a root is set up only when a workspace works in it");
+    run.confine(Workspace::new(&below).unwrap()).unwrap();
+    assert!(
+        below.join(".mini_agent").is_dir(),
+        "a root below gets a sandbox of its own, its state protected"
+    );
+    assert_eq!(run.label(), "read-only, no network");
+
+    let off = RunSandbox::for_run(root.path(), &flags(Some("off"), false)).unwrap();
+    let mut workspace = off.confine(plain(&root)).unwrap();
+    assert_eq!(workspace.confinement().as_deref(), Some("no sandbox: --sandbox off"));
+    let output = bash(&mut workspace, "echo $TMPDIR; cat /nonexistent/x");
+    assert!(!output.content.contains("mini-agent-"), "no private TMPDIR: {}", output.content);
+    assert!(!output.content.contains("[sandbox:"), "no note without a sandbox: {}", output.content);
+    assert_eq!(off.label(), "off (commands run with all your rights)");
+}
+
+#[test]
+fn the_start_up_line_is_said_when_asked_and_always_when_the_machine_falls_short() {
+    let root = TempDir::new("sandbox");
+    let off = RunSandbox::for_run(root.path(), &flags(Some("off"), false)).unwrap();
+    assert_eq!(off.start_up_line(false), None);
+    assert!(off.start_up_line(true).is_some_and(|line| line.starts_with("mini-agent: sandbox off")));
+    let run = RunSandbox::for_run(root.path(), &flags(None, true)).unwrap();
+    let asked = run.start_up_line(true).expect("asked, it always answers");
+    assert!(
+        asked.contains("sandbox workspace") && asked.contains("network allowed (--allow-net)"),
+        "{asked}"
+    );
+    let falls_short = run.first().expect("built").falls_short();
+    assert_eq!(run.start_up_line(false).is_some(), falls_short, "unasked, only a warning: {asked}");
+}
+
+#[test]
+fn each_session_records_the_mode_it_runs_in() {
+    use crate::ch05_sessions::{Body, MemoryLog};
+    let root = TempDir::new("sandbox");
+    let mut log = MemoryLog::default();
+    RunSandbox::for_run(root.path(), &flags(None, false)).unwrap().record(&mut log).unwrap();
+    RunSandbox::for_run(root.path(), &flags(Some("off"), false)).unwrap().record(&mut log).unwrap();
+    let modes: Vec<(String, bool)> = log
+        .0
+        .iter()
+        .map(|record| match &record.body {
+            Body::Sandbox { mode, network, .. } => (mode.clone(), *network),
+            other => panic!("not a sandbox record: {other:?}"),
+        })
+        .collect();
+    assert_eq!(modes, [("workspace".to_string(), false), ("off".to_string(), true)]);
+}

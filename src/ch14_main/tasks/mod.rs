@@ -322,6 +322,14 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
     // ANCHOR_END: run_tasks
     // ANCHOR: run_tasks_loop
     let config = Config::new(&connection, settings, root)?;
+    // Verify commands start in the run's sandbox, as `bash` does, said once (chapter 20).
+    #[cfg(feature = "ch20")]
+    let workspace = {
+        if let Some(line) = config.sandbox.start_up_line(settings.has(&VERBOSE)) {
+            say(&line);
+        }
+        config.sandbox.confine(workspace)?
+    };
     let mut verifier = CommandVerifier { workspace: &workspace, timeout_secs: VERIFY_TIMEOUT_SECS };
     // Chapter 16: only the verify commands a person approved (or `--trust-tasks`) run.
     #[cfg(feature = "ch16")]
