@@ -60,6 +60,8 @@ impl Namespaces {
         let read_only = read_only.iter().map(|path| read_only_remount(path));
         let mounts: Vec<(CString, libc::c_ulong)> = pins.chain(read_only).collect::<io::Result<_>>()?;
         let (report_read, report_write) = io::pipe()?;
+        // SAFETY: getpid cannot fail.
+        let parent = unsafe { libc::getpid() };
         // SAFETY: the child runs `helper`, which makes only async-signal-safe system calls on
         // memory prepared above, and never returns.
         let pid = unsafe { libc::fork() };
@@ -68,7 +70,9 @@ impl Namespaces {
         }
         if pid == 0 {
             // SAFETY: see above; this is the forked child.
-            unsafe { helper(uid_map.as_bytes(), gid_map.as_bytes(), &mounts, report_write.as_raw_fd()) }
+            unsafe {
+                helper(parent, uid_map.as_bytes(), gid_map.as_bytes(), &mounts, report_write.as_raw_fd())
+            }
         }
         drop(report_write);
         let outcome = read_report(report_read);
@@ -142,8 +146,16 @@ fn read_only_remount(path: &Path) -> io::Result<(CString, libc::c_ulong)> {
 
 // ANCHOR: helper
 /// The forked helper: into new namespaces, its ids mapped, the paths pinned and read-only;
-/// then it reports (one byte: 0, or the failed step and the errno) and waits to be killed.
-unsafe fn helper(uid_map: &[u8], gid_map: &[u8], mounts: &[(CString, libc::c_ulong)], report: i32) -> ! {
+/// then it reports (one byte: 0, or the failed step and the errno) and waits to be killed —
+/// by `parent`, or by the kernel if `parent` dies first (a SIGKILL during start-up must not
+/// leave it waiting for ever).
+unsafe fn helper(
+    parent: libc::pid_t,
+    uid_map: &[u8],
+    gid_map: &[u8],
+    mounts: &[(CString, libc::c_ulong)],
+    report: i32,
+) -> ! {
     const REPORT: i32 = 3;
     let fail = |step: u8| -> ! {
         let errno = io::Error::last_os_error().raw_os_error().unwrap_or(0);
@@ -156,6 +168,10 @@ unsafe fn helper(uid_map: &[u8], gid_map: &[u8], mounts: &[(CString, libc::c_ulo
     };
     // SAFETY: each call is a system call on memory prepared before fork.
     unsafe {
+        // Dies with the agent; and if the agent died before this line, goes at once.
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 || libc::getppid() != parent {
+            libc::_exit(1);
+        }
         // First let go of every descriptor but the report: a copy of another thread's pipe or
         // of a file it is writing would delay that pipe's end, or make exec of that file fail
         // with ETXTBSY, for as long as the helper lives.
