@@ -97,8 +97,8 @@ pub enum Body {
         tool_call_id: Option<String>,
         outcome: String,
     },
-    /// The sandbox of the session's commands, each time a run opens it (chapter 20): the
-    /// mode, whether the network was open, and what this machine did not enforce.
+    /// The sandbox of the session's commands, the first time a run opens it (chapter 20):
+    /// the mode, whether the network was open, and what this machine did not enforce.
     Sandbox {
         mode: String,
         network: bool,

@@ -249,14 +249,15 @@ fn current_session(
     hooks: Vec<Box<dyn TurnHook>>,
     config: &Config,
 ) -> Result<Session<SessionLog>, Error> {
+    let id: String = recorder.log().id().into();
     #[cfg(feature = "ch20")]
     let recorder = {
         let mut recorder = recorder;
-        config.sandbox.record(recorder.log_mut())?;
+        config.sandbox.record(&id, recorder.log_mut())?;
         recorder
     };
     let _ = config; // read by chapter 20
-    Ok(Session { id: recorder.log().id().into(), recorder, hooks })
+    Ok(Session { id, recorder, hooks })
 }
 
 /// A new session of `store`'s root (a journal from chapter 9), the system prompt its first message.

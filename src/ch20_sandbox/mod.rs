@@ -23,7 +23,9 @@
 //! `landlock_restrict_self`, `seccomp`), which is what async-signal-safety demands of a
 //! multi-threaded parent. What the kernel cannot enforce is said once, at start-up; `require`
 //! turns that warning into a refusal. [`stopped`] tells the model when a refusal it saw was
-//! the sandbox's, so it tells the person instead of retrying around it.
+//! the sandbox's, so it tells the person instead of retrying around it. [`run`] is the
+//! chapter on the command line: its flags, and the one sandbox of a run that the composition
+//! root hands every workspace.
 
 #[cfg(target_os = "linux")]
 mod confine;

@@ -62,6 +62,8 @@ pub struct RunSandbox {
     mode: Mode,
     allow_net: bool,
     built: Arc<Mutex<Vec<Arc<Sandbox>>>>,
+    /// The sessions whose journal already says so in this run.
+    recorded: Arc<Mutex<Vec<String>>>,
 }
 
 impl RunSandbox {
@@ -82,7 +84,8 @@ impl RunSandbox {
             })?,
             None => Mode::Workspace,
         };
-        let run = RunSandbox { mode, allow_net: settings.has(&ALLOW_NET), built: Arc::default() };
+        let allow_net = settings.has(&ALLOW_NET);
+        let run = RunSandbox { mode, allow_net, built: Arc::default(), recorded: Arc::default() };
         run.sandbox_for(root)?;
         Ok(run)
     }
@@ -142,8 +145,13 @@ impl RunSandbox {
         }
     }
 
-    /// Records the mode in a session this run opens (new or resumed): how its commands ran.
-    pub fn record(&self, log: &mut dyn Append) -> Result<(), Error> {
+    /// Records the mode in session `session`, the first time this run opens it (new or
+    /// resumed; once, however often a service or `/resume` opens it again): how its commands ran.
+    pub fn record(&self, session: &str, log: &mut dyn Append) -> Result<(), Error> {
+        let mut recorded = self.recorded.lock().unwrap_or_else(PoisonError::into_inner);
+        if recorded.iter().any(|id| id == session) {
+            return Ok(());
+        }
         let (mode, network, not_enforced) = match self.first() {
             Some(sandbox) => (
                 self.mode,
@@ -152,7 +160,9 @@ impl RunSandbox {
             ),
             None => (Mode::Off, true, Vec::new()),
         };
-        log.append(Body::Sandbox { mode: mode.name().to_string(), network, not_enforced }).map(drop)
+        log.append(Body::Sandbox { mode: mode.name().to_string(), network, not_enforced })?;
+        recorded.push(session.to_string());
+        Ok(())
     }
 }
 

@@ -392,12 +392,15 @@ fn the_start_up_line_is_said_when_asked_and_always_when_the_machine_falls_short(
 }
 
 #[test]
-fn each_session_records_the_mode_it_runs_in() {
+fn each_session_records_the_mode_once_per_run() {
     use crate::ch05_sessions::{Body, MemoryLog};
     let root = TempDir::new("sandbox");
     let mut log = MemoryLog::default();
-    RunSandbox::for_run(root.path(), &flags(None, false)).unwrap().record(&mut log).unwrap();
-    RunSandbox::for_run(root.path(), &flags(Some("off"), false)).unwrap().record(&mut log).unwrap();
+    let run = RunSandbox::for_run(root.path(), &flags(None, false)).unwrap();
+    run.record("one", &mut log).unwrap();
+    run.clone().record("one", &mut log).unwrap(); // opened again in the same run: said once
+    let off = RunSandbox::for_run(root.path(), &flags(Some("off"), false)).unwrap();
+    off.record("one", &mut log).unwrap();
     let modes: Vec<(String, bool)> = log
         .0
         .iter()
