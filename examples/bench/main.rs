@@ -68,6 +68,7 @@ fn main() {
     }
     if wanted("sandbox") {
         sandbox::sandbox_rows(&mut table);
+        sandbox::sandbox_turn_rows(&mut table, &options.binary);
     }
     if wanted("serve") {
         serve::serve_rows(&mut table, &options.binary);
@@ -209,10 +210,22 @@ enum Wrap<'a> {
 /// One `-p` task in a fresh empty workspace: the server answers `calls` times with `step`,
 /// then with a final text.
 fn run_task(binary: &Path, calls: usize, step: &dyn Fn(usize) -> Step, wrap: Wrap) -> Result<Run, String> {
+    run_task_with(binary, calls, step, wrap, &[])
+}
+
+/// [`run_task`] with more flags (`--sandbox off`).
+fn run_task_with(
+    binary: &Path,
+    calls: usize,
+    step: &dyn Fn(usize) -> Step,
+    wrap: Wrap,
+    flags: &[&str],
+) -> Result<Run, String> {
     let mut replies: Vec<Step> = (0..calls).map(step).collect();
     replies.push(Step::text("done"));
     let workspace = TempDir::new("task")?;
-    let words = ["--allow-shell", "--max-turns", "100", "-p", "run the tool until told to stop"];
+    let mut words = vec!["--allow-shell", "--max-turns", "100", "-p", "run the tool until told to stop"];
+    words.extend_from_slice(flags);
     run_agent(binary, &workspace, &words, replies, wrap)
 }
 

@@ -2,14 +2,19 @@
 //! temp dir, the ruleset, the BPF program, the namespaces); applying it happens in every
 //! command's child, between fork and exec, and must add at most 0.3 ms to a command.
 //!
-//! Measured here through the workspace's `bash`, as the model calls it, in this process: the
+//! Measured twice. Through the workspace's `bash`, as the model calls it, in this process: the
 //! same `true` command, alternately through a sandboxed workspace and an unconfined one, so
-//! that both halves of each pair see the same load. The paired difference is the figure.
+//! that both halves of each pair see the same load; the paired difference is the figure. And
+//! through the real binary, as a user meets it: a `-p` run of 20 `bash true` turns under the
+//! default sandbox and the same run with `--sandbox off`, one right after the other (in
+//! alternating order), so the per-turn difference of each pair is the sandbox's cost in a turn.
 
-use super::{RUNS, Table, TempDir, median, repeat};
+use super::{RUNS, Table, TempDir, Wrap, median, repeat, run_task_with};
 use mini_agent::ch02_loop::{ToolCall, Tools};
 use mini_agent::ch03_tools::Workspace;
 use mini_agent::ch20_sandbox::{Mode, Sandbox};
+use mini_agent::scripted_server::Step;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -81,4 +86,55 @@ fn time_true(workspace: &mut Workspace) -> Result<Duration, String> {
         true => Ok(elapsed),
         false => Err(format!("bash true answered: {}", output.content)),
     }
+}
+
+/// Turns of the real binary: N `bash true` calls in one `-p` run, sandboxed (the default) and
+/// with `--sandbox off`, back to back. A turn's time is mostly the journal's fsyncs, whose
+/// noise on a busy disk is larger than the figure, so each run is many short pairs (the load
+/// changes less within a pair than across runs), each run's turn the median of its turns,
+/// and the row the median of the pairs' differences.
+pub(super) fn sandbox_turn_rows(table: &mut Table, binary: &Path) {
+    const CALLS: usize = 20;
+    const PAIRS_PER_RUN: usize = 10;
+    // Each call differs: identical calls in a row stop the turn (chapter 7's repeat detector).
+    let bash_true = |n: usize| Step::tool_calls(&[("bash", &format!(r#"{{"command":"true # {n}"}}"#))]);
+    let turn = |flags: &[&str]| -> Result<f64, String> {
+        let run = run_task_with(binary, CALLS, &bash_true, Wrap::None, flags)?;
+        Ok(median(run.turns.iter().map(|turn| turn.as_secs_f64() * 1e3).collect()))
+    };
+    let mut round = 0;
+    let pairs = || -> Result<(f64, f64, f64), String> {
+        let (mut sandboxed, mut off) = (Vec::new(), Vec::new());
+        for _ in 0..PAIRS_PER_RUN {
+            round += 1;
+            // Alternate which run goes first, so neither always meets the machine warmer.
+            let (s, o) = if round % 2 == 1 {
+                let s = turn(&[])?;
+                (s, turn(&["--sandbox", "off"])?)
+            } else {
+                let o = turn(&["--sandbox", "off"])?;
+                (turn(&[])?, o)
+            };
+            sandboxed.push(s);
+            off.push(o);
+        }
+        let added = median(sandboxed.iter().zip(&off).map(|(s, o)| s - o).collect());
+        Ok((median(sandboxed), median(off), added))
+    };
+    let runs = match repeat(pairs) {
+        Ok(runs) => runs,
+        Err(reason) => return table.missing("bash `true` turns, sandboxed and off", &reason),
+    };
+    let show = |ms: f64| format!("{ms:.2} ms");
+    let name = format!("bash `true` turn, N = {CALLS}, sandboxed (the binary's default; median turn)");
+    table.row(&name, runs.iter().map(|run| run.0).collect(), show, None);
+    table.row(
+        "  the same run with --sandbox off (paired)",
+        runs.iter().map(|run| run.1).collect(),
+        show,
+        None,
+    );
+    let added = runs.iter().map(|run| run.2).collect();
+    let name = format!("  added by the sandbox per turn (median of {PAIRS_PER_RUN} paired differences)");
+    table.row(&name, added, show, Some(0.3));
 }
