@@ -203,6 +203,37 @@ fn the_stream_sends_the_json_events_of_p() {
     assert_eq!(resumed_ids, ids[3..]);
 }
 
+/// The console's question names where a command runs (chapter 20), as the terminal's does, and
+/// `serve` takes the sandbox's flags as `-p` does.
+#[test]
+fn a_commands_question_names_the_sandbox_and_serve_takes_its_flags() {
+    for (flags, runs_in) in [
+        (&["--demo"][..], "bash wants to run: echo hi (sandbox: workspace"),
+        (&["--demo", "--sandbox", "off"][..], "bash wants to run: echo hi (no sandbox: --sandbox off)"),
+    ] {
+        let served = Served::start(flags);
+        let id = served.new_session();
+        let (address, token) = (served.address(), served.token.clone());
+        let path = format!("/sessions/{id}/messages");
+        let sent = std::thread::spawn(move || {
+            let body = json!({"message": "run echo hi"}).to_string();
+            let text = format!(
+                "POST {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            send(&address, text.as_bytes())
+        });
+        let waiting = served.waiting_call(&id);
+        let question = waiting["question"].as_str().unwrap_or_default();
+        assert!(question.starts_with(runs_in), "{flags:?}: {waiting}");
+        let call_id = waiting["call_id"].as_str().unwrap();
+        let decision = Some(json!({"decision": "deny"}));
+        let (status, _) = served.call("POST", &format!("/sessions/{id}/approvals/{call_id}"), decision);
+        assert_eq!(status, 200);
+        assert_eq!(sent.join().unwrap().0, 200);
+    }
+}
+
 #[test]
 fn a_call_waits_for_approval_over_http_and_runs_when_allowed() {
     let served = Served::start(&["--demo"]);
