@@ -203,15 +203,19 @@ fn the_stream_sends_the_json_events_of_p() {
     assert_eq!(resumed_ids, ids[3..]);
 }
 
-/// The console's question names where a command runs (chapter 20), as the terminal's does, and
-/// `serve` takes the sandbox's flags as `-p` does.
+/// The console's question names where a command runs (chapter 20), as the terminal's does;
+/// `serve` takes the sandbox's flags as `-p` does, and says the sandbox once as it starts.
 #[test]
 fn a_commands_question_names_the_sandbox_and_serve_takes_its_flags() {
-    for (flags, runs_in) in [
-        (&["--demo"][..], "bash wants to run: echo hi (sandbox: workspace"),
-        (&["--demo", "--sandbox", "off"][..], "bash wants to run: echo hi (no sandbox: --sandbox off)"),
+    for (flags, runs_in, said) in [
+        (&["--demo"][..], "bash wants to run: echo hi (sandbox: workspace", "mini-agent: sandbox workspace"),
+        (
+            &["--demo", "--sandbox", "off"][..],
+            "bash wants to run: echo hi (no sandbox: --sandbox off)",
+            "mini-agent: sandbox off: bash and verify commands run with all your rights",
+        ),
     ] {
-        let served = Served::start(flags);
+        let mut served = Served::start(flags);
         let id = served.new_session();
         let (address, token) = (served.address(), served.token.clone());
         let path = format!("/sessions/{id}/messages");
@@ -231,6 +235,8 @@ fn a_commands_question_names_the_sandbox_and_serve_takes_its_flags() {
         let (status, _) = served.call("POST", &format!("/sessions/{id}/approvals/{call_id}"), decision);
         assert_eq!(status, 200);
         assert_eq!(sent.join().unwrap().0, 200);
+        let (_, stderr) = served.stop(libc::SIGTERM);
+        assert_eq!(stderr.lines().filter(|line| line.starts_with(said)).count(), 1, "{stderr}");
     }
 }
 

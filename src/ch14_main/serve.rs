@@ -44,6 +44,11 @@ pub fn main(words: &[String], registry: &'static Registry, keys: &Keys) -> Resul
     let store = sessions_of(&root)?;
     let connection = connect(&settings, keys, None)?;
     let config = Config::new(&connection, &settings, &root)?;
+    // What the sandbox enforces on this machine (chapter 20): always said, as a service's log
+    // is read after the fact.
+    if let Some(line) = config.sandbox.start_up_line(true) {
+        say(&line);
+    }
     let backend = Arc::new(AgentBackend::new(connection, config, store));
     let token = match keys.get(SERVE_TOKEN) {
         Some(value) => Token::given(&value).map_err(Error::Config)?,
