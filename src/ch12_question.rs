@@ -28,12 +28,15 @@ impl Question<'_> {
     /// `bash wants to run: cargo test (sandbox: workspace, no network)`. A change that cannot
     /// be shown says why after it; a command, where it would run.
     pub fn headline(&self) -> String {
-        let Some(change) = &self.change else {
-            return match &self.runs_in {
-                Some(runs_in) => format!("{} ({})", call_line(self.call), sanitize_command(runs_in)),
-                None => call_line(self.call),
-            };
-        };
+        match &self.runs_in {
+            Some(runs_in) => format!("{} ({})", self.subject(), sanitize_command(runs_in)),
+            None => self.subject(),
+        }
+    }
+
+    /// The headline without where the call runs (the terminal says that above the choices).
+    fn subject(&self) -> String {
+        let Some(change) = &self.change else { return call_line(self.call) };
         let stat = change.diff.as_ref().map(|diff| format!(" ({})", diff.stat())).unwrap_or_default();
         let note =
             change.note.as_deref().map(|note| format!("; {}", sanitize_command(note))).unwrap_or_default();
@@ -81,7 +84,7 @@ struct Described {
 
 /// The command, or the change as rows of a diff under its headline.
 fn describe(question: &Question, colour: bool) -> Described {
-    let headline = question.headline();
+    let headline = question.subject();
     let diff = question.change.as_ref().and_then(|change| change.diff.as_ref());
     let Some(diff) = diff else { return head_and_tail_of(headline) };
     let rows = diff_rows(diff, colour);
@@ -296,7 +299,8 @@ pub fn ask_with(question: &Question, colour: bool, mut ask: impl FnMut(&str) -> 
     let mut viewed = shown.hidden.is_none();
     let view = if viewed { "" } else { "  [v] view all" };
     // Where a command would run (chapter 20's sandbox), above the choices.
-    let runs_in = question.runs_in.as_deref().map_or(String::new(), |words| format!("({})\n", sanitize_command(words)));
+    let runs_in =
+        question.runs_in.as_deref().map_or(String::new(), |words| format!("({})\n", sanitize_command(words)));
     let allow =
         format!("{runs_in}allow? [y] once  [a] all {} this session  [n] no{view}: ", question.needed.scope);
     let mut asking = format!("{}\n{allow}", shown.text);
@@ -400,7 +404,8 @@ mod tests {
         assert_eq!(prompter.ask(&about(&bash, SHELL)), Answer::Deny("no answer from the terminal".into()));
         // Where the command would run (chapter 20's sandbox) is said above the choices, and in
         // the one line programs get.
-        let sandboxed = Question { runs_in: Some("sandbox: workspace, no network".into()), ..about(&bash, SHELL) };
+        let sandboxed =
+            Question { runs_in: Some("sandbox: workspace, no network".into()), ..about(&bash, SHELL) };
         let (mut prompter, screen) = terminal("y\n");
         prompter.ask(&sandboxed);
         let shown = screen.text();
