@@ -152,13 +152,15 @@ impl Notice for RetryNotice {
 }
 // ANCHOR_END: retry_notice
 
-// ANCHOR: decide
+// ANCHOR: retry
 /// Try again after `wait`; `reason` is what failed, for the user and the journal.
 struct Retry {
     wait: Duration,
     reason: String,
 }
+// ANCHOR_END: retry
 
+// ANCHOR: decide
 /// The whole policy, in one place: is this failure worth another try, and after how long?
 /// If not, the error to return, with the reason added where the user would wonder why.
 fn decide(error: Error, attempt: u32, max_retries: u32, statuses: &[u16]) -> Result<Retry, Error> {
@@ -181,8 +183,6 @@ fn decide(error: Error, attempt: u32, max_retries: u32, statuses: &[u16]) -> Res
         | Error::Io { .. }
         | Error::Other(_) => return Err(error),
     };
-    // ANCHOR_END: decide
-    // ANCHOR: decide_wait
     let give_up = |why: Option<String>| {
         let message = match why {
             Some(why) => format!("{message} ({why})"),
@@ -205,8 +205,6 @@ fn decide(error: Error, attempt: u32, max_retries: u32, statuses: &[u16]) -> Res
         let retries = if max_retries == 1 { "retry" } else { "retries" };
         return give_up((max_retries > 0).then(|| format!("still failing after {max_retries} {retries}")));
     }
-    // ANCHOR_END: decide_wait
-    // ANCHOR: decide_retry_after
     let wait = match retry_after_ms.map(Duration::from_millis) {
         Some(wait) if wait > MAX_RETRY_AFTER => {
             let (asked, limit) = (wait.as_secs().max(1), MAX_RETRY_AFTER.as_secs());
@@ -224,7 +222,7 @@ fn decide(error: Error, attempt: u32, max_retries: u32, statuses: &[u16]) -> Res
     };
     Ok(Retry { wait, reason })
 }
-// ANCHOR_END: decide_retry_after
+// ANCHOR_END: decide
 
 // ANCHOR: backoff
 /// Exponential backoff with "equal jitter": half the delay is fixed, half is random.
