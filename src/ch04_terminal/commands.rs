@@ -43,7 +43,7 @@ pub struct HostCommand {
 
 /// `/new`: this chapter's one host command.
 pub const NEW: SlashCommand =
-    SlashCommand { chapter: 4, name: "new", argument: "", help: "start a new session" };
+    SlashCommand { chapter: 4, name: "new", argument: "", help: "start a new conversation" };
 
 // ANCHOR: help
 /// What `/help` prints: a line per command of this chapter's state.

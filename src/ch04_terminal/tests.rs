@@ -44,7 +44,7 @@ fn a_registered_command_parses_with_its_argument() {
         help(COMMANDS).lines().take(4).collect::<Vec<_>>(),
         [
             "/help          this list",
-            "/new           start a new session",
+            "/new           start a new conversation",
             "/resume <id>   switch to a session",
             "/stats         the session's figures"
         ]

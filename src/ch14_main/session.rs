@@ -48,7 +48,8 @@ impl Agent {
         self.turn(input, terminal, json)
     }
 
-    /// `/new`: a fresh history, in a fresh session from chapter 5 on.
+    /// `/new`: a fresh conversation; from chapter 5 on, in a fresh session (before, there is
+    /// no session to speak of: the history is all there is).
     fn new_conversation(&mut self) -> Result<String, Error> {
         let toolbox = toolbox(&self.config)?;
         let system = Message::System { content: toolbox.system_prompt.clone() };
@@ -61,7 +62,7 @@ impl Agent {
         #[cfg(not(feature = "ch05"))]
         {
             (self.tools, self.history) = (toolbox.tools, vec![system]);
-            Ok("new session".into())
+            Ok("new conversation: the earlier messages are forgotten".into())
         }
     }
 
