@@ -92,8 +92,6 @@ impl StreamRenderer {
         let shown: usize = full.iter().map(|row| without_styles(row).split_whitespace().count()).sum();
         let Some(rest_word) = self.partial.split_whitespace().nth(shown) else { return String::new() };
         let offset = rest_word.as_ptr() as usize - self.partial.as_ptr() as usize;
-        // ANCHOR_END: long_prose
-        // ANCHOR: long_prose_final
         // What is shown must be final: every emphasis, code span and strike closed within it
         // (delimiter runs, not characters, pair up), no link or escape whose rendering
         // differs from its words.
@@ -110,7 +108,7 @@ impl StreamRenderer {
         out
     }
 
-    // ANCHOR_END: long_prose_final
+    // ANCHOR_END: long_prose
     // ANCHOR: stream_line
     /// The reply is complete: the last line, and a table still open.
     pub fn finish(&mut self) -> String {
@@ -142,8 +140,6 @@ impl StreamRenderer {
             self.fence = Some(fence);
             return out;
         }
-        // ANCHOR_END: stream_line
-        // ANCHOR: stream_markdown
         if trimmed.is_empty() {
             if self.started && !self.blank {
                 out.push('\n');
@@ -163,7 +159,7 @@ impl StreamRenderer {
         out
     }
 
-    // ANCHOR_END: stream_markdown
+    // ANCHOR_END: stream_line
     fn flush_table(&mut self) -> String {
         if self.table.is_empty() {
             return String::new();
