@@ -2,8 +2,10 @@
 //!
 //! One `mini-agent serve` (release build, `--max-running` at its default of 8) talks to a
 //! scripted model that answers at once: each session's message makes [`TOOL_TURNS`] model
-//! calls that each call `list_files` (a tool with no process to spawn, so the figures are the
-//! agent's and the service's), then a final answer. The rows:
+//! calls that each call `read_file` on a file of its own (a tool with no process to spawn, so the
+//! figures are the agent's and the service's; ten reads with ten results, which chapter 7's
+//! repeat guard rightly does not take for a loop, as it would ten equal listings), then a final
+//! answer. The rows:
 //!
 //! * one session alone: the wall time of its message (`POST …/messages`, answered at the end);
 //! * [`SESSIONS`] sessions at once: the wall time until every answer is in, all checked to
@@ -94,13 +96,17 @@ fn measure(binary: &Path) -> Result<Figures, String> {
         let results =
             request["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
         if results < TOOL_TURNS {
-            Step::tool_calls(&[("list_files", &format!(r#"{{"path":".","pattern":"*{results}"}}"#))])
+            Step::tool_calls(&[("read_file", &format!(r#"{{"path":"file{results}.txt"}}"#))])
         } else {
             Step::text("done")
         }
     })
     .map_err(|e| format!("cannot start the scripted server: {e}"))?;
     let dir = TempDir::new("serve")?;
+    for n in 0..TOOL_TURNS {
+        std::fs::write(dir.root().join(format!("file{n}.txt")), format!("file {n}\n"))
+            .map_err(|e| format!("cannot write the bench's files: {e}"))?;
+    }
     let service = Service::start(binary, &model.url, dir.root())?;
     let mut alone = Vec::new();
     for _ in 0..super::RUNS {
