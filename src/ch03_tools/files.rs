@@ -113,7 +113,9 @@ impl Workspace {
     pub(super) fn write_confined(&self, real: &Path, content: &[u8]) -> Result<(), String> {
         self.write_confined_with(real, &mut |file| file.write_all(content))
     }
+    // ANCHOR_END: write_confined
 
+    // ANCHOR: write_confined_with
     /// [`Workspace::write_confined`] for content produced piece by piece by `fill` (an edit
     /// written as it is made, never held whole).
     fn write_confined_with(
@@ -132,8 +134,6 @@ impl Workspace {
         if !directory.metadata().is_ok_and(|m| m.is_dir()) {
             return Err(format!("cannot write `{shown_path}`: its parent is not a directory"));
         }
-        // ANCHOR_END: write_confined
-        // ANCHOR: write_temp
         // Checked again on the directory the kernel actually opened: whatever spelling or
         // symlink led here, this is where the file will land.
         let landing = opened_path(&directory).or_else(|| fs::canonicalize(parent).ok());
@@ -163,7 +163,7 @@ impl Workspace {
             format!("cannot write `{shown_path}`: {error}")
         })
     }
-    // ANCHOR_END: write_temp
+    // ANCHOR_END: write_confined_with
 
     // ANCHOR: protected
     /// The agent's own records (`.mini_agent/`: journals, saved outputs) are its memory of

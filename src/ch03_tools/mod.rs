@@ -164,8 +164,6 @@ fn tool_schemas() -> Vec<Value> {
                 "replace_all": {"type": "boolean"}}),
             &["path", "old_string", "new_string"],
         ),
-        // ANCHOR_END: schemas
-        // ANCHOR: schemas_find_run
         tool(
             "list_files",
             "List files under a directory, or those matching a glob (*, **, ?).",
@@ -187,7 +185,7 @@ fn tool_schemas() -> Vec<Value> {
         ),
     ]
 }
-// ANCHOR_END: schemas_find_run
+// ANCHOR_END: schemas
 
 #[derive(Deserialize)]
 struct ReadArgs {
@@ -250,8 +248,6 @@ impl Tools for Workspace {
                 shown(other)
             )),
         };
-        // ANCHOR_END: dispatch
-        // ANCHOR: dispatch_output
         // Redacted before anything keeps it: the spill file, the journal, the next request.
         let redact = |text| redactor().redact_string(text);
         let result = result.map(redact).map_err(redact);
@@ -272,7 +268,7 @@ fn parse<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T, String> 
     serde_json::from_str(arguments)
         .map_err(|error| format!("invalid arguments for {tool}: {error}; expected {}", expected_shape(tool)))
 }
-// ANCHOR_END: dispatch_output
+// ANCHOR_END: dispatch
 
 /// `{"path": string, "offset"?: integer}` — the schema of `tool`, in one line.
 fn expected_shape(tool: &str) -> String {

@@ -32,10 +32,13 @@ fn steps_of(path: &Path) -> Vec<Step> {
 
 impl Workspace {
     // ANCHOR: resolve
+    // ANCHOR: resolve_signature
     /// Resolves `path` as the kernel would — each symlink followed, `..` applied to the real
     /// directory — allowing a missing tail (a file about to be created). The result must lie
     /// inside the root.
     pub(crate) fn resolve(&self, path: &str) -> Result<PathBuf, String> {
+        // ANCHOR_END: resolve_signature
+        // ANCHOR: resolve_start
         let hint = "use a path relative to the workspace root, e.g. `src/main.rs`";
         if path.contains('\0') {
             return Err(format!("refused: the path contains a NUL byte; {hint}"));
@@ -59,7 +62,7 @@ impl Workspace {
         let mut pending = steps_of(requested);
         let mut symlinks_followed = 0;
         let mut missing = false;
-        // ANCHOR_END: resolve
+        // ANCHOR_END: resolve_start
         // ANCHOR: resolve_walk
         while let Some(step) = pending.pop() {
             let name = match step {
@@ -128,6 +131,7 @@ impl Workspace {
         })
     }
     // ANCHOR_END: resolve_inside
+    // ANCHOR_END: resolve
 
     /// `path` relative to the root, as the model should write it next time.
     pub(super) fn relative(&self, real: &Path) -> String {

@@ -147,8 +147,6 @@ impl Keys {
                 keys.taken.push((variable.name, value));
             }
         }
-        // ANCHOR_END: take
-        // ANCHOR: take_wipe
         for variable in secret_variables() {
             if variable.url && !read(variable.name).as_deref().is_some_and(has_credentials) {
                 continue;
@@ -163,7 +161,7 @@ impl Keys {
         keys
     }
 }
-// ANCHOR_END: take_wipe
+// ANCHOR_END: take
 
 /// Makes this process non-dumpable (Linux). Without Yama (`ptrace_scope` 0: Debian's
 /// default, most containers) any process of the same user may open `/proc/<pid>/mem` and

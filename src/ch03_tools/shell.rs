@@ -134,7 +134,9 @@ impl Workspace {
         let seconds = args.timeout_secs.unwrap_or(BASH_DEFAULT_TIMEOUT_SECS).clamp(1, BASH_MAX_TIMEOUT_SECS);
         self.shell(&args.command, seconds).0
     }
+    // ANCHOR_END: bash
 
+    // ANCHOR: shell
     /// Runs `command` under the rules above; also returns its exit code when it exited.
     fn shell(&self, command: &str, seconds: u64) -> (ToolOutput, Option<i32>) {
         let failed = |content: String| (ToolOutput { content, status: ToolStatus::Error }, None);
@@ -157,8 +159,6 @@ impl Workspace {
             Err(error) => return failed(format!("cannot watch the command's output: {error}")),
         };
         let closed = start_reader(pipe, Arc::clone(&capture));
-        // ANCHOR_END: bash
-        // ANCHOR: bash_ending
         let (ending, mut pipe_closed) = wait_for(&mut child, &closed, Duration::from_secs(seconds));
         let mut note = "";
         match &ending {
@@ -178,8 +178,6 @@ impl Workspace {
                 terminate_group(group, &mut child)
             }
         }
-        // ANCHOR_END: bash_ending
-        // ANCHOR: bash_escaped
         // What left the group (`setsid`, a daemon) was re-parented to us: it ends here too.
         let started_inside = |pid| confinement.is_some_and(|confinement| confinement.started_inside(pid));
         let escaped = kill_escaped_or(&mark, group, &started_inside);
@@ -217,7 +215,7 @@ impl Workspace {
             code,
         )
     }
-    // ANCHOR_END: bash_escaped
+    // ANCHOR_END: shell
 
     // ANCHOR: run_command
     /// A command the agent runs for itself, not for the model (chapter 15's verify command):
