@@ -30,6 +30,7 @@ mod notify;
 mod daily_model;
 // Issue 22: real servers and small local models.
 mod daily_model_2;
+mod read_only;
 mod repl;
 mod robustness_journal;
 mod serve;

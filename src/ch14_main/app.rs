@@ -29,9 +29,14 @@ use std::path::{Path, PathBuf};
 
 /// Where a session's records go: chapter 5's plain file, chapter 9's journal.
 #[cfg(all(feature = "ch05", not(feature = "ch09")))]
-pub type SessionLog = mini_agent::ch05_sessions::SessionFile;
+pub type KeptLog = mini_agent::ch05_sessions::SessionFile;
 #[cfg(feature = "ch09")]
-pub type SessionLog = mini_agent::ch09_journal::Journal;
+pub type KeptLog = mini_agent::ch09_journal::Journal;
+/// The current session's log: its file; from chapter 14 on, or nothing in a read-only root.
+#[cfg(all(feature = "ch05", not(feature = "ch14")))]
+pub type SessionLog = KeptLog;
+#[cfg(feature = "ch14")]
+pub use super::unrecorded::SessionLog;
 
 /// The model a session sends to: from chapter 7 on, behind the compacting layer, which the
 /// agent keeps at hand for `/compact` and `/stats`.
@@ -55,6 +60,10 @@ pub struct Config {
     /// repeating one call, shared by each session's tools and turns (chapter 7).
     #[cfg(feature = "ch07")]
     pub context: mini_agent::ch07_context::ContextTurns,
+    /// Whether a new session may go on unrecorded when the root cannot be written (a
+    /// person's own question, chapter 14; never `tasks run` or the service).
+    #[cfg(feature = "ch14")]
+    pub may_go_unrecorded: bool,
     /// Who answers "may this call run?" when the flags did not allow it (chapter 12).
     #[cfg(feature = "ch12")]
     pub asker: mini_agent::ch12_permissions::Asker,
@@ -83,6 +92,8 @@ impl Config {
             origin: connection.origin.clone(),
             #[cfg(feature = "ch07")]
             context: Default::default(),
+            #[cfg(feature = "ch14")]
+            may_go_unrecorded: false,
             #[cfg(feature = "ch12")]
             asker: mini_agent::ch12_permissions::Asker::Nobody,
             #[cfg(feature = "ch16")]
@@ -166,7 +177,11 @@ impl Agent {
         #[cfg(feature = "ch05")]
         let (store, opened) = {
             let store = super::sessions_of(&config.root)?;
+            #[cfg(not(feature = "ch14"))]
             let opened = opened.map_or_else(|| new_session(&store, &config.origin, system), Ok)?;
+            #[cfg(feature = "ch14")]
+            let opened = opened
+                .map_or_else(|| super::unrecorded::new_session_or_unrecorded(&store, &config, system), Ok)?;
             (store, opened)
         };
         #[cfg(not(feature = "ch05"))]
@@ -263,7 +278,10 @@ fn current_session(
 /// A new session of `store`'s root (a journal from chapter 9), the system prompt its first message.
 #[cfg(feature = "ch05")]
 pub(super) fn new_session(store: &SessionStore, origin: &Origin, system: Message) -> Result<Opened, Error> {
-    let mut recorder = Recorder::new(SessionLog::create(store, origin.clone())?);
+    let log = KeptLog::create(store, origin.clone())?;
+    #[cfg(feature = "ch14")]
+    let log = SessionLog::from(log);
+    let mut recorder = Recorder::new(log);
     recorder.message(&system)?;
     Ok(Opened::new(recorder, vec![system]))
 }

@@ -38,6 +38,8 @@ mod sessions_table;
 mod tasks;
 #[cfg(all(test, feature = "ch05"))]
 mod tests;
+#[cfg(feature = "ch14")]
+mod unrecorded;
 
 use app::{Agent, Config};
 use args::Command;
@@ -243,6 +245,9 @@ fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Resul
     // ANCHOR: agent_run
     let model = build_model(&connection, settings)?;
     let config = Config::new(&connection, settings, &root)?;
+    // A person's own question is answered even where no session can be recorded (14).
+    #[cfg(feature = "ch14")]
+    let config = Config { may_go_unrecorded: true, ..config };
     let start = |config| {
         Agent::start(
             model,
@@ -488,11 +493,11 @@ fn reopen(store: &SessionStore, settings: &Settings) -> Result<Option<app::Opene
         (None, false) => return Ok(None),
     };
     #[cfg(not(feature = "ch09"))]
-    let (log, records) = app::SessionLog::open(&path)?;
+    let (log, records) = app::KeptLog::open(&path)?;
     // Chapter 9: the journal, locked, its torn last line cut off.
     #[cfg(feature = "ch09")]
     let (log, records) = {
-        let (journal, loaded) = app::SessionLog::open(&path)?;
+        let (journal, loaded) = app::KeptLog::open(&path)?;
         if let Some(warning) = &loaded.warning {
             say(&format!("mini-agent: warning: {warning}"));
         }

@@ -50,7 +50,13 @@ pub fn resumed(
     settings: &Settings,
     keys: &Keys,
 ) -> Result<(Option<Opened>, PathBuf, Connection), Error> {
-    let opened = chosen.map(|path| resume(&path, settings.has(&ACKNOWLEDGE_UNKNOWN))).transpose()?;
+    let opened = chosen.map(|path| resume(&path, settings.has(&ACKNOWLEDGE_UNKNOWN))).transpose();
+    // In a root that cannot be written, say why -c and -r cannot go on (chapter 14).
+    #[cfg(feature = "ch14")]
+    let opened = opened.map_err(|error| {
+        super::unrecorded::needs_a_journal(error, "-c and -r add to the session they continue")
+    });
+    let opened = opened?;
     let plan = opened.as_ref().map(|(_, plan)| plan);
     if let Some(warning) = plan.and_then(|plan| plan.warning.as_deref()) {
         say(&format!("mini-agent: warning: {warning}"));
@@ -68,6 +74,8 @@ pub fn continue_session((journal, plan): (Journal, ResumePlan)) -> Opened {
     #[cfg(feature = "ch19")]
     mini_agent::ch19_anthropic::failures::remember(&plan.failed);
     let reopened = Reopened { compaction: plan.compaction, recorded: plan.recorded };
+    #[cfg(feature = "ch14")]
+    let journal = super::app::SessionLog::from(journal);
     Opened { recorder: Recorder::new(journal), history: plan.history, context: reopened }
 }
 // ANCHOR_END: opened

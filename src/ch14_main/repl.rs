@@ -33,6 +33,16 @@ pub fn repl(
     };
     // ANCHOR_END: repl
     // ANCHOR: repl_start
+    // A root that cannot be written (a read-only checkout) has no history file to keep: the
+    // REPL goes on without one, and says so unless the session's own warning already did.
+    #[cfg(feature = "ch14")]
+    let (mut reader, history_off) = match LineReader::stdin(history) {
+        Err(error) if history.is_some() && super::unrecorded::cannot_write_here(&error) => {
+            (LineReader::stdin(None)?, Some(error))
+        }
+        other => (other?, None),
+    };
+    #[cfg(not(feature = "ch14"))]
     let mut reader = LineReader::stdin(history)?;
     // Permission questions need someone typing; a piped script is denied, naming the flag.
     #[cfg(feature = "ch12")]
@@ -43,6 +53,10 @@ pub fn repl(
         false => config,
     };
     let mut agent = start(config)?;
+    #[cfg(feature = "ch14")]
+    if let Some(error) = history_off.filter(|_| agent.is_recorded()) {
+        say(&format!("mini-agent: warning: {}; history is off", super::one_line(&error.to_string())));
+    }
     let screen = Screen::stdio(agent.config.settings.has(&VERBOSE));
     screen.status(&banner(&agent));
     #[cfg(feature = "ch10")]
@@ -72,6 +86,8 @@ fn banner(agent: &Agent) -> String {
     let version = {
         use mini_agent::ch04_terminal::sanitize::sanitize;
         let verb = if super::resumed_by(&agent.config.settings) { "resumed" } else { "new" };
+        #[cfg(feature = "ch14")]
+        let verb = if agent.is_recorded() { verb } else { "unrecorded" };
         let (id, model) = (sanitize(agent.session_id()), sanitize(&agent.config.origin.model));
         format!("{version} · {verb} session {id} · {model}")
     };

@@ -55,8 +55,18 @@ impl Agent {
         let system = Message::System { content: toolbox.system_prompt.clone() };
         #[cfg(feature = "ch05")]
         {
+            #[cfg(not(feature = "ch14"))]
             let opened = super::app::new_session(&self.store, &self.config.origin, system)?;
+            #[cfg(feature = "ch14")]
+            let opened = super::unrecorded::new_session_or_unrecorded(&self.store, &self.config, system)?;
             self.switch_to(toolbox, opened)?;
+            #[cfg(feature = "ch14")]
+            if !self.is_recorded() {
+                return Ok(format!(
+                    "new session {} (not recorded: the root cannot be written)",
+                    self.session_id()
+                ));
+            }
             Ok(format!("new session {}", self.session_id()))
         }
         #[cfg(not(feature = "ch05"))]

@@ -432,7 +432,9 @@ impl Attempts for SessionAttempts<'_> {
     fn begin(&mut self) -> Result<String, Error> {
         let settings = &self.config.settings;
         let model = build_model(self.connection, settings)?;
-        let agent = Agent::start(model, None, self.config.clone())?;
+        let agent = Agent::start(model, None, self.config.clone()).map_err(|error| {
+            super::unrecorded::needs_a_journal(error, "tasks run records each task's session")
+        })?;
         if json_wanted(settings) {
             let root = agent.config.root.display().to_string();
             JsonEvents.session(agent.session_id(), &root, &agent.config.origin, false);

@@ -1,0 +1,190 @@
+//! A read-only checkout (issue 22, item 8): a question is still answered, with one warning
+//! that the session is not recorded, and what needs the journal (`-c`, `tasks run`) fails
+//! saying why and what to do.
+//!
+//! The directory is made read-only for real: a read-only bind mount in a private user and
+//! mount namespace (`unshare -rm`), which works for root too; without user namespaces, a
+//! non-root user's `chmod`. Root without user namespaces cannot make one (root writes through
+//! any mode), and the tests fail saying so rather than pass untested.
+
+use crate::binary_run::{Workspace, agent_command, drain};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const WARNING: &str = "mini-agent: warning: this session is not recorded (";
+
+/// How this machine makes a directory read-only.
+#[derive(Clone, Copy, PartialEq)]
+enum ReadOnly {
+    BindMount,
+    Chmod,
+}
+
+/// The script that makes `$0` a read-only bind mount, then runs the rest of its arguments.
+const MOUNT_READ_ONLY: &str =
+    r#"mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && cd "$0" && exec "$@""#;
+
+fn how_to_make_read_only() -> ReadOnly {
+    // SELFCHECK_READ_ONLY=chmod tries the other way on a machine that has both.
+    if std::env::var("SELFCHECK_READ_ONLY").as_deref() == Ok("chmod") {
+        return ReadOnly::Chmod;
+    }
+    let probe = Workspace::new("read-only-probe");
+    let mounted = Command::new("unshare")
+        .args(["-rm", "sh", "-c", MOUNT_READ_ONLY])
+        .arg(probe.path())
+        .args(["sh", "-c", "! touch probe 2>/dev/null"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if mounted {
+        return ReadOnly::BindMount;
+    }
+    let uid = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string());
+    match uid.as_deref() {
+        Ok("0") | Err(_) => panic!(
+            "cannot make a read-only directory here: no user namespaces for a read-only bind mount \
+             (unshare -rm), and root writes through chmod; run as another user or allow user namespaces"
+        ),
+        Ok(_) => ReadOnly::Chmod,
+    }
+}
+
+/// Every directory and file under `root` given `dir_mode` / `file_mode`.
+fn chmod_tree(root: &Path, dir_mode: u32, file_mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    for entry in std::fs::read_dir(root).expect("list the workspace").flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            chmod_tree(&path, dir_mode, file_mode);
+        } else {
+            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(file_mode));
+        }
+    }
+    std::fs::set_permissions(root, std::fs::Permissions::from_mode(dir_mode)).expect("chmod");
+}
+
+/// `mini-agent ARGS` in `workspace` made read-only, with `stdin`: (exit code, stdout, stderr).
+fn run_read_only(workspace: &Path, args: &[&str], stdin: &str) -> (Option<i32>, String, String) {
+    let how = how_to_make_read_only();
+    let plain = agent_command(workspace);
+    let mut command = match how {
+        ReadOnly::BindMount => {
+            let mut command = Command::new("unshare");
+            command.args(["-rm", "sh", "-c", MOUNT_READ_ONLY]).arg(workspace).arg(plain.get_program());
+            for (name, value) in plain.get_envs() {
+                match value {
+                    Some(value) => command.env(name, value),
+                    None => command.env_remove(name),
+                };
+            }
+            command
+        }
+        ReadOnly::Chmod => {
+            chmod_tree(workspace, 0o555, 0o444);
+            plain
+        }
+    };
+    command.args(args).env("HOME", workspace).current_dir(workspace);
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = command.spawn().expect("start mini-agent");
+    let mut input = child.stdin.take().expect("stdin");
+    std::io::Write::write_all(&mut input, stdin.as_bytes()).expect("write stdin");
+    drop(input);
+    let (stdout, stderr) =
+        (drain(child.stdout.take().expect("stdout")), drain(child.stderr.take().expect("stderr")));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("mini-agent {args:?} hung in a read-only directory");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    if how == ReadOnly::Chmod {
+        chmod_tree(workspace, 0o755, 0o644);
+    }
+    let (stdout, stderr) = (stdout.join().expect("stdout"), stderr.join().expect("stderr"));
+    (status.code(), stdout, stderr)
+}
+
+/// A workspace with one file, and what `mini-agent ARGS` did in it while it was writable.
+fn workspace(setup: &[&[&str]]) -> Workspace {
+    let workspace = Workspace::new("read-only");
+    std::fs::write(workspace.path().join("a.txt"), "hi\n").expect("write a.txt");
+    for args in setup {
+        let status = agent_command(workspace.path())
+            .args(*args)
+            .env("HOME", workspace.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run mini-agent");
+        assert!(status.success(), "setup {args:?} failed");
+    }
+    workspace
+}
+
+#[test]
+fn a_question_in_a_read_only_checkout_is_answered_with_one_warning() {
+    let checkout = workspace(&[]);
+    let (code, stdout, stderr) = run_read_only(checkout.path(), &["--demo", "-p", "list files"], "");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("a.txt"), "{stdout}");
+    let warnings: Vec<&str> = stderr.lines().filter(|line| line.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].starts_with(WARNING), "{stderr}");
+    assert!(warnings[0].contains(".mini_agent/sessions"), "it says what could not be written: {stderr}");
+    assert!(warnings[0].ends_with("— to keep sessions, run from a directory you can write"), "{stderr}");
+    assert!(!checkout.path().join(".mini_agent").exists(), "nothing was written");
+    // --json too: the events come, the warning stays on stderr.
+    let (code, stdout, stderr) =
+        run_read_only(checkout.path(), &["--demo", "--json", "-p", "list files"], "");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.starts_with("{") && stdout.contains(r#""type":"exit""#), "{stdout}");
+    assert!(stderr.contains(WARNING), "{stderr}");
+}
+
+#[test]
+fn the_repl_in_a_read_only_checkout_says_it_once() {
+    let checkout = workspace(&[]);
+    let (code, stdout, stderr) = run_read_only(checkout.path(), &["--demo"], "list files\n/new\n/exit\n");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stderr.matches(WARNING).count(), 1, "{stderr}");
+    assert!(stderr.contains("· unrecorded session "), "{stderr}");
+    assert!(stdout.contains("a.txt"), "{stdout}");
+    assert!(stdout.contains("(not recorded: the root cannot be written)"), "/new says it: {stdout}");
+}
+
+#[test]
+fn what_needs_the_journal_fails_saying_so_in_a_read_only_checkout() {
+    let checkout = workspace(&[
+        &["--demo", "-p", "list files"],
+        &["tasks", "add", "create z.txt containing z", "--verify", "test -f z.txt"],
+    ]);
+    let (code, _, stderr) = run_read_only(checkout.path(), &["--demo", "-c", "-p", "list files"], "");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "; -c and -r add to the session they continue, so run it where .mini_agent/ can be written"
+        ),
+        "{stderr}"
+    );
+    let run = ["tasks", "run", "--demo", "--allow-write", "--no-commit", "--iterations", "1"];
+    let (code, _, stderr) = run_read_only(checkout.path(), &run, "");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr
+            .contains("; tasks run records each task's session, so run it where .mini_agent/ can be written"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(WARNING), "tasks run never goes on unrecorded: {stderr}");
+}
