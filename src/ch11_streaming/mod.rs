@@ -175,8 +175,6 @@ impl StreamAssembler {
         let Some(choice) = chunk.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else {
             return Ok(());
         };
-        // ANCHOR_END: assembler_apply
-        // ANCHOR: apply_delta
         let delta = choice.get("delta").unwrap_or(&Value::Null);
         let text = content_text(delta.get("content"))
             .map_err(|what| Error::Model(format!("malformed stream chunk ({what}): {}", quote(data))))?;
@@ -198,7 +196,7 @@ impl StreamAssembler {
         }
         Ok(())
     }
-    // ANCHOR_END: apply_delta
+    // ANCHOR_END: assembler_apply
 
     // ANCHOR: add_fragment
     fn add_fragment(&mut self, fragment: &Value) -> Result<(), Error> {
@@ -216,8 +214,6 @@ impl StreamAssembler {
                 None => 0,
             },
         };
-        // ANCHOR_END: add_fragment
-        // ANCHOR: add_fragment_hold
         // Everything held is counted against the cap, not only text and arguments: a new call
         // (its entry), a longer id or name. Eighty calls with 1 MB names took 335 MB before.
         let mut held = 0;
@@ -245,7 +241,7 @@ impl StreamAssembler {
         call.arguments.push_str(&piece);
         self.count(held + piece.len())
     }
-    // ANCHOR_END: add_fragment_hold
+    // ANCHOR_END: add_fragment
 
     // ANCHOR: count
     /// Counts gathered bytes against [`MAX_REPLY_BYTES`], the cap of a non-streamed reply.
@@ -405,6 +401,7 @@ impl Model for StreamingClient {
 }
 // ANCHOR_END: client_start
 
+// ANCHOR: receive
 /// [`receive_pieces`], its text held back where a key may be cut in two ([`shown::HeldBack`]).
 pub(crate) fn receive<A: Assemble>(
     pieces: mpsc::Receiver<Piece>,
@@ -418,8 +415,9 @@ pub(crate) fn receive<A: Assemble>(
     held.flush()?;
     result
 }
+// ANCHOR_END: receive
 
-// ANCHOR: client_wait
+// ANCHOR: receive_pieces
 
 /// Feeds the worker's pieces to `reply` until the stream ends, watching Ctrl+C, the wait for
 /// the first byte (`first_byte`: the bound, and whether the user fixed it) and the idle
@@ -461,8 +459,6 @@ fn receive_pieces<A: Assemble>(
                 Piece::Failed(Error::Network("the streaming thread stopped unexpectedly".into()))
             }
         };
-        // ANCHOR_END: client_wait
-        // ANCHOR: client_events
         match piece {
             Piece::Bytes(bytes) => {
                 (last_data, begun) = (Instant::now(), true);
@@ -487,8 +483,6 @@ fn receive_pieces<A: Assemble>(
                     }
                 }
             }
-            // ANCHOR_END: client_events
-            // ANCHOR: client_end
             Piece::Whole(text) => {
                 let whole = A::whole(&text)?;
                 if let Some(text) = &whole.content {
@@ -514,7 +508,7 @@ fn receive_pieces<A: Assemble>(
         }
     }
 }
-// ANCHOR_END: client_end
+// ANCHOR_END: receive_pieces
 
 /// Did the read fail because the request's total time (ureq's global timeout) ran out?
 fn past_the_limit(io: &std::io::Error) -> bool {
@@ -572,8 +566,6 @@ pub(crate) fn start_worker(
                 let _ = deliver.send(piece);
                 return;
             }
-            // ANCHOR_END: worker
-            // ANCHOR: worker_loop
             let mut reader = response.into_body().into_reader();
             let mut buffer = vec![0; 16 * 1024];
             loop {
@@ -591,7 +583,7 @@ pub(crate) fn start_worker(
         .map_err(|error| Error::io("starting the model stream thread", error))?;
     Ok(pieces)
 }
-// ANCHOR_END: worker_loop
+// ANCHOR_END: worker
 
 #[cfg(test)]
 mod tests;
