@@ -9,7 +9,7 @@
 
 use super::{CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, IDLE_TIMEOUT_VARIABLE, REQUEST_LIMIT_VARIABLE};
 use crate::ch02_loop::Error;
-use crate::text::shorten;
+use crate::text::{one_line, shorten};
 use serde_json::Value;
 use std::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -109,14 +109,14 @@ pub fn server_message(body: &str) -> (Option<String>, Option<String>) {
         if let (Some(start), Some(end)) = (lower.find("<title>"), lower.find("</title>"))
             && start + 7 < end
         {
-            let title = collapse_spaces(&text[start + 7..end]);
+            let title = one_line(&text[start + 7..end]);
             if !title.is_empty() {
                 return (Some(shorten(&title, 300)), None);
             }
         }
-        return (Some(shorten(&collapse_spaces(&strip_tags(text)), 300)), None);
+        return (Some(shorten(&one_line(&strip_tags(text)), 300)), None);
     }
-    (Some(shorten(&collapse_spaces(text), 300)), None)
+    (Some(shorten(&one_line(text), 300)), None)
 }
 // ANCHOR_END: server_message
 
@@ -250,12 +250,8 @@ pub fn parse_idle_timeout(value: Option<&str>) -> Result<Duration, Error> {
 
 /// A short, one-line quote of a body, for "this is not what we expected" errors.
 pub fn quote(body: &str) -> String {
-    let text = collapse_spaces(body);
+    let text = one_line(body);
     if text.is_empty() { "(empty body)".into() } else { format!("{:?}", shorten(&text, 300)) }
-}
-
-fn collapse_spaces(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn strip_tags(html: &str) -> String {
