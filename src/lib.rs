@@ -82,6 +82,9 @@ pub mod demo;
 pub mod random;
 pub mod scripted_server;
 pub mod temp_dir;
+/// The test kit names the crate as `selfcheck` does (`mini_agent::…`), from either side.
+#[cfg(test)]
+extern crate self as mini_agent;
 /// Shared with `selfcheck`, which uses what these unit tests do not.
 #[cfg(test)]
 #[allow(dead_code)]

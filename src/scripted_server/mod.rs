@@ -15,6 +15,8 @@
 
 mod http;
 
+pub use http::{MAX_BODY, Request, read_request};
+
 use http::serve_connection;
 use serde_json::Value;
 use std::net::{TcpListener, TcpStream};

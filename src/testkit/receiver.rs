@@ -3,7 +3,7 @@
 //! the next scripted status, or never answers at all.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,21 +19,8 @@ pub enum Answer {
     Silent,
 }
 
-/// One POST as it arrived.
-#[derive(Clone, Debug)]
-pub struct Received {
-    pub path: String,
-    /// Header names in lower case.
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl Received {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
-    }
-}
+/// One POST as it arrived (read by the scripted server's reader: one HTTP reader in the crate).
+pub type Received = mini_agent::scripted_server::Request;
 
 type Shared = Arc<(Mutex<Vec<Received>>, Mutex<VecDeque<Answer>>, AtomicBool)>;
 
@@ -83,7 +70,7 @@ fn serve(stream: TcpStream, shared: &Shared) {
         Err(_) => return,
     });
     let mut writer = stream;
-    while let Some(received) = read_post(&mut reader) {
+    while let Some(received) = mini_agent::scripted_server::read_request(&mut reader) {
         if let Ok(mut log) = shared.0.lock() {
             log.push(received);
         }
@@ -107,21 +94,4 @@ fn serve(stream: TcpStream, shared: &Shared) {
             }
         }
     }
-}
-
-fn read_post(reader: &mut BufReader<TcpStream>) -> Option<Received> {
-    let mut line = String::new();
-    reader.read_line(&mut line).ok().filter(|n| *n > 0)?;
-    let path = line.split_whitespace().nth(1).unwrap_or_default().to_string();
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line).ok().filter(|n| *n > 0)?;
-        let Some((name, value)) = line.trim_end().split_once(':') else { break };
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-    }
-    let length = headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok());
-    let mut body = vec![0; length.unwrap_or(0).min(1 << 20)];
-    reader.read_exact(&mut body).ok()?;
-    Some(Received { path, headers, body })
 }
