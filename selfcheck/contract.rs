@@ -19,13 +19,15 @@
 //! after the other (index 0, then index 1); it cannot interleave two calls chunk by chunk.
 //! Interleaving is covered by the streaming chapter's tests against the scripted server.
 
+#[path = "aimock.rs"]
+mod aimock;
 #[path = "binary_run.rs"]
 mod binary_run;
 
+use aimock::{Aimock, lock, statuses};
 use binary_run::{Run, Workspace, args, run_binary};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// The six tools of the design, by the names models are trained on.
@@ -34,84 +36,15 @@ const TOOL_NAMES: [&str; 6] = ["bash", "edit_file", "list_files", "read_file", "
 const CANARY: &str = "canary-line-5d1e: the notes the agent must read";
 const DEADLINE: Duration = Duration::from_secs(120);
 
-/// One aimock server shared by every case; the lock keeps the cases from interleaving.
-static SERVER: Mutex<()> = Mutex::new(());
-
-struct Aimock {
-    /// The server's origin, without `/v1`.
-    origin: String,
+/// How this file's cases run the binary against aimock.
+trait Runs {
+    fn run(&self, workspace: &Workspace, prompt: &str, extra: &[&str], env: &[(&str, &str)]) -> Run;
 }
 
-/// A request the binary sent to `/v1/chat/completions`, as the journal recorded it.
-struct Sent {
-    status: u16,
-    headers: Value,
-    body: Value,
-}
-
-impl Aimock {
-    /// The server named by `AIMOCK_URL`, reset and loaded with the repository's fixtures.
-    /// Without the variable the case fails: run `.ci/contract`, which starts aimock.
-    fn fresh(case: &str) -> Aimock {
-        let Ok(url) = std::env::var("AIMOCK_URL") else {
-            panic!("contract::{case} needs AIMOCK_URL: run .ci/contract to test against aimock");
-        };
-        let aimock = Aimock { origin: url.trim_end_matches('/').trim_end_matches("/v1").to_string() };
-        aimock.post("/__aimock/reset", "{}");
-        let directory = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/contract/fixtures");
-        let mut files: Vec<_> = std::fs::read_dir(directory)
-            .expect("scripts/contract/fixtures exists")
-            .map(|entry| entry.expect("readable fixture dir entry").path())
-            .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-            .collect();
-        files.sort();
-        for file in files {
-            let text = std::fs::read_to_string(&file).expect("readable fixture file");
-            let answer = aimock.post("/__aimock/fixtures", &text);
-            assert!(answer["added"].as_u64().is_some_and(|n| n > 0), "{}: {answer}", file.display());
-        }
-        aimock
-    }
-
-    fn base_url(&self) -> String {
-        format!("{}/v1", self.origin)
-    }
-
-    fn post(&self, path: &str, body: &str) -> Value {
-        let mut response = ureq::post(format!("{}{path}", self.origin))
-            .content_type("application/json")
-            .send(body)
-            .unwrap_or_else(|error| panic!("aimock control POST {path}: {error}"));
-        let text = response.body_mut().read_to_string().expect("aimock control answer");
-        serde_json::from_str(&text).unwrap_or_else(|error| panic!("aimock {path} answered {text:?}: {error}"))
-    }
-
-    /// Queues one error that the next chat request gets instead of its fixture.
-    fn inject_error_once(&self, status: u16, message: &str) {
-        let answer = self
-            .post("/__aimock/error", &json!({"status": status, "body": {"message": message}}).to_string());
-        assert_eq!(answer, json!({"queued": true}));
-    }
-
-    /// Every chat request received since the reset, oldest first.
-    fn sent(&self) -> Vec<Sent> {
-        let url = format!("{}/__aimock/journal?path=/v1/chat/completions", self.origin);
-        let mut response = ureq::get(url).call().expect("aimock journal");
-        let text = response.body_mut().read_to_string().expect("aimock journal body");
-        let entries: Vec<Value> = serde_json::from_str(&text).expect("the journal is a JSON array");
-        entries
-            .into_iter()
-            .map(|entry| Sent {
-                status: entry["response"]["status"].as_u64().and_then(|s| u16::try_from(s).ok()).unwrap_or(0),
-                headers: entry["headers"].clone(),
-                body: entry["body"].clone(),
-            })
-            .collect()
-    }
-
+impl Runs for Aimock {
     /// Runs `mini-agent --base-url <aimock>/v1 --model contract-model -p <prompt> [extra]`.
     fn run(&self, workspace: &Workspace, prompt: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
-        let base_url = self.base_url();
+        let base_url = format!("{}/v1", self.origin);
         let mut argv = args(&["--base-url", &base_url, "--model", "contract-model", "-p", prompt]);
         argv.extend(args(extra));
         run_binary(workspace.path(), &argv, env, DEADLINE)
@@ -122,10 +55,6 @@ fn workspace_with_notes() -> Workspace {
     let workspace = Workspace::new("contract");
     workspace.write("notes.txt", &format!("{CANARY}\nsecond line\n"));
     workspace
-}
-
-fn statuses(sent: &[Sent]) -> Vec<u16> {
-    sent.iter().map(|request| request.status).collect()
 }
 
 /// The conversation of one request without its system messages (whose text is ours to
@@ -211,15 +140,11 @@ fn tool_result(request: &Value, call_id: &str) -> String {
         .unwrap_or_else(|| panic!("no tool result for {call_id}"))
 }
 
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERVER.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 #[test]
 #[ignore = "needs aimock: run .ci/contract"]
 fn plain_answer() {
     let _guard = lock();
-    let aimock = Aimock::fresh("plain_answer");
+    let aimock = fresh("plain_answer");
     let workspace = workspace_with_notes();
     let run = aimock.run(&workspace, "contract-plain: what is the answer?", &[], &[]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
@@ -242,7 +167,7 @@ fn plain_answer() {
 #[ignore = "needs aimock: run .ci/contract"]
 fn tool_calls_non_streamed() {
     let _guard = lock();
-    let aimock = Aimock::fresh("tool_calls_non_streamed");
+    let aimock = fresh("tool_calls_non_streamed");
     let workspace = workspace_with_notes();
     let run = aimock.run(&workspace, "contract-tools: read the notes and list the files", &[], &[]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
@@ -272,7 +197,7 @@ fn tool_calls_non_streamed() {
 #[ignore = "needs aimock: run .ci/contract"]
 fn tool_calls_streamed_in_fragments() {
     let _guard = lock();
-    let aimock = Aimock::fresh("tool_calls_streamed_in_fragments");
+    let aimock = fresh("tool_calls_streamed_in_fragments");
     let workspace = workspace_with_notes();
     let run = aimock.run(&workspace, "contract-stream-tools: read and list, streaming", &["--stream"], &[]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
@@ -304,7 +229,7 @@ fn tool_calls_streamed_in_fragments() {
 #[ignore = "needs aimock: run .ci/contract"]
 fn usage_in_a_final_chunk_without_choices() {
     let _guard = lock();
-    let aimock = Aimock::fresh("usage_in_a_final_chunk_without_choices");
+    let aimock = fresh("usage_in_a_final_chunk_without_choices");
     let workspace = workspace_with_notes();
     let run = aimock.run(&workspace, "contract-usage: count the tokens", &["--stream"], &[]);
     assert_eq!(run.code, Some(0), "a usage chunk with `choices: []` is not an error\n{}", run.describe());
@@ -348,7 +273,7 @@ fn numbers_in_session_journals(workspace: &Workspace) -> BTreeSet<u64> {
 #[ignore = "needs aimock: run .ci/contract"]
 fn rate_limited_with_retry_after_then_answered() {
     let _guard = lock();
-    let aimock = Aimock::fresh("rate_limited_with_retry_after_then_answered");
+    let aimock = fresh("rate_limited_with_retry_after_then_answered");
     let workspace = workspace_with_notes();
     let run = aimock.run(&workspace, "contract-rate-limit: please answer", &[], &[]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
@@ -367,7 +292,7 @@ fn rate_limited_with_retry_after_then_answered() {
 #[ignore = "needs aimock: run .ci/contract"]
 fn server_error_500_is_reported_and_not_retried() {
     let _guard = lock();
-    let aimock = Aimock::fresh("server_error_500_is_reported_and_not_retried");
+    let aimock = fresh("server_error_500_is_reported_and_not_retried");
     let workspace = workspace_with_notes();
     let run = aimock.run(&workspace, "contract-server-error: try", &[], &[]);
     assert_eq!(run.code, Some(1), "{}", run.describe());
@@ -385,7 +310,7 @@ fn server_error_500_is_reported_and_not_retried() {
 #[ignore = "needs aimock: run .ci/contract"]
 fn a_503_injected_once_is_retried() {
     let _guard = lock();
-    let aimock = Aimock::fresh("a_503_injected_once_is_retried");
+    let aimock = fresh("a_503_injected_once_is_retried");
     aimock.inject_error_once(503, "injected overload");
     let workspace = workspace_with_notes();
     let run = aimock.run(&workspace, "contract-injected-503: answer anyway", &[], &[]);
@@ -400,7 +325,7 @@ fn a_503_injected_once_is_retried() {
 #[ignore = "needs aimock: run .ci/contract"]
 fn a_stream_cut_mid_answer_fails_and_keeps_the_partial_text() {
     let _guard = lock();
-    let aimock = Aimock::fresh("a_stream_cut_mid_answer_fails_and_keeps_the_partial_text");
+    let aimock = fresh("a_stream_cut_mid_answer_fails_and_keeps_the_partial_text");
     let workspace = workspace_with_notes();
     let run = aimock.run(&workspace, "contract-truncated: tell me everything", &["--stream"], &[]);
     assert_eq!(run.code, Some(1), "a cut stream is a failure\n{}", run.describe());
@@ -422,7 +347,7 @@ fn a_stream_cut_mid_answer_fails_and_keeps_the_partial_text() {
 #[ignore = "needs aimock: run .ci/contract"]
 fn no_fixture_matched_is_a_404_with_the_servers_message() {
     let _guard = lock();
-    let aimock = Aimock::fresh("no_fixture_matched_is_a_404_with_the_servers_message");
+    let aimock = fresh("no_fixture_matched_is_a_404_with_the_servers_message");
     let workspace = workspace_with_notes();
     let run = aimock.run(&workspace, "nothing in the fixtures matches this prompt", &[], &[]);
     assert_eq!(run.code, Some(1), "{}", run.describe());
@@ -430,4 +355,9 @@ fn no_fixture_matched_is_a_404_with_the_servers_message() {
     assert!(run.stderr.contains("No fixture matched"), "the server's message is shown\n{}", run.describe());
     assert!(!run.panicked(), "{}", run.describe());
     assert_eq!(statuses(&aimock.sent()), [404], "a 404 is not retried");
+}
+
+/// aimock, fresh for case `case` of this file.
+fn fresh(case: &str) -> Aimock {
+    Aimock::fresh(&format!("contract::{case}"), &aimock::fixtures(None), "/v1/chat/completions")
 }

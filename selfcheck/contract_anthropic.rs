@@ -13,67 +13,26 @@
 //! tag in the prompt. Like `contract`, every case is `#[ignore]`d for plain `cargo test` and
 //! fails without `AIMOCK_URL`; `.ci/contract` starts aimock and runs them all.
 
+#[path = "aimock.rs"]
+mod aimock;
 #[path = "binary_run.rs"]
 mod binary_run;
 
+use aimock::{Aimock, lock, statuses};
 use binary_run::{Run, Workspace, args, run_binary};
 use serde_json::{Value, json};
-use std::sync::Mutex;
 use std::time::Duration;
 
 const CANARY: &str = "canary-line-19a7: the notes the agent must read";
 const DEADLINE: Duration = Duration::from_secs(120);
 const KEY: &str = "sk-ant-contract-key-0123456789";
-static SERVER: Mutex<()> = Mutex::new(());
 
-struct Aimock {
-    origin: String,
+/// How this file's cases run the binary against aimock.
+trait Runs {
+    fn run(&self, workspace: &Workspace, prompt: &str, extra: &[&str], env: &[(&str, &str)]) -> Run;
 }
 
-/// One request to `/v1/messages`, as aimock's journal kept it.
-struct Sent {
-    status: u16,
-    headers: Value,
-    body: Value,
-}
-
-impl Aimock {
-    fn fresh(case: &str) -> Aimock {
-        let Ok(url) = std::env::var("AIMOCK_URL") else {
-            panic!("contract_anthropic::{case} needs AIMOCK_URL: run .ci/contract to test against aimock");
-        };
-        let aimock = Aimock { origin: url.trim_end_matches('/').trim_end_matches("/v1").to_string() };
-        aimock.post("/__aimock/reset", "{}");
-        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/contract/fixtures/messages.json");
-        let answer = aimock.post("/__aimock/fixtures", &std::fs::read_to_string(file).expect("fixtures"));
-        assert!(answer["added"].as_u64().is_some_and(|n| n > 0), "{answer}");
-        aimock
-    }
-
-    fn post(&self, path: &str, body: &str) -> Value {
-        let mut response = ureq::post(format!("{}{path}", self.origin))
-            .content_type("application/json")
-            .send(body)
-            .unwrap_or_else(|error| panic!("aimock control POST {path}: {error}"));
-        let text = response.body_mut().read_to_string().expect("aimock control answer");
-        serde_json::from_str(&text).unwrap_or_else(|error| panic!("aimock {path} answered {text:?}: {error}"))
-    }
-
-    fn sent(&self) -> Vec<Sent> {
-        let url = format!("{}/__aimock/journal?path=/v1/messages", self.origin);
-        let mut response = ureq::get(url).call().expect("aimock journal");
-        let text = response.body_mut().read_to_string().expect("aimock journal body");
-        let entries: Vec<Value> = serde_json::from_str(&text).expect("the journal is a JSON array");
-        entries
-            .into_iter()
-            .map(|entry| Sent {
-                status: entry["response"]["status"].as_u64().and_then(|s| u16::try_from(s).ok()).unwrap_or(0),
-                headers: entry["headers"].clone(),
-                body: entry["body"].clone(),
-            })
-            .collect()
-    }
-
+impl Runs for Aimock {
     /// `mini-agent --api anthropic --model contract-claude -p <prompt> [extra]`, the base URL
     /// and a key from the environment, as a user would set them.
     fn run(&self, workspace: &Workspace, prompt: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
@@ -89,14 +48,6 @@ fn workspace_with_notes() -> Workspace {
     let workspace = Workspace::new("contract-anthropic");
     workspace.write("notes.txt", &format!("{CANARY}\nsecond line\n"));
     workspace
-}
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERVER.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn statuses(sent: &[Sent]) -> Vec<u16> {
-    sent.iter().map(|request| request.status).collect()
 }
 
 /// The roles of a request as aimock converted it, system left out.
@@ -143,7 +94,7 @@ fn calls_and_results(body: &Value) -> (Calls, Results) {
 #[ignore = "needs aimock: run .ci/contract"]
 fn text_answer_with_the_anthropic_headers() {
     let _guard = lock();
-    let aimock = Aimock::fresh("text_answer_with_the_anthropic_headers");
+    let aimock = fresh("text_answer_with_the_anthropic_headers");
     let workspace = workspace_with_notes();
     let run = aimock.run(&workspace, "messages-api-text: what is the answer?", &[], &[]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
@@ -173,7 +124,7 @@ fn text_answer_with_the_anthropic_headers() {
 #[ignore = "needs aimock: run .ci/contract"]
 fn one_tool_use_then_an_answer() {
     let _guard = lock();
-    let aimock = Aimock::fresh("one_tool_use_then_an_answer");
+    let aimock = fresh("one_tool_use_then_an_answer");
     let workspace = workspace_with_notes();
     let run = aimock.run(&workspace, "messages-api-one-tool: read the notes", &[], &[]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
@@ -205,7 +156,7 @@ fn two_tool_uses_whole_and_streamed() {
             ["toolu_s_read", "toolu_s_list"],
         ),
     ] {
-        let aimock = Aimock::fresh("two_tool_uses_whole_and_streamed");
+        let aimock = fresh("two_tool_uses_whole_and_streamed");
         let workspace = workspace_with_notes();
         let run = aimock.run(&workspace, &format!("{tag}: read and list"), extra, &[]);
         assert_eq!(run.code, Some(0), "{}", run.describe());
@@ -228,7 +179,7 @@ fn two_tool_uses_whole_and_streamed() {
 #[ignore = "needs aimock: run .ci/contract"]
 fn rate_limited_with_retry_after_then_answered() {
     let _guard = lock();
-    let aimock = Aimock::fresh("rate_limited_with_retry_after_then_answered");
+    let aimock = fresh("rate_limited_with_retry_after_then_answered");
     let run = aimock.run(
         &workspace_with_notes(),
         "messages-api-rate-limit: answer",
@@ -245,14 +196,14 @@ fn rate_limited_with_retry_after_then_answered() {
 #[ignore = "needs aimock: run .ci/contract"]
 fn overloaded_529_is_retried_and_400_is_not() {
     let _guard = lock();
-    let aimock = Aimock::fresh("overloaded_529_is_retried_and_400_is_not");
+    let aimock = fresh("overloaded_529_is_retried_and_400_is_not");
     let retries = [("MINI_AGENT_REQUEST_MAX_RETRIES", "2")];
     let run = aimock.run(&workspace_with_notes(), "messages-api-overloaded: answer", &[], &retries);
     assert_eq!(run.code, Some(0), "{}", run.describe());
     assert!(run.stdout.contains("Answered after the overload."), "{}", run.describe());
     assert_eq!(statuses(&aimock.sent()), [529, 200]);
 
-    let aimock = Aimock::fresh("overloaded_529_is_retried_and_400_is_not");
+    let aimock = fresh("overloaded_529_is_retried_and_400_is_not");
     let run = aimock.run(&workspace_with_notes(), "messages-api-bad-request: answer", &[], &retries);
     assert_eq!(run.code, Some(1), "{}", run.describe());
     assert!(
@@ -267,7 +218,7 @@ fn overloaded_529_is_retried_and_400_is_not() {
 #[ignore = "needs aimock: run .ci/contract"]
 fn a_reply_cut_off_streamed_or_not_fails_and_runs_nothing() {
     let _guard = lock();
-    let aimock = Aimock::fresh("a_reply_cut_off_streamed_or_not_fails_and_runs_nothing");
+    let aimock = fresh("a_reply_cut_off_streamed_or_not_fails_and_runs_nothing");
     let run =
         aimock.run(&workspace_with_notes(), "messages-api-truncated: tell me everything", &["--stream"], &[]);
     assert_eq!(run.code, Some(1), "a cut stream is a failure\n{}", run.describe());
@@ -277,11 +228,20 @@ fn a_reply_cut_off_streamed_or_not_fails_and_runs_nothing() {
     assert!(!shown.contains("end of this sentence"), "{}", run.describe());
     assert!(run.stderr.contains("cut off"), "{}", run.describe());
 
-    let aimock = Aimock::fresh("a_reply_cut_off_streamed_or_not_fails_and_runs_nothing");
+    let aimock = fresh("a_reply_cut_off_streamed_or_not_fails_and_runs_nothing");
     let run = aimock.run(&workspace_with_notes(), "messages-api-disconnect: answer", &[], &[]);
     assert_eq!(run.code, Some(1), "a closed connection is a failure\n{}", run.describe());
     assert!(!run.panicked(), "{}", run.describe());
     assert!(run.stderr.contains("model request failed"), "{}", run.describe());
     assert!(!run.stdout.contains("never arrives"), "{}", run.describe());
     assert_eq!(aimock.sent().len(), 1, "a cut connection may have been acted on: not retried");
+}
+
+/// aimock, fresh for case `case` of this file.
+fn fresh(case: &str) -> Aimock {
+    Aimock::fresh(
+        &format!("contract_anthropic::{case}"),
+        &aimock::fixtures(Some("messages.json")),
+        "/v1/messages",
+    )
 }
