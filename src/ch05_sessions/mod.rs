@@ -82,6 +82,7 @@ pub(crate) mod tests;
 pub use file::SessionFile;
 pub use ids::{new_session_id, now_rfc3339, rfc3339};
 pub use listing::SessionSummary;
+pub(crate) use record::side_note;
 pub use record::{Body, DEMO_ENDPOINT, FORMAT_VERSION, OPENAI_API, Origin, Record, without_credentials};
 pub use recorder::{Recorder, Session};
 pub use store::SessionStore;
@@ -172,15 +173,8 @@ pub fn replay<'a>(bodies: impl IntoIterator<Item = &'a Body>) -> Vec<Message> {
             // Facts about the session that were never part of what the model reads. The loop
             // answers every pending tool call before it returns, so an interruption leaves a
             // valid history behind and needs no replay of its own.
-            Body::Session { .. }
-            | Body::Compaction { .. }
-            | Body::ToolStarted { .. }
-            | Body::Interrupted {}
-            | Body::Retry { .. }
-            | Body::Partial { .. }
-            | Body::Error { .. }
-            | Body::Usage { .. } => {}
-            Body::Hook { .. } | Body::Sandbox { .. } => {}
+            Body::ToolStarted { .. } | Body::Interrupted {} | Body::Error { .. } => {}
+            side_note!() => {}
         }
     }
     history

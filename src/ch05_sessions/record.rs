@@ -108,6 +108,25 @@ pub enum Body {
 }
 // ANCHOR_END: record_later
 
+/// The pattern of a side note: a record the model never reads and that moves no conversation
+/// along (the header, a compaction, a retry, a cut stream's text, usage, a hook that ran, the
+/// sandbox a run opened). The
+/// one list of them, used as a pattern (`side_note!() => {}`) by replaying a session (here)
+/// and by reading where it stopped (chapter 10), so their matches stay exhaustive: a new
+/// record kind is placed on purpose, here or in each match.
+macro_rules! side_note {
+    () => {
+        $crate::ch05_sessions::Body::Session { .. }
+            | $crate::ch05_sessions::Body::Compaction { .. }
+            | $crate::ch05_sessions::Body::Retry { .. }
+            | $crate::ch05_sessions::Body::Partial { .. }
+            | $crate::ch05_sessions::Body::Usage { .. }
+            | $crate::ch05_sessions::Body::Hook { .. }
+            | $crate::ch05_sessions::Body::Sandbox { .. }
+    };
+}
+pub(crate) use side_note;
+
 fn is_zero(value: &usize) -> bool {
     *value == 0
 }

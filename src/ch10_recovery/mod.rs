@@ -23,7 +23,7 @@ mod journal_scan;
 pub use command_line::{ACKNOWLEDGE_UNKNOWN, STATUS, register};
 
 use crate::ch02_loop::{Error, Message, ToolCall, ToolStatus, describe_call, plural};
-use crate::ch05_sessions::{Append, Body, Origin, Record, SessionError, replay, session_error};
+use crate::ch05_sessions::{Append, Body, Origin, Record, SessionError, replay, session_error, side_note};
 use crate::ch07_context::{CompactionRecord, Recorded};
 use crate::ch09_journal::{Journal, lock_holder_of};
 use crate::ch09_trust::{check_recorded_root, journal_root, remove_leftover_temps};
@@ -103,16 +103,8 @@ impl CallTracker {
                 )),
             },
             Body::ToolFinished { id, .. } => open.retain(|(call, _)| &call.id != id),
-            Body::Session { .. }
-            | Body::System { .. }
-            | Body::User { .. }
-            | Body::Interrupted {}
-            | Body::Compaction { .. }
-            | Body::Retry { .. }
-            | Body::Partial { .. }
-            | Body::Error { .. }
-            | Body::Usage { .. } => {}
-            Body::Hook { .. } | Body::Sandbox { .. } => {}
+            Body::System { .. } | Body::User { .. } | Body::Interrupted {} | Body::Error { .. } => {}
+            side_note!() => {}
         }
     }
 
@@ -144,14 +136,8 @@ fn moved_to(body: &Body) -> Option<SessionState> {
         Body::Assistant { .. } => Some(SessionState::WaitingForModel),
         Body::Interrupted {} => Some(SessionState::Interrupted),
         Body::Error { message } => Some(SessionState::Failed(message.clone())),
-        Body::Session { .. }
-        | Body::System { .. }
-        | Body::ToolStarted { .. }
-        | Body::Compaction { .. }
-        | Body::Retry { .. }
-        | Body::Partial { .. }
-        | Body::Usage { .. } => None,
-        Body::Hook { .. } | Body::Sandbox { .. } => None,
+        Body::System { .. } | Body::ToolStarted { .. } => None,
+        side_note!() => None,
     }
 }
 // ANCHOR_END: state_of
