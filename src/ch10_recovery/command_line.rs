@@ -40,3 +40,36 @@ pub fn register(registry: &mut dyn RegisterCommands) {
         }
     });
 }
+
+/// Before chapter 19 a run speaks one wire format, chapter 2's Chat Completions: a session
+/// recorded with another is refused, and the record of one with it is kept. (Chapter 19's
+/// `choice` has the same three functions for two formats.)
+pub mod one_api {
+    use crate::ch02_loop::Error;
+    use crate::ch02_loop::command_line::Settings;
+    use crate::ch03_tools::secrets::Keys;
+    use crate::ch05_sessions::{OPENAI_API, Origin};
+
+    /// The API of this run, and the session's record: refused if it is of another API.
+    pub fn api_of<'a>(
+        _: &Settings,
+        recorded: Option<&'a Origin>,
+    ) -> Result<(&'static str, Option<&'a Origin>), Error> {
+        if let Some(origin) = recorded.filter(|origin| origin.api != OPENAI_API) {
+            return Err(Error::Config(format!(
+                "this session was recorded with the '{}' API, which this mini-agent does not speak",
+                origin.api
+            )));
+        }
+        Ok((OPENAI_API, recorded))
+    }
+
+    /// Where the user sends the key: the environment's URL, else the default.
+    pub fn configured_endpoint(_: &str, keys: &Keys) -> String {
+        keys.base_url().unwrap_or_else(|| crate::ch02_model::DEFAULT_BASE_URL.to_string())
+    }
+
+    pub fn default_model(_: &str) -> &'static str {
+        crate::ch02_model::DEFAULT_MODEL
+    }
+}

@@ -6,20 +6,15 @@ use mini_agent::ch02_loop::command_line::{BASE_URL, DEMO, MODEL, Settings};
 use mini_agent::ch02_model::ClientConfig;
 #[cfg(not(feature = "ch03"))]
 use mini_agent::ch02_model::Keys;
-#[cfg(feature = "ch10")]
-use mini_agent::ch02_model::api_key_required;
 #[cfg(feature = "ch03")]
-use mini_agent::ch03_tools::secrets::{Keys, Redactor, install};
+use mini_agent::ch03_tools::secrets::Keys;
+#[cfg(feature = "ch05")]
+use mini_agent::ch05_sessions::{DEMO_ENDPOINT, Origin};
+// The wire formats a resumed session may have recorded: one before chapter 19, two with it.
 #[cfg(all(feature = "ch10", not(feature = "ch19")))]
-use mini_agent::ch05_sessions::OPENAI_API;
-#[cfg(all(feature = "ch05", not(feature = "ch10")))]
-use mini_agent::ch05_sessions::{DEMO_ENDPOINT, OPENAI_API, Origin};
-#[cfg(feature = "ch10")]
-use mini_agent::ch05_sessions::{DEMO_ENDPOINT, Origin, without_credentials};
+use mini_agent::ch10_recovery::command_line::one_api::{api_of, configured_endpoint, default_model};
 #[cfg(feature = "ch19")]
 use mini_agent::ch19_anthropic::choice::{Api, api_of, configured_endpoint, default_model};
-#[cfg(feature = "ch19")]
-use mini_agent::ch19_anthropic::{ANTHROPIC_API, AnthropicKeys};
 use mini_agent::demo::start_demo_server;
 use mini_agent::scripted_server::ScriptedServer;
 
@@ -70,26 +65,20 @@ pub fn connect(
     let endpoint = client_config(&chosen, keys, demo.as_ref().map(|server| server.url.as_str()));
     // One redactor for everything that leaves the process from now on (chapter 3).
     #[cfg(feature = "ch03")]
-    install(Redactor::for_run(keys, &endpoint.base_url));
+    mini_agent::ch03_tools::secrets::install(mini_agent::ch03_tools::secrets::Redactor::for_run(
+        keys,
+        &endpoint.base_url,
+    ));
     // What a session records of where its model lives: never a key.
     #[cfg(feature = "ch05")]
     let origin = {
         let recorded_url = if chosen.demo { DEMO_ENDPOINT } else { endpoint.base_url.as_str() };
-        #[cfg(not(feature = "ch19"))]
-        let api = OPENAI_API;
-        #[cfg(feature = "ch19")]
-        let api = chosen.api;
-        Origin::new(&endpoint.model, api, recorded_url)
+        Origin::new(&endpoint.model, chosen.api, recorded_url)
     };
     // Anthropic's credential goes where the OpenAI key would: only where the user sends it,
     // never to the demo model.
     #[cfg(feature = "ch19")]
-    let api = match chosen.api {
-        ANTHROPIC_API => Api::Anthropic(
-            AnthropicKeys::from_keys(keys).auth().filter(|_| chosen.send_key && demo.is_none()),
-        ),
-        _ => Api::OpenAi,
-    };
+    let api = Api::of_run(chosen.api, keys, chosen.send_key && demo.is_none());
     Ok(Connection {
         endpoint,
         #[cfg(feature = "ch05")]
@@ -108,8 +97,8 @@ pub struct Chosen {
     model: String,
     /// Whether the key goes with the requests: never to an endpoint only a journal named.
     send_key: bool,
-    /// `openai` or `anthropic` (chapter 19).
-    #[cfg(feature = "ch19")]
+    /// The wire format sessions record: `openai`, or from chapter 19 `anthropic`.
+    #[cfg(feature = "ch05")]
     pub api: &'static str,
 }
 
@@ -121,6 +110,7 @@ pub struct Chosen {
 /// is never sent one.
 #[cfg(feature = "ch10")]
 pub fn choose_endpoint(settings: &Settings, keys: &Keys, recorded: Option<&Origin>) -> Result<Chosen, Error> {
+    use mini_agent::{ch02_model::api_key_required, ch05_sessions::without_credentials};
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
     // The wire format, and the record only if it is of that one (chapter 19 brings a second).
     let (api, recorded) = api_of(settings, recorded)?;
@@ -160,14 +150,7 @@ pub fn choose_endpoint(settings: &Settings, keys: &Keys, recorded: Option<&Origi
         .or_else(|| demo.then(|| "demo".to_string()))
         .or_else(|| env("MODEL_ID"))
         .unwrap_or_else(|| default_model(api).into());
-    Ok(Chosen {
-        demo,
-        base_url,
-        model,
-        send_key,
-        #[cfg(feature = "ch19")]
-        api,
-    })
+    Ok(Chosen { demo, base_url, model, send_key, api })
 }
 
 /// The client's settings, once the demo server (when chosen) listens at `demo_url`.
@@ -182,32 +165,6 @@ pub fn client_config(chosen: &Chosen, keys: &Keys, demo_url: Option<&str>) -> Cl
     }
 }
 // ANCHOR_END: endpoint_model
-
-/// Before chapter 19 there is one wire format: a session recorded with another is refused.
-#[cfg(all(feature = "ch10", not(feature = "ch19")))]
-fn api_of<'a>(
-    _: &Settings,
-    recorded: Option<&'a Origin>,
-) -> Result<(&'static str, Option<&'a Origin>), Error> {
-    if let Some(origin) = recorded.filter(|origin| origin.api != OPENAI_API) {
-        return Err(Error::Config(format!(
-            "this session was recorded with the '{}' API, which this mini-agent does not speak",
-            origin.api
-        )));
-    }
-    Ok((OPENAI_API, recorded))
-}
-
-/// Where the user sends the key: the environment's URL, else the default.
-#[cfg(all(feature = "ch10", not(feature = "ch19")))]
-fn configured_endpoint(_: &str, keys: &Keys) -> String {
-    keys.base_url().unwrap_or_else(|| mini_agent::ch02_model::DEFAULT_BASE_URL.to_string())
-}
-
-#[cfg(all(feature = "ch10", not(feature = "ch19")))]
-fn default_model(_: &str) -> &'static str {
-    mini_agent::ch02_model::DEFAULT_MODEL
-}
 
 /// Before chapter 10 there is no recorded session to go back to: flags, the environment,
 /// the defaults.
@@ -226,5 +183,12 @@ pub fn choose_endpoint(settings: &Settings, keys: &Keys) -> Result<Chosen, Error
         .or_else(|| demo.then(|| "demo".to_string()))
         .or_else(|| env("MODEL_ID"))
         .unwrap_or_else(|| mini_agent::ch02_model::DEFAULT_MODEL.into());
-    Ok(Chosen { demo, base_url, model, send_key: true })
+    Ok(Chosen {
+        demo,
+        base_url,
+        model,
+        send_key: true,
+        #[cfg(feature = "ch05")]
+        api: mini_agent::ch05_sessions::OPENAI_API,
+    })
 }

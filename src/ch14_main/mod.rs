@@ -44,8 +44,6 @@ mod unrecorded;
 use app::{Agent, Config};
 use args::Command;
 use endpoint::Connection;
-#[cfg(not(feature = "ch10"))]
-use endpoint::connect;
 use mini_agent::ch02_loop::command_line::{Flag, MAX_TURNS, PROMPT, ROOT, Settings};
 use mini_agent::ch02_loop::{Error, Model, Outcome, plural};
 use mini_agent::ch02_model::ChatClient;
@@ -54,13 +52,7 @@ use mini_agent::ch02_model::Keys;
 use mini_agent::ch02_model::text_calls::TextCallCheck;
 use mini_agent::ch02_model::waiting::Waits;
 #[cfg(feature = "ch03")]
-use mini_agent::ch03_tools::secrets::{
-    Keys, Redacted, redactor, seal_memory, wipe_credentials_in_command_line,
-};
-#[cfg(feature = "ch04")]
-use mini_agent::ch04_terminal::sanitize::sanitize;
-#[cfg(feature = "ch05")]
-use mini_agent::ch05_sessions::SessionStore;
+use mini_agent::ch03_tools::secrets::{self, Keys};
 use registry::Registry;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -93,10 +85,10 @@ fn take_keys(words: &[String], registry: &Registry) -> Keys {
     #[cfg(feature = "ch03")]
     // SAFETY: first thing in main, before any thread exists (chapter 3's secrets).
     let keys = unsafe {
-        let (secrets, capability_flags) = &registry.secrets;
-        wipe_credentials_in_command_line(words, capability_flags);
-        let keys = Keys::take(secrets);
-        seal_memory();
+        let (variables, capability_flags) = &registry.secrets;
+        secrets::wipe_credentials_in_command_line(words, capability_flags);
+        let keys = Keys::take(variables);
+        secrets::seal_memory();
         keys
     };
     #[cfg(not(feature = "ch03"))]
@@ -240,7 +232,7 @@ fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Resul
     #[cfg(feature = "ch10")]
     let (opened, root, connection) = reopen::resumed(chosen, here, settings, keys)?;
     #[cfg(not(feature = "ch10"))]
-    let (root, connection) = (here, connect(settings, keys)?);
+    let (root, connection) = (here, endpoint::connect(settings, keys)?);
     // ANCHOR_END: agent
     // ANCHOR: agent_run
     let model = build_model(&connection, settings)?;
@@ -310,7 +302,7 @@ fn build_model(connection: &Connection, settings: &Settings) -> Result<Box<dyn M
     #[cfg(feature = "ch08")]
     let model = mini_agent::ch08_retry::retrying(model, connection.retry_statuses())?;
     #[cfg(feature = "ch03")]
-    let model: Box<dyn Model> = Box::new(Redacted::new(model, redactor()));
+    let model: Box<dyn Model> = Box::new(secrets::Redacted::new(model, secrets::redactor()));
     let _ = settings; // read by the chapters that choose another client
     Ok(Box::new(TextCallCheck { inner: model }))
 }
@@ -445,7 +437,7 @@ fn say(line: &str) {
     // obeyed, like model text.
     let line = visible(line);
     #[cfg(feature = "ch03")]
-    let line = redactor().redact_line(&line);
+    let line = secrets::redactor().redact_line(&line);
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 // ANCHOR_END: output
@@ -453,7 +445,7 @@ fn say(line: &str) {
 /// Control characters made visible (chapter 4's sanitiser).
 fn visible(text: &str) -> String {
     #[cfg(feature = "ch04")]
-    return sanitize(text);
+    return mini_agent::ch04_terminal::sanitize::sanitize(text);
     #[cfg(not(feature = "ch04"))]
     text.to_string()
 }
@@ -476,8 +468,8 @@ fn resumed_by(settings: &Settings) -> bool {
 /// The sessions of `root`; from chapter 9 on, `.mini_agent/` checked and its session files
 /// read as untrusted workspace input.
 #[cfg(feature = "ch05")]
-fn sessions_of(root: &Path) -> Result<SessionStore, Error> {
-    let store = SessionStore::new(root);
+fn sessions_of(root: &Path) -> Result<mini_agent::ch05_sessions::SessionStore, Error> {
+    let store = mini_agent::ch05_sessions::SessionStore::new(root);
     #[cfg(feature = "ch09")]
     let store = store.as_workspace_input()?;
     Ok(store)
@@ -485,7 +477,10 @@ fn sessions_of(root: &Path) -> Result<SessionStore, Error> {
 
 /// `-c` or `-r` before chapter 10: the session reopened, its history replayed.
 #[cfg(all(feature = "ch05", not(feature = "ch10")))]
-fn reopen(store: &SessionStore, settings: &Settings) -> Result<Option<app::Opened>, Error> {
+fn reopen(
+    store: &mini_agent::ch05_sessions::SessionStore,
+    settings: &Settings,
+) -> Result<Option<app::Opened>, Error> {
     use mini_agent::ch05_sessions::{CONTINUE, RESUME, Recorder, continue_history};
     let path = match (settings.value(&RESUME), settings.has(&CONTINUE)) {
         (Some(wanted), _) => store.resolve(wanted)?,

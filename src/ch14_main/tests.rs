@@ -3,6 +3,7 @@
 
 use super::sessions_table::sessions_table;
 use super::*;
+use mini_agent::ch05_sessions::SessionStore;
 use mini_agent::temp_dir::TempDir;
 
 fn run_in(root: &Path, words: &[&str]) -> Result<u8, Error> {

@@ -24,6 +24,17 @@ pub enum Api {
     Anthropic(Option<Auth>),
 }
 
+impl Api {
+    /// The wire format `api` (as sessions record it) of this run; Anthropic's credential goes
+    /// where the OpenAI key would: only where the user sends it (`send_key`).
+    pub fn of_run(api: &str, keys: &Keys, send_key: bool) -> Api {
+        match api {
+            ANTHROPIC_API => Api::Anthropic(AnthropicKeys::from_keys(keys).auth().filter(|_| send_key)),
+            _ => Api::OpenAi,
+        }
+    }
+}
+
 /// `--api`, else the resumed session's own API, else `MINI_AGENT_API`, else `openai`.
 pub fn choose_api(settings: &Settings, recorded: Option<&Origin>) -> Result<&'static str, Error> {
     let variable = std::env::var("MINI_AGENT_API").ok().filter(|value| !value.trim().is_empty());
