@@ -438,6 +438,11 @@ impl<M: Model> Redacted<M> {
         Redacted { inner, redactor }
     }
 }
+
+/// Chapter 3's layer of a run's model: redacted by the run's redactor.
+pub fn redacted(model: Box<dyn Model>) -> Box<dyn Model> {
+    Box::new(Redacted::new(model, redactor()))
+}
 // ANCHOR_END: redacted_model
 
 // ANCHOR: redacted_complete

@@ -4,10 +4,12 @@
 use mini_agent::ch02_loop::Error;
 use mini_agent::ch02_loop::command_line::{BASE_URL, DEMO, MODEL, Settings};
 use mini_agent::ch02_model::ClientConfig;
+/// The key and the other secrets of the run: read from the environment (chapter 2), from
+/// chapter 3 on taken out of it at start-up.
 #[cfg(not(feature = "ch03"))]
-use mini_agent::ch02_model::Keys;
+pub use mini_agent::ch02_model::Keys;
 #[cfg(feature = "ch03")]
-use mini_agent::ch03_tools::secrets::Keys;
+pub use mini_agent::ch03_tools::secrets::Keys;
 #[cfg(feature = "ch05")]
 use mini_agent::ch05_sessions::{DEMO_ENDPOINT, Origin};
 // The wire formats a resumed session may have recorded: one before chapter 19, two with it.

@@ -43,16 +43,12 @@ mod unrecorded;
 
 use app::{Agent, Config};
 use args::Command;
-use endpoint::Connection;
+use endpoint::{Connection, Keys};
 use mini_agent::ch02_loop::command_line::{Flag, MAX_TURNS, PROMPT, ROOT, Settings};
 use mini_agent::ch02_loop::{Error, Model, Outcome, plural};
 use mini_agent::ch02_model::ChatClient;
-#[cfg(not(feature = "ch03"))]
-use mini_agent::ch02_model::Keys;
 use mini_agent::ch02_model::text_calls::TextCallCheck;
 use mini_agent::ch02_model::waiting::Waits;
-#[cfg(feature = "ch03")]
-use mini_agent::ch03_tools::secrets::{self, Keys};
 use registry::Registry;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -86,9 +82,9 @@ fn take_keys(words: &[String], registry: &Registry) -> Keys {
     // SAFETY: first thing in main, before any thread exists (chapter 3's secrets).
     let keys = unsafe {
         let (variables, capability_flags) = &registry.secrets;
-        secrets::wipe_credentials_in_command_line(words, capability_flags);
+        mini_agent::ch03_tools::secrets::wipe_credentials_in_command_line(words, capability_flags);
         let keys = Keys::take(variables);
-        secrets::seal_memory();
+        mini_agent::ch03_tools::secrets::seal_memory();
         keys
     };
     #[cfg(not(feature = "ch03"))]
@@ -302,7 +298,7 @@ fn build_model(connection: &Connection, settings: &Settings) -> Result<Box<dyn M
     #[cfg(feature = "ch08")]
     let model = mini_agent::ch08_retry::retrying(model, connection.retry_statuses())?;
     #[cfg(feature = "ch03")]
-    let model: Box<dyn Model> = Box::new(secrets::Redacted::new(model, secrets::redactor()));
+    let model = mini_agent::ch03_tools::secrets::redacted(model);
     let _ = settings; // read by the chapters that choose another client
     Ok(Box::new(TextCallCheck { inner: model }))
 }
@@ -437,7 +433,7 @@ fn say(line: &str) {
     // obeyed, like model text.
     let line = visible(line);
     #[cfg(feature = "ch03")]
-    let line = secrets::redactor().redact_line(&line);
+    let line = mini_agent::ch03_tools::secrets::redactor().redact_line(&line);
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 // ANCHOR_END: output

@@ -8,10 +8,6 @@
 //! [`Registry`] it fills. It runs first thing in `main`, before any thread exists.
 
 use mini_agent::ch02_loop::command_line::{self, Check, Flag, Help};
-#[cfg(feature = "ch03")]
-use mini_agent::ch03_tools::secrets::{RegisterSecrets, SecretVariable};
-#[cfg(feature = "ch04")]
-use mini_agent::ch04_terminal::{RegisterCommands, SlashCommand};
 
 // ANCHOR: chapters
 /// What the chapters of this state registered.
@@ -65,10 +61,10 @@ pub struct Registry {
     pub checks: Vec<Check>,
     /// Secret variables (chapter 3), and flags whose value is a credential.
     #[cfg(feature = "ch03")]
-    pub secrets: (Vec<SecretVariable>, Vec<&'static str>),
+    pub secrets: (Vec<mini_agent::ch03_tools::secrets::SecretVariable>, Vec<&'static str>),
     /// The REPL's slash commands (chapter 4).
     #[cfg(feature = "ch04")]
-    pub commands: Vec<SlashCommand>,
+    pub commands: Vec<mini_agent::ch04_terminal::SlashCommand>,
 }
 
 impl command_line::Registry for Registry {
@@ -85,8 +81,8 @@ impl command_line::Registry for Registry {
 // ANCHOR_END: registry
 
 #[cfg(feature = "ch03")]
-impl RegisterSecrets for Registry {
-    fn secret(&mut self, variable: SecretVariable) {
+impl mini_agent::ch03_tools::secrets::RegisterSecrets for Registry {
+    fn secret(&mut self, variable: mini_agent::ch03_tools::secrets::SecretVariable) {
         self.secrets.0.push(variable);
     }
     fn capability_flag(&mut self, long: &'static str) {
@@ -95,8 +91,8 @@ impl RegisterSecrets for Registry {
 }
 
 #[cfg(feature = "ch04")]
-impl RegisterCommands for Registry {
-    fn command(&mut self, command: SlashCommand) {
+impl mini_agent::ch04_terminal::RegisterCommands for Registry {
+    fn command(&mut self, command: mini_agent::ch04_terminal::SlashCommand) {
         self.commands.push(command);
     }
 }

@@ -9,8 +9,6 @@
 use mini_agent::ch02_loop::{Error, plural};
 use mini_agent::ch04_terminal::sanitize::sanitize;
 use mini_agent::ch05_sessions::SessionStore;
-#[cfg(feature = "ch10")]
-use mini_agent::ch10_recovery::{SessionState, status_of};
 use mini_agent::text::take_chars;
 
 // ANCHOR: table
@@ -53,6 +51,7 @@ pub fn sessions_table(store: &SessionStore, current: Option<&str>) -> Result<Str
 /// Where a session stopped, in one word (chapter 10 has the whole story).
 #[cfg(feature = "ch10")]
 pub(super) fn state_word(path: &std::path::Path) -> &'static str {
+    use mini_agent::ch10_recovery::{SessionState, status_of};
     let Ok(status) = status_of(path) else { return "unreadable" };
     // Another mini-agent is running it; this process's own session shows its state.
     if status.in_use_by.is_some_and(|pid| pid != std::process::id()) {
