@@ -133,15 +133,11 @@ fn run(words: &[String], registry: &'static Registry, keys: &Keys) -> Result<u8,
     match command {
         Command::Help => print_stdout(&help::help(registry, "")),
         Command::Version => print_stdout(&format!("mini-agent {}\n", env!("CARGO_PKG_VERSION"))),
-        #[cfg(feature = "ch13")]
-        Command::Sub("eval", words) => evaluate(&words, registry),
-        #[cfg(feature = "ch14")]
-        Command::Sub("sessions", words) => sessions_table::sessions(&words, registry),
-        #[cfg(feature = "ch15")]
-        Command::Sub("tasks", words) => tasks::main(&words, registry, keys),
-        #[cfg(feature = "ch21")]
-        Command::Sub("serve", words) => serve::main(&words, registry, keys),
-        Command::Sub(name, _) => Err(Error::Usage(format!("mini-agent {name} is not in this state"))),
+        // The subcommands the chapters of this state registered (`eval`, `tasks`…).
+        Command::Sub(name, words) => match registry.runs.iter().find(|(run, _)| *run == name) {
+            Some((_, run)) => run(&words, registry, keys),
+            None => Err(Error::Usage(format!("mini-agent {name} is not in this state"))),
+        },
         Command::Agent(settings) => agent_with_events(&settings, registry, keys),
     }
 }
@@ -192,7 +188,7 @@ fn agent_with_events(settings: &Settings, registry: &'static Registry, keys: &Ke
 // ANCHOR: eval
 /// `mini-agent eval`: the scenarios of chapter 13, run against this very binary.
 #[cfg(feature = "ch13")]
-fn evaluate(words: &[String], registry: &Registry) -> Result<u8, Error> {
+fn evaluate(words: &[String], registry: &'static Registry, _: &Keys) -> Result<u8, Error> {
     use mini_agent::ch13_evaluation::{DEFAULT_SCENARIO_DIR, EVAL_VERBOSE, REPEATS, run_eval};
     let mut dir = None;
     let parsed =
@@ -258,7 +254,7 @@ fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Resul
             one_shot(start(config)?, task, settings)
         }
         #[cfg(feature = "ch04")]
-        None => repl::repl(start, config, &registry.commands),
+        None => repl::repl(start, config, registry),
         #[cfg(not(feature = "ch04"))]
         None => {
             let _ = registry; // its slash commands are the REPL's, from chapter 4
@@ -500,9 +496,10 @@ fn reopen(
 
 /// Chapter 14's own additions to the command line: `--json`, and `mini-agent sessions`.
 #[cfg(feature = "ch14")]
-fn register(registry: &mut dyn mini_agent::ch02_loop::command_line::Registry) {
-    use mini_agent::ch02_loop::command_line::{Help, SHOW_HELP};
+fn register(registry: &mut Registry) {
+    use mini_agent::ch02_loop::command_line::{Help, Registry as _, SHOW_HELP};
     registry.flag(JSON);
+    registry.runs.push(("sessions", sessions_table::sessions));
     registry.flag(Flag { chapter: 14, command: "sessions", ..ROOT });
     registry.flag(Flag { chapter: 14, command: "sessions", ..SHOW_HELP });
     let help = |section, lines| Help { chapter: 14, page: "", section, lines };

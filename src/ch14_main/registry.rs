@@ -7,6 +7,8 @@
 //! `/help` and the start-up that takes the secrets out of the environment all read the
 //! [`Registry`] it fills. It runs first thing in `main`, before any thread exists.
 
+use super::endpoint::Keys;
+use mini_agent::ch02_loop::Error;
 use mini_agent::ch02_loop::command_line::{self, Check, Flag, Help};
 
 // ANCHOR: chapters
@@ -17,25 +19,41 @@ pub fn chapters() -> Registry {
     #[cfg(feature = "ch04")]
     mini_agent::ch04_terminal::register(&mut registry);
     #[cfg(feature = "ch05")]
-    mini_agent::ch05_sessions::register(&mut registry);
+    {
+        mini_agent::ch05_sessions::register(&mut registry);
+        registry.commands.1.push(("list", super::app::Agent::list));
+    }
     #[cfg(feature = "ch06")]
     mini_agent::ch06_skills::register(&mut registry);
     #[cfg(feature = "ch07")]
-    mini_agent::ch07_context::register(&mut registry);
+    {
+        mini_agent::ch07_context::register(&mut registry);
+        registry.commands.1.push(("compact", super::app::Agent::compact));
+        registry.commands.1.push(("stats", super::app::Agent::stats_report));
+    }
     #[cfg(feature = "ch08")]
     mini_agent::ch08_retry::register(&mut registry);
     #[cfg(feature = "ch10")]
-    mini_agent::ch10_recovery::register(&mut registry);
+    {
+        mini_agent::ch10_recovery::register(&mut registry);
+        registry.commands.1.push(("resume", super::app::Agent::resume_session));
+    }
     #[cfg(feature = "ch11")]
     mini_agent::ch11_streaming::register(&mut registry);
     #[cfg(feature = "ch12")]
     mini_agent::ch12_permissions::register(&mut registry);
     #[cfg(feature = "ch13")]
-    mini_agent::ch13_evaluation::register(&mut registry);
+    {
+        mini_agent::ch13_evaluation::register(&mut registry);
+        registry.runs.push(("eval", super::evaluate));
+    }
     #[cfg(feature = "ch14")]
     super::register(&mut registry);
     #[cfg(feature = "ch15")]
-    mini_agent::ch15_tasks::register(&mut registry);
+    {
+        mini_agent::ch15_tasks::register(&mut registry);
+        registry.runs.push(("tasks", super::tasks::main));
+    }
     #[cfg(feature = "ch16")]
     mini_agent::ch16_hooks::register(&mut registry);
     #[cfg(feature = "ch17")]
@@ -47,7 +65,10 @@ pub fn chapters() -> Registry {
     #[cfg(feature = "ch20")]
     mini_agent::ch20_sandbox::register(&mut registry);
     #[cfg(feature = "ch21")]
-    mini_agent::ch21_serve::register(&mut registry);
+    {
+        mini_agent::ch21_serve::register(&mut registry);
+        registry.runs.push(("serve", super::serve::main));
+    }
     registry
 }
 // ANCHOR_END: chapters
@@ -59,13 +80,20 @@ pub struct Registry {
     pub flags: Vec<Flag>,
     pub help: Vec<Help>,
     pub checks: Vec<Check>,
+    /// The subcommands this state runs: `eval` (13), `sessions` (14), `tasks` (15), `serve` (21).
+    pub runs: Vec<(&'static str, Run)>,
     /// Secret variables (chapter 3), and flags whose value is a credential.
     #[cfg(feature = "ch03")]
     pub secrets: (Vec<mini_agent::ch03_tools::secrets::SecretVariable>, Vec<&'static str>),
-    /// The REPL's slash commands (chapter 4).
+    /// The REPL's slash commands (chapter 4), and what runs each on the agent (`/new` and the
+    /// reports of a session's tools, `/skills` and `/mcp`, are the agent's own).
     #[cfg(feature = "ch04")]
-    pub commands: Vec<mini_agent::ch04_terminal::SlashCommand>,
+    pub commands:
+        (Vec<mini_agent::ch04_terminal::SlashCommand>, Vec<(&'static str, super::session::Handler)>),
 }
+
+/// A subcommand: its words after the name, the table, the run's secrets; its exit code.
+pub type Run = fn(&[String], &'static Registry, &Keys) -> Result<u8, Error>;
 
 impl command_line::Registry for Registry {
     fn flag(&mut self, flag: Flag) {
@@ -93,7 +121,7 @@ impl mini_agent::ch03_tools::secrets::RegisterSecrets for Registry {
 #[cfg(feature = "ch04")]
 impl mini_agent::ch04_terminal::RegisterCommands for Registry {
     fn command(&mut self, command: mini_agent::ch04_terminal::SlashCommand) {
-        self.commands.push(command);
+        self.commands.0.push(command);
     }
 }
 

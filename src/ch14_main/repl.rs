@@ -4,7 +4,7 @@ use super::app::{Agent, Config};
 use super::say;
 use mini_agent::ch02_loop::Error;
 use mini_agent::ch02_loop::command_line::VERBOSE;
-use mini_agent::ch04_terminal::{LineReader, Screen, SlashCommand, run_repl};
+use mini_agent::ch04_terminal::{LineReader, Screen, run_repl};
 
 /// The largest `.mini_agent/history` the line editor loads (it keeps 1,000 lines).
 const HISTORY_MAX_BYTES: u64 = 8 << 20;
@@ -14,7 +14,7 @@ const HISTORY_MAX_BYTES: u64 = 8 << 20;
 pub fn repl(
     start: impl FnOnce(Config) -> Result<Agent, Error>,
     config: Config,
-    commands: &[SlashCommand],
+    registry: &super::registry::Registry,
 ) -> Result<u8, Error> {
     let history = config.root.join(".mini_agent").join("history");
     let history = history.as_path();
@@ -65,7 +65,8 @@ pub fn repl(
     {
         screen.status(&last);
     }
-    run_repl(&mut agent, commands, &mut reader, &screen)?;
+    let (commands, handlers) = &registry.commands;
+    run_repl(&mut super::session::Host { agent: &mut agent, handlers }, commands, &mut reader, &screen)?;
     Ok(0)
 }
 // ANCHOR_END: repl_start

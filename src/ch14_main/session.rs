@@ -1,33 +1,37 @@
 //! What the chapters add to a session beyond the loop, from chapter 4 on: their layers of the
-//! tools and the model with what those layers report, and the REPL's commands, each routed to
-//! the chapter whose state it shows or changes (`/list` to chapter 5's store, `/compact` to
-//! chapter 7's compacting model, `/mcp` to chapter 18's servers…).
+//! tools and the model with what those layers report, and the REPL's host, which runs each
+//! slash command on the state of the chapter that registered it (`/list` on chapter 5's
+//! store, `/compact` on chapter 7's compacting model, `/mcp` on chapter 18's servers…).
 
 use super::app::{Agent, toolbox};
 use mini_agent::ch02_loop::{Error, Message, Observer, Outcome};
 use mini_agent::ch04_terminal::{HostCommand, ReplHost, TerminalObserver};
 
 // ANCHOR: repl_host
-impl ReplHost for Agent {
+/// A slash command on the REPL's agent, with its argument; what to show.
+pub type Handler = fn(&mut Agent, &str) -> Result<String, Error>;
+
+/// The REPL's host: the agent, and the slash commands the chapters route to it.
+pub struct Host<'a> {
+    pub agent: &'a mut Agent,
+    pub handlers: &'a [(&'static str, Handler)],
+}
+
+impl ReplHost for Host<'_> {
     fn turn(&mut self, input: String, terminal: &mut TerminalObserver) -> Outcome {
-        self.turn_on(input, terminal, None)
+        self.agent.turn_on(input, terminal, None)
     }
 
     fn command(&mut self, command: HostCommand) -> Result<String, Error> {
-        match command.name {
-            #[cfg(feature = "ch05")]
-            "list" => super::sessions_table::sessions_table(&self.store, Some(self.session_id())),
-            #[cfg(feature = "ch10")]
-            "resume" => self.resume_session(&command.argument),
-            #[cfg(feature = "ch07")]
-            "compact" => self.compact(),
-            #[cfg(feature = "ch07")]
-            "stats" => Ok(self.stats_report()),
-            "new" => self.new_conversation(),
+        match self.handlers.iter().find(|(name, _)| *name == command.name) {
+            Some((_, handler)) => handler(self.agent, &command.argument),
+            None if command.name == "new" => self.agent.new_conversation(),
             // What a chapter shows about the session: `/skills` (6), `/mcp` (18).
-            name => match self.reports.iter().find(|(report, _)| *report == name) {
+            None => match self.agent.reports.iter().find(|(report, _)| *report == command.name) {
                 Some((_, report)) => Ok(report()),
-                None => Err(Error::Usage(format!("/{name} is not a command of this agent; type /help"))),
+                None => {
+                    Err(Error::Usage(format!("/{} is not a command of this agent; type /help", command.name)))
+                }
             },
         }
     }
@@ -71,14 +75,21 @@ impl Agent {
         }
         #[cfg(not(feature = "ch05"))]
         {
-            (self.tools, self.history) = (toolbox.tools, vec![system]);
+            (self.tools, self.reports, self.history) = (toolbox.tools, toolbox.reports, vec![system]);
             Ok("new conversation: the earlier messages are forgotten".into())
         }
     }
+}
 
-    #[cfg(feature = "ch05")]
+#[cfg(feature = "ch05")]
+impl Agent {
     pub fn session_id(&self) -> &str {
         &self.session.id
+    }
+
+    /// `/list`: the sessions of this root, the current one marked.
+    pub(super) fn list(&mut self, _: &str) -> Result<String, Error> {
+        super::sessions_table::sessions_table(&self.store, Some(self.session_id()))
     }
 }
 
@@ -142,7 +153,8 @@ impl Agent {
         self.config.context.stats.restart(&self.history, reopened.recorded);
     }
 
-    fn compact(&mut self) -> Result<String, Error> {
+    /// `/compact`: the conversation so far replaced by a summary, now.
+    pub(super) fn compact(&mut self, _: &str) -> Result<String, Error> {
         let mut stats = self.config.context.stats.clone();
         let mut observers: Vec<&mut dyn Observer> = vec![&mut self.session.recorder, &mut stats];
         let mut fanout = super::app::Fanout(std::mem::take(&mut observers));
@@ -160,7 +172,8 @@ impl Agent {
         }
     }
 
-    fn stats_report(&self) -> String {
+    /// `/stats`: what the session sent and received, and the size of the next request.
+    pub(super) fn stats_report(&mut self, _: &str) -> Result<String, Error> {
         let next_prompt =
             self.model.estimate_prompt(&self.history, &mini_agent::ch02_loop::Tools::schemas(&*self.tools));
         let report = format!(
@@ -171,6 +184,6 @@ impl Agent {
         );
         #[cfg(feature = "ch20")]
         let report = format!("{report}\nsandbox      {}", self.config.sandbox.label());
-        report
+        Ok(report)
     }
 }

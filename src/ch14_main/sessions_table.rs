@@ -70,7 +70,11 @@ pub(super) fn state_word(path: &std::path::Path) -> &'static str {
 
 /// `mini-agent sessions [--root DIR]` (chapter 14): the sessions of a root, as `/list` shows them.
 #[cfg(feature = "ch14")]
-pub fn sessions(words: &[String], registry: &super::registry::Registry) -> Result<u8, Error> {
+pub fn sessions(
+    words: &[String],
+    registry: &'static super::registry::Registry,
+    _: &super::endpoint::Keys,
+) -> Result<u8, Error> {
     use super::args::{Parsed, parse_flags};
     use mini_agent::ch02_loop::command_line::ROOT;
     let parsed = parse_flags(words, "sessions", registry, |stray| {
