@@ -40,12 +40,14 @@ pub(crate) fn terminal_width() -> usize {
 /// Narrower than this, wrapping would leave a word a line; wider, lines are hard to read.
 pub(super) const MIN_WIDTH: usize = 20;
 
-// ANCHOR: markdown
+// ANCHOR: render_markdown
 /// Markdown for the terminal at its current width: see [`render_markdown_at`].
 pub fn render_markdown(text: &str, look: Look) -> String {
     render_markdown_at(text, look, terminal_width())
 }
+// ANCHOR_END: render_markdown
 
+// ANCHOR: render_markdown_at
 /// Laid out for `width` columns, styled with ANSI codes for `Color`, without them for
 /// `Plain`, and unchanged for `Raw` (a pipe gets exactly what the model wrote).
 pub(crate) fn render_markdown_at(text: &str, look: Look, width: usize) -> String {
@@ -61,8 +63,6 @@ pub(crate) fn render_markdown_at(text: &str, look: Look, width: usize) -> String
     let color = look == Look::Color;
     let mut out = Renderer { color, width: width.max(MIN_WIDTH), ..Renderer::default() };
     let options = Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS | Options::ENABLE_TABLES;
-    // ANCHOR_END: markdown
-    // ANCHOR: markdown_blocks
     for event in Parser::new_ext(text, options) {
         match event {
             Md::Start(Tag::Paragraph) => out.block(),
@@ -83,8 +83,6 @@ pub(crate) fn render_markdown_at(text: &str, look: Look, width: usize) -> String
                 out.push_style(CODE);
                 out.preformatted = true;
             }
-            // ANCHOR_END: markdown_blocks
-            // ANCHOR: markdown_lists
             Md::Start(Tag::List(start)) => {
                 if out.lists.is_empty() {
                     out.block();
@@ -105,7 +103,6 @@ pub(crate) fn render_markdown_at(text: &str, look: Look, width: usize) -> String
             }
             Md::Start(Tag::TableHead | Tag::TableRow) => out.table_row(),
             Md::Start(_) => {}
-            // ANCHOR_END: markdown_lists
             Md::End(TagEnd::Paragraph | TagEnd::HtmlBlock) => out.end_line(),
             Md::End(TagEnd::Heading(_)) => {
                 out.pop_style();
@@ -166,6 +163,7 @@ pub(crate) fn render_markdown_at(text: &str, look: Look, width: usize) -> String
     rendered.push('\n');
     rendered
 }
+// ANCHOR_END: render_markdown_at
 
 pub(super) const RESET: &str = "\x1b[0m";
 pub(super) const BOLD: &str = "\x1b[1m";

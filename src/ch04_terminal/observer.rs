@@ -133,16 +133,14 @@ impl TerminalObserver {
     }
 }
 
-// ANCHOR: observer
 impl Observer for TerminalObserver {
+    // ANCHOR: event
     fn event(&mut self, event: Event) -> Result<(), Error> {
         match event {
             Event::Request { .. } => {
                 self.waiting_for_model = true;
                 self.spin("thinking…");
             }
-            // ANCHOR_END: observer
-            // ANCHOR: observer_reply
             Event::Reply(reply) => {
                 self.waiting_for_model = false;
                 self.spinner = None;
@@ -152,8 +150,6 @@ impl Observer for TerminalObserver {
                     Some(text) => self.screen.print(&render_markdown(text, self.screen.look)),
                 }
             }
-            // ANCHOR_END: observer_reply
-            // ANCHOR: observer_notices
             Event::Warning(text) => self.notice("warning", text),
             // A later chapter's notice: its line, between the others (a retry, a compaction).
             Event::Notice(notice) => {
@@ -167,8 +163,6 @@ impl Observer for TerminalObserver {
                     }
                 }
             }
-            // ANCHOR_END: observer_notices
-            // ANCHOR: observer_tools
             Event::ToolStarted(call) => {
                 self.spinner = None;
                 if self.screen.live {
@@ -193,11 +187,11 @@ impl Observer for TerminalObserver {
                     self.screen.status(&indented(&sanitize(&output.content), 40));
                 }
             }
-            // ANCHOR_END: observer_tools
             Event::Message(_) => {} // the reply, the tool lines and the notices show it all
         }
         Ok(())
     }
+    // ANCHOR_END: event
 
     // ANCHOR: observer_queued
     fn queued_input(&mut self) -> Vec<String> {

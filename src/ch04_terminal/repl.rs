@@ -24,7 +24,7 @@ pub trait ReplHost {
 }
 // ANCHOR_END: repl_host
 
-// ANCHOR: repl
+// ANCHOR: run_repl
 /// The REPL: read a line, run it as a command or a turn, repeat until /exit, Ctrl+C or
 /// Ctrl+D at the prompt, or the end of piped input.
 /// `commands` are the host's: what `/help` lists and the prompt accepts.
@@ -66,8 +66,6 @@ pub fn run_repl(
         if line.trim().is_empty() {
             continue;
         }
-        // ANCHOR_END: repl
-        // ANCHOR: repl_commands
         // A shell habit: `exit` alone would be sent to the model as a task.
         if ["exit", "quit", "exit()", "quit()", ":q"].contains(&line.trim().to_lowercase().as_str()) {
             screen.status("to leave, type /exit or press Ctrl+D (nothing was sent)\n");
@@ -82,8 +80,6 @@ pub fn run_repl(
                 Err(error) => screen.status(&format!("error: {}\n", sanitize(&error.to_string()))),
             },
             Some(Err(hint)) => screen.status(&format!("{hint}\n")),
-            // ANCHOR_END: repl_commands
-            // ANCHOR: repl_turn
             None => {
                 set_interrupted(false);
                 let type_ahead = reader.type_ahead();
@@ -122,4 +118,4 @@ pub fn run_repl(
         set_interrupted(false);
     }
 }
-// ANCHOR_END: repl_turn
+// ANCHOR_END: run_repl
