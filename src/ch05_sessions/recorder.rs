@@ -54,8 +54,8 @@ impl<A: Append> Recorder<A> {
     }
 }
 
-// ANCHOR: recorder_events
 impl<A: Append> Observer for Recorder<A> {
+    // ANCHOR: event
     fn event(&mut self, event: Event) -> Result<(), Error> {
         let body = match event {
             Event::Message(Message::System { content }) => Body::System { content: content.clone() },
@@ -80,8 +80,6 @@ impl<A: Append> Observer for Recorder<A> {
                 self.pending_usage = reply.usage;
                 return Ok(());
             }
-            // ANCHOR_END: recorder_events
-            // ANCHOR: recorder_tools
             Event::ToolStarted(call) => Body::ToolStarted {
                 id: call.id.clone(),
                 name: call.name.clone(),
@@ -110,8 +108,8 @@ impl<A: Append> Observer for Recorder<A> {
         };
         self.log.append(body).map(drop)
     }
+    // ANCHOR_END: event
 }
-// ANCHOR_END: recorder_tools
 
 // ANCHOR: session
 /// A session around the loop: its journal, and the later chapters' parts in each turn.
