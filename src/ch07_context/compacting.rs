@@ -198,9 +198,7 @@ impl<M: Model> Compacting<M> {
             (start, start + replaced, previous, elided, before)
         };
         let Some(wanted) = choose_cut(history, already, keep_tokens) else { return Ok(None) };
-        // ANCHOR_END: compact_with
 
-        // ANCHOR: compact_fit
         // The text to summarise must fit too: if it would not, summarise fewer messages now
         // (the next round summarises the rest, together with this summary).
         let words = summary_words(self.window());
@@ -229,8 +227,6 @@ impl<M: Model> Compacting<M> {
         if history[already..cut].iter().all(|message| matches!(message, Message::User { .. })) {
             return Ok(None);
         }
-        // ANCHOR_END: compact_fit
-        // ANCHOR: compact_request
         // Not worth a request when even an empty summary would not make the view smaller.
         let framed = apply_compaction(history, "", cut - start, elided);
         if scaled(estimate_messages_tokens(&framed), self.ratio) >= tokens_before {
@@ -264,7 +260,7 @@ impl<M: Model> Compacting<M> {
         self.lock().set(compacted.record.clone(), history.get(start).cloned());
         Ok(Some(compacted.record))
     }
-    // ANCHOR_END: compact_request
+    // ANCHOR_END: compact_with
 
     // ANCHOR: elide_more
     /// Elides large tool output further into the history, without a model call: first the
