@@ -286,7 +286,8 @@ impl Backend for AgentBackend {
     }
 
     fn add_task(&self, request: &Value) -> Result<Value, Refusal> {
-        let task = super::tasks::task_from_json(request).map_err(|message| Refusal::new(400, message))?;
+        let task = mini_agent::ch21_serve::api::task_from_json(request)
+            .map_err(|message| Refusal::new(400, message))?;
         let id = super::tasks::add_task(&self.config.root, &self.tasks_file(), task)
             .map_err(|error| refusal(400, &error))?;
         self.find_task(&id)

@@ -223,3 +223,21 @@ fn message_of(request: &Request) -> Result<String, Refusal> {
         _ => Err(Refusal::new(400, "send {\"message\": \"…\"} with the text of the message")),
     }
 }
+
+/// A task from the service's `{"name", "verify"?, "description"?, "priority"?}` (`POST /v1/tasks`).
+pub fn task_from_json(request: &serde_json::Value) -> Result<crate::ch15_tasks::Task, String> {
+    let text = |key: &str| match &request[key] {
+        serde_json::Value::Null => Ok(None),
+        serde_json::Value::String(text) => Ok(Some(text.trim().to_string())),
+        _ => Err(format!("\"{key}\" must be a string")),
+    };
+    let name = text("name")?.filter(|name| !name.is_empty()).ok_or("a task needs a \"name\": what to do")?;
+    let mut task = crate::ch15_tasks::Task::new(String::new(), name);
+    task.verify_command = text("verify")?.filter(|command| !command.is_empty());
+    task.description = text("description")?.unwrap_or_default();
+    task.priority = match &request["priority"] {
+        serde_json::Value::Null => 0,
+        value => value.as_i64().ok_or("\"priority\" must be a whole number")?,
+    };
+    Ok(task)
+}

@@ -139,25 +139,6 @@ fn add((root, path): &(PathBuf, PathBuf), task: Task) -> Result<u8, Error> {
     print_stdout(&format!("added task {id}\n"))
 }
 
-/// A task from the service's `{"name", "verify"?, "description"?, "priority"?}` (chapter 21).
-#[cfg(feature = "ch21")]
-pub(super) fn task_from_json(request: &serde_json::Value) -> Result<Task, String> {
-    let text = |key: &str| match &request[key] {
-        serde_json::Value::Null => Ok(None),
-        serde_json::Value::String(text) => Ok(Some(text.trim().to_string())),
-        _ => Err(format!("\"{key}\" must be a string")),
-    };
-    let name = text("name")?.filter(|name| !name.is_empty()).ok_or("a task needs a \"name\": what to do")?;
-    let mut task = Task::new(String::new(), name);
-    task.verify_command = text("verify")?.filter(|command| !command.is_empty());
-    task.description = text("description")?.unwrap_or_default();
-    task.priority = match &request["priority"] {
-        serde_json::Value::Null => 0,
-        value => value.as_i64().ok_or("\"priority\" must be a whole number")?,
-    };
-    Ok(task)
-}
-
 fn list((_, path): &(PathBuf, PathBuf)) -> Result<u8, Error> {
     let file = TaskFile::load(path)?;
     if file.tasks.is_empty() {
