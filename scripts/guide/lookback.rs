@@ -13,12 +13,17 @@
 //! root (`main.rs`, `lib.rs`, `src/ch14_main/`) is the one place allowed to know every
 //! chapter; the other files of `src/` (the demo model, the scripted server, `text.rs`…) are in
 //! every state from chapter 1, so they may name no chapter after 1.
+//!
+//! The same reading checks chapter 1's typed-in project: what it copies from `src/` may name,
+//! at the crate's root, only what it copies.
 
 use crate::Diagnostic;
 use std::path::Path;
 
-/// One diagnostic per forward name in the product code under `root/src`.
+/// One diagnostic per forward name in the product code under `root/src`, and per name outside
+/// chapter 1's typed-in project in what that project copies ([`check_typed_in`]).
 pub fn check_lookback(root: &Path, diagnostics: &mut Vec<Diagnostic>) {
+    check_typed_in(root, diagnostics);
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
     files.sort();
@@ -38,6 +43,65 @@ pub fn check_lookback(root: &Path, diagnostics: &mut Vec<Diagnostic>) {
             ));
         }
     }
+}
+
+/// The page whose Prerequisites show chapter 1's typed-in project.
+pub const TYPED_IN_CHAPTER: &str = "guide/en/01-loop.md";
+
+/// Chapter 1's typed-in project holds the reader's file and what its `cp -r … ~/my-agent/src/`
+/// line copies from the repository (the demo model and the modules it uses), and no other module
+/// of the crate. So the product code of what it copies may start a path at the crate only with a
+/// module it copies: `crate::random` in the demo model would break every reader's build.
+pub fn check_typed_in(root: &Path, diagnostics: &mut Vec<Diagnostic>) {
+    let Ok(chapter) = std::fs::read_to_string(root.join(TYPED_IN_CHAPTER)) else { return };
+    let Some((cp_line, copied)) = copied_sources(&chapter) else { return };
+    let modules: Vec<String> = copied
+        .iter()
+        .filter_map(|path| Path::new(path).file_stem().and_then(|stem| stem.to_str()).map(str::to_owned))
+        .collect();
+    for source in &copied {
+        let path = root.join(source);
+        let mut files = Vec::new();
+        match (path.is_dir(), path.is_file()) {
+            (true, _) => rust_files(&path, &mut files),
+            (_, true) => files.push(path),
+            _ => diagnostics.push(Diagnostic::new(
+                TYPED_IN_CHAPTER,
+                cp_line,
+                format!("chapter 1's typed-in project copies `{source}`, which the repository does not have"),
+            )),
+        }
+        files.sort();
+        for file in files {
+            let shown = file.strip_prefix(root).unwrap_or(&file).display().to_string();
+            let Some(_) = chapter_of(&shown) else { continue };
+            let Ok(text) = std::fs::read_to_string(&file) else { continue };
+            let code = product_code(&text);
+            for (index, line) in code.iter().enumerate() {
+                for name in crate_paths(line, &code[index + 1..]) {
+                    if !modules.contains(&name) {
+                        let message = format!(
+                            "`crate::{name}` is not in chapter 1's typed-in project, which copies only {} \
+                             ({TYPED_IN_CHAPTER}:{cp_line}): copy it there too (both languages), or do without it here",
+                            copied.join(" ")
+                        );
+                        diagnostics.push(Diagnostic::new(&shown, index + 1, message));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The line number and the sources of the chapter's `cp -r SOURCE… DIR/src/` command.
+fn copied_sources(chapter: &str) -> Option<(usize, Vec<String>)> {
+    chapter.lines().enumerate().find_map(|(index, line)| {
+        let command = line.split(" #").next().unwrap_or_default();
+        let words: Vec<&str> = command.trim().strip_prefix("cp -r ")?.split_whitespace().collect();
+        let (target, sources) = words.split_last()?;
+        let copied = sources.iter().map(|source| source.trim_end_matches('/').to_string()).collect();
+        target.ends_with("/src/").then_some((index + 1, copied))
+    })
 }
 
 /// The chapter whose product code `path` (relative to the repository) is, or `None` for a
@@ -370,6 +434,42 @@ mod more;
 fn after() { crate::ch13_evaluation::Y }
 "#;
         assert_eq!(forward_names(text, 12), vec![(17, "ch13_evaluation".to_string())]);
+    }
+
+    #[test]
+    fn what_chapter_one_copies_names_only_what_it_copies() {
+        let root = std::env::temp_dir().join(format!("build-guide-typed-in-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let write = |path: &str, text: &str| {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().expect("a parent")).expect("a folder");
+            std::fs::write(path, text).expect("a file");
+        };
+        let chapter =
+            "Text.\n\n```sh\ncp -r src/demo src/text.rs src/gone ~/my-agent/src/  # the demo\n```\n";
+        write(TYPED_IN_CHAPTER, chapter);
+        write(
+            "src/demo/mod.rs",
+            "mod plan;\nuse crate::text::plural;\n#[cfg(test)]\nuse crate::testkit::X;\n",
+        );
+        write("src/demo/plan.rs", "// crate::random in a comment\nfn f() { crate::random::seed() }\n");
+        write("src/demo/tests.rs", "use crate::testkit::Y;\n");
+        write("src/text.rs", "pub fn plural() {}\n");
+        let mut diagnostics = Vec::new();
+        check_typed_in(&root, &mut diagnostics);
+        let _ = std::fs::remove_dir_all(&root);
+        let mut found: Vec<String> = diagnostics.iter().map(Diagnostic::to_string).collect();
+        found.sort();
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(
+            found[0].starts_with("guide/en/01-loop.md:4:") && found[0].contains("`src/gone`"),
+            "{found:#?}"
+        );
+        assert!(
+            found[1].starts_with("src/demo/plan.rs:2:") && found[1].contains("`crate::random`"),
+            "{found:#?}"
+        );
+        assert!(found[1].contains("src/demo src/text.rs src/gone (guide/en/01-loop.md:4)"), "{found:#?}");
     }
 
     #[test]
