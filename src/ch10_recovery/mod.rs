@@ -283,6 +283,25 @@ pub fn status(records: &[Record]) -> Result<SessionStatus, Error> {
     reader.finish()
 }
 
+/// Where a session stopped, in one word, for a list of sessions ([`status_of`] has the whole
+/// story); a session another process holds is `in use`.
+pub fn state_word(path: &std::path::Path) -> &'static str {
+    let Ok(status) = status_of(path) else { return "unreadable" };
+    // Another mini-agent is running it; this process's own session shows its state.
+    if status.in_use_by.is_some_and(|pid| pid != std::process::id()) {
+        return "in use";
+    }
+    match status.state {
+        SessionState::New => "new",
+        SessionState::Completed => "completed",
+        SessionState::Interrupted | SessionState::ReadsInterrupted(_) => "interrupted",
+        SessionState::WaitingForModel => "waiting",
+        SessionState::Failed(_) => "failed",
+        SessionState::NotRun(_) => "not run",
+        SessionState::UnknownOutcomes(_) => "unknown",
+    }
+}
+
 /// `--status`: reads the journal as a stream, without locking or changing it, so it also
 /// works while another process runs the session.
 pub fn status_of(path: &Path) -> Result<SessionStatus, Error> {

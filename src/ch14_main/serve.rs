@@ -168,7 +168,7 @@ impl AgentBackend {
         }
         let summary = store.summary(id.to_string())?;
         let value = json!({
-            "id": summary.id, "date": summary.created, "state": super::sessions_table::state_word(&path),
+            "id": summary.id, "date": summary.created, "state": mini_agent::ch10_recovery::state_word(&path),
             "turns": summary.user_turns, "prompt": summary.first_prompt, "root": store.root(),
         });
         cache.insert(path, (stamp.0, stamp.1, value.clone()));

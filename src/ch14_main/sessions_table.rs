@@ -38,7 +38,7 @@ pub fn sessions_table(store: &SessionStore, current: Option<&str>) -> Result<Str
             let date = s.created.get(..16).unwrap_or(&s.created).replace('T', " ");
             let turns = plural(s.user_turns, "turn");
             #[cfg(feature = "ch10")]
-            let turns = format!("{:<11}  {turns:>9}", state_word(&s.path));
+            let turns = format!("{:<11}  {turns:>9}", mini_agent::ch10_recovery::state_word(&s.path));
             format!("{mark} {}  {date}  {turns:>9}  {prompt}", s.id)
         })
         .collect();
@@ -47,26 +47,6 @@ pub fn sessions_table(store: &SessionStore, current: Option<&str>) -> Result<Str
     Ok(sanitize(&lines.join("\n")))
 }
 // ANCHOR_END: table
-
-/// Where a session stopped, in one word (chapter 10 has the whole story).
-#[cfg(feature = "ch10")]
-pub(super) fn state_word(path: &std::path::Path) -> &'static str {
-    use mini_agent::ch10_recovery::{SessionState, status_of};
-    let Ok(status) = status_of(path) else { return "unreadable" };
-    // Another mini-agent is running it; this process's own session shows its state.
-    if status.in_use_by.is_some_and(|pid| pid != std::process::id()) {
-        return "in use";
-    }
-    match status.state {
-        SessionState::New => "new",
-        SessionState::Completed => "completed",
-        SessionState::Interrupted | SessionState::ReadsInterrupted(_) => "interrupted",
-        SessionState::WaitingForModel => "waiting",
-        SessionState::Failed(_) => "failed",
-        SessionState::NotRun(_) => "not run",
-        SessionState::UnknownOutcomes(_) => "unknown",
-    }
-}
 
 /// `mini-agent sessions [--root DIR]` (chapter 14): the sessions of a root, as `/list` shows them.
 #[cfg(feature = "ch14")]
