@@ -173,19 +173,15 @@ impl Agent {
         #[cfg(feature = "ch07")]
         let model = super::session::compacting(model)?;
         let toolbox = toolbox(&config)?;
-        let system = Message::System { content: toolbox.system_prompt.clone() };
+        let history = vec![Message::System { content: toolbox.system_prompt.clone() }];
+        // From chapter 5 on, the history is the session's: the one reopened, or a new one's.
         #[cfg(feature = "ch05")]
-        let (store, opened) = {
+        let (store, opened, history) = {
             let store = super::sessions_of(&config.root)?;
-            #[cfg(not(feature = "ch14"))]
-            let opened = opened.map_or_else(|| new_session(&store, &config.origin, system), Ok)?;
-            #[cfg(feature = "ch14")]
-            let opened = opened
-                .map_or_else(|| super::unrecorded::new_session_or_unrecorded(&store, &config, system), Ok)?;
-            (store, opened)
+            let mut opened = opened.map_or_else(|| new_session(&store, &config, history), Ok)?;
+            let history = std::mem::take(&mut opened.history);
+            (store, opened, history)
         };
-        #[cfg(not(feature = "ch05"))]
-        let history = vec![system];
         let agent = Agent {
             #[cfg(feature = "ch05")]
             session: current_session(opened.recorder, toolbox.turns, &config)?,
@@ -195,9 +191,6 @@ impl Agent {
             config,
             model,
             tools: toolbox.tools,
-            #[cfg(feature = "ch05")]
-            history: opened.history,
-            #[cfg(not(feature = "ch05"))]
             history,
         };
         #[cfg(feature = "ch07")]
@@ -275,15 +268,36 @@ fn current_session(
     Ok(Session { id, recorder, hooks })
 }
 
-/// A new session of `store`'s root (a journal from chapter 9), the system prompt its first message.
+/// A new session of `store`'s root that goes on with `history` (the system prompt): from
+/// chapter 14 on, a person's question goes on unrecorded where the root cannot be written.
 #[cfg(feature = "ch05")]
-pub(super) fn new_session(store: &SessionStore, origin: &Origin, system: Message) -> Result<Opened, Error> {
+pub(super) fn new_session(
+    store: &SessionStore,
+    config: &Config,
+    history: Vec<Message>,
+) -> Result<Opened, Error> {
+    let kept = kept_session(store, &config.origin, history.clone());
+    #[cfg(feature = "ch14")]
+    let kept = super::unrecorded::or_unrecorded(kept, config, history);
+    kept
+}
+
+/// A new session with its journal (a file from chapter 5, a journal from chapter 9), `history`
+/// recorded first.
+#[cfg(feature = "ch05")]
+pub(super) fn kept_session(
+    store: &SessionStore,
+    origin: &Origin,
+    history: Vec<Message>,
+) -> Result<Opened, Error> {
     let log = KeptLog::create(store, origin.clone())?;
     #[cfg(feature = "ch14")]
     let log = SessionLog::from(log);
     let mut recorder = Recorder::new(log);
-    recorder.message(&system)?;
-    Ok(Opened::new(recorder, vec![system]))
+    for message in &history {
+        recorder.message(message)?;
+    }
+    Ok(Opened::new(recorder, history))
 }
 
 // ANCHOR: build_tools

@@ -56,13 +56,10 @@ impl Agent {
     /// no session to speak of: the history is all there is).
     fn new_conversation(&mut self) -> Result<String, Error> {
         let toolbox = toolbox(&self.config)?;
-        let system = Message::System { content: toolbox.system_prompt.clone() };
+        let history = vec![Message::System { content: toolbox.system_prompt.clone() }];
         #[cfg(feature = "ch05")]
         {
-            #[cfg(not(feature = "ch14"))]
-            let opened = super::app::new_session(&self.store, &self.config.origin, system)?;
-            #[cfg(feature = "ch14")]
-            let opened = super::unrecorded::new_session_or_unrecorded(&self.store, &self.config, system)?;
+            let opened = super::app::new_session(&self.store, &self.config, history)?;
             self.switch_to(toolbox, opened)?;
             #[cfg(feature = "ch14")]
             if !self.is_recorded() {
@@ -75,7 +72,7 @@ impl Agent {
         }
         #[cfg(not(feature = "ch05"))]
         {
-            (self.tools, self.reports, self.history) = (toolbox.tools, toolbox.reports, vec![system]);
+            (self.tools, self.reports, self.history) = (toolbox.tools, toolbox.reports, history);
             Ok("new conversation: the earlier messages are forgotten".into())
         }
     }

@@ -9,9 +9,9 @@
 //! journal they continue, `tasks run` and the service keep their sessions for whoever looks
 //! later, and a journal that fails mid-session still stops the turn (chapter 9).
 
-use super::app::{Config, KeptLog, Opened, new_session};
+use super::app::{Config, KeptLog, Opened};
 use mini_agent::ch02_loop::{Error, Message};
-use mini_agent::ch05_sessions::{Append, Body, SessionStore, new_session_id};
+use mini_agent::ch05_sessions::{Append, Body, new_session_id};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -64,14 +64,15 @@ impl super::app::Agent {
     }
 }
 
-/// A new session of `store`'s root; if its journal cannot be created because the root
-/// cannot be written, and `config` allows it, a session that is not recorded, with a warning.
-pub fn new_session_or_unrecorded(
-    store: &SessionStore,
+/// A new session (`kept`, with its journal, or the error creating it); if the journal cannot be
+/// created because the root cannot be written, and `config` allows it, a session that is not
+/// recorded, going on with `history`, with a warning.
+pub fn or_unrecorded(
+    kept: Result<Opened, Error>,
     config: &Config,
-    system: Message,
+    history: Vec<Message>,
 ) -> Result<Opened, Error> {
-    match new_session(store, &config.origin, system.clone()) {
+    match kept {
         Err(error) if config.may_go_unrecorded && cannot_write_here(&error) => {
             // Once a run: the REPL's `/new` says "not recorded" in its own line.
             static WARNED: AtomicBool = AtomicBool::new(false);
@@ -84,7 +85,7 @@ pub fn new_session_or_unrecorded(
             }
             let id = new_session_id(std::time::SystemTime::now(), 0);
             let recorder = mini_agent::ch05_sessions::Recorder::new(SessionLog::NotKept { id, next_seq: 1 });
-            Ok(Opened::new(recorder, vec![system]))
+            Ok(Opened::new(recorder, history))
         }
         other => other,
     }
