@@ -22,7 +22,7 @@
 //! * `walk` — `list_files` and `search`, one bounded walk that never follows symlinks.
 //! * [`output`] — head-and-tail answers and the spill file that keeps the whole.
 //! * [`shell`] — `bash`: a process group per command, a bounded capture, a wait that a
-//!   daemon holding the pipe cannot hang.
+//!   daemon holding the pipe cannot hang (with `pidfd`, woken the moment the shell exits).
 //! * [`confinement`] — the seam where an operating-system sandbox (chapter 20) confines
 //!   each shell command; none by default.
 //! * [`bounds`], [`glob`], [`progress`], [`reads`], [`reaper`], [`secrets`] — the limits on
@@ -41,6 +41,7 @@ mod files;
 pub mod glob;
 pub mod output;
 pub mod own_config;
+pub(crate) mod pidfd;
 pub mod progress;
 pub mod reads;
 pub mod reaper;

@@ -8,6 +8,7 @@ use super::*;
 
 use crate::ch02_loop::{ToolOutput, ToolStatus, interrupted};
 use crate::ch03_tools::confinement::Confinement;
+use crate::ch03_tools::pidfd::Pidfd;
 use crate::ch03_tools::reaper::{MARK_VARIABLE, kill_escaped_or, new_mark};
 use crate::ch03_tools::secrets::{redactor, remove_keys};
 use std::io::{self, Read};
@@ -287,6 +288,8 @@ pub(crate) fn writers_gone(read_end: impl AsFd) -> bool {
 fn wait_for(child: &mut Child, closed: &mpsc::Receiver<()>, timeout: Duration) -> (Ending, bool) {
     let started = Instant::now();
     let mut pipe_closed = false;
+    // Opened before the first look: once reaped, the pid may belong to another process.
+    let exit = Pidfd::open(child.id());
     loop {
         match child.try_wait() {
             Ok(Some(status)) => return (Ending::Exited(status), pipe_closed),
@@ -300,7 +303,14 @@ fn wait_for(child: &mut Child, closed: &mpsc::Receiver<()>, timeout: Duration) -
             return (Ending::TimedOut, pipe_closed);
         }
         if pipe_closed {
-            thread::sleep(Duration::from_millis(1)); // output done: the exit is imminent
+            // Output done: the exit is imminent, but not always there yet. The kernel closes a
+            // process's files a little before it becomes a zombie, so woken by the close the
+            // first look often finds it still running; a 1 ms nap here cost most sandboxed
+            // commands a whole millisecond. The pidfd wakes us the moment it has exited.
+            match &exit {
+                Some(exit) => exit.wait(POLL),
+                None => thread::sleep(Duration::from_millis(1)),
+            }
         } else {
             // Waking on the pipe's close makes a quick command cost ~1 ms, not a whole POLL.
             pipe_closed = closed.recv_timeout(POLL).is_ok();

@@ -6,8 +6,9 @@
 //! at once. On Linux a *pidfd* (a descriptor for the process, `pidfd_open`) becomes readable
 //! the moment the process exits, so `poll` on it sleeps exactly as long as needed, and never
 //! past the deadline. Where there is no pidfd (another OS, an old kernel) the naps remain,
-//! 1 ms at a time.
+//! 1 ms at a time. The descriptor is chapter 3's (`pidfd`), which `bash` waits on too.
 
+use crate::ch03_tools::pidfd::Pidfd;
 use std::process::Child;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -36,39 +37,6 @@ pub(crate) fn exited_before(child: &mut Child, deadline: Instant) -> bool {
     }
 }
 // ANCHOR_END: exited_before
-
-/// A process descriptor of a child not yet reaped (so its pid is still its own).
-struct Pidfd(i32);
-
-impl Pidfd {
-    #[cfg(target_os = "linux")]
-    fn open(pid: u32) -> Option<Pidfd> {
-        // SAFETY: a plain system call with integer arguments; the result is a new descriptor
-        // we own (closed in Drop), or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-        i32::try_from(fd).ok().filter(|fd| *fd >= 0).map(Pidfd)
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn open(_pid: u32) -> Option<Pidfd> {
-        None
-    }
-
-    /// Sleeps until the process exits or `most` has passed.
-    fn wait(&self, most: Duration) {
-        let millis = i32::try_from(most.as_millis()).unwrap_or(i32::MAX).max(1);
-        let mut poll_fd = libc::pollfd { fd: self.0, events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd, and we say so.
-        unsafe { libc::poll(&mut poll_fd, 1, millis) };
-    }
-}
-
-impl Drop for Pidfd {
-    fn drop(&mut self) {
-        // SAFETY: our own descriptor, closed once.
-        unsafe { libc::close(self.0) };
-    }
-}
 
 #[cfg(test)]
 mod tests {
