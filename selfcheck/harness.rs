@@ -9,6 +9,7 @@ use crate::binary_run::drain;
 use mini_agent::scripted_server::{ScriptedServer, Step};
 use serde_json::Value;
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -48,6 +49,8 @@ pub struct Test {
     /// Send this signal once the workspace satisfies the condition (e.g. SIGKILL once a
     /// tool has started: a crash in the middle of a tool).
     signal_when: Option<(Condition, i32)>,
+    /// Run the binary as a user who is not root: `nobody` when the tests run as root.
+    not_root: bool,
 }
 
 impl Test {
@@ -61,6 +64,7 @@ impl Test {
             interrupt_after: None,
             close_stdout: false,
             signal_when: None,
+            not_root: false,
         }
     }
 
@@ -123,6 +127,15 @@ impl Test {
         self
     }
 
+    /// Runs the binary as a user who is not root, as every real user is: as `nobody`, with the
+    /// workspace given to it, when the tests run as root (CI); as themselves otherwise. A test
+    /// that says this is ignored where such a user gets no user namespace (build.rs).
+    #[allow(dead_code)] // used by the red-team target, not by every target that includes this
+    pub fn run_by_a_user_who_is_not_root(mut self) -> Test {
+        self.not_root = true;
+        self
+    }
+
     pub fn close_stdout(mut self) -> Test {
         self.close_stdout = true;
         self
@@ -160,6 +173,11 @@ impl Test {
         }
         for (name, value) in &self.env {
             command.env(name, value);
+        }
+        // SAFETY: geteuid cannot fail.
+        if self.not_root && unsafe { libc::geteuid() } == 0 {
+            give_to(workspace.path(), NOBODY);
+            command.uid(NOBODY).gid(NOBODY);
         }
         let started = Instant::now();
         let mut child = command.spawn().expect("start mini-agent");
@@ -211,6 +229,19 @@ impl Test {
         };
         run.assert_every_tool_call_answered_once_in_order();
         run
+    }
+}
+
+/// The user a test runs the binary as when the tests run as root.
+const NOBODY: u32 = 65534;
+
+/// Makes `user` the owner of `path` and of everything beneath it.
+fn give_to(path: &Path, user: u32) {
+    std::os::unix::fs::lchown(path, Some(user), Some(user)).expect("give the workspace to nobody");
+    if path.symlink_metadata().is_ok_and(|meta| meta.is_dir()) {
+        for entry in std::fs::read_dir(path).expect("list the workspace") {
+            give_to(&entry.expect("list the workspace").path(), user);
+        }
     }
 }
 

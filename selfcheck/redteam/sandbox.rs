@@ -251,3 +251,51 @@ fn the_start_up_line_is_said_where_someone_reads_along_and_a_shortfall_always() 
     );
     assert!(shown.contains("sandbox      off (commands run with all your rights)"), "{shown}");
 }
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+#[cfg_attr(no_other_user, ignore = "no user but root can make a user namespace here (build.rs)")]
+fn for_a_user_who_is_not_root_the_state_is_read_only_and_a_cleared_environment_still_stopped() {
+    // Every real user is not root, and root gets user namespaces where nobody else might; the
+    // agent is non-dumpable (chapter 3), which once kept its namespace helper from mapping its
+    // own ids, so for every user but root the state was writable and `env -i` escaped.
+    let command = "echo y > .mini_agent/planted; echo y > .git/hooks/pre-commit; echo '[x]' >> .git/config; \
+                   env -i setsid sh -c 'echo $$ > escaped.pid; exec sleep 1000' >/dev/null 2>&1 & \
+                   while [ ! -s escaped.pid ]; do sleep 0.01; done; echo started";
+    for sandbox in [Sandbox::Default, Sandbox::Off] {
+        let workspace = TempDir::new("selfcheck");
+        let git =
+            std::process::Command::new("git").args(["init", "-q"]).current_dir(workspace.path()).status();
+        assert!(git.is_ok_and(|status| status.success()), "git init");
+        let config = std::fs::read_to_string(workspace.path().join(".git/config")).unwrap();
+        let mut test = Test::new().args(["-v", "--allow-shell", "-p", "go"]).run_by_a_user_who_is_not_root();
+        if sandbox == Sandbox::Off {
+            test = test.args(["--sandbox", "off"]);
+        }
+        let run =
+            test.server(vec![call("bash", json!({"command": command})), text("done")]).run_in(workspace);
+        run.expect_code(0);
+        let result = run.only_tool_result();
+        let pid: i32 = run.read("escaped.pid").expect("the process started").trim().parse().unwrap();
+        let escaped = alive(pid);
+        if escaped {
+            // SAFETY: kill takes plain integers; the pid is the sleeper this case started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let planted = [".mini_agent/planted", ".git/hooks/pre-commit"].map(|path| run.read(path).is_some());
+        let config_changed = run.read(".git/config").as_deref() != Some(config.as_str());
+        match sandbox {
+            Sandbox::Default => {
+                run.stderr_has("read-only agent state (.mini_agent/, .git/hooks, .git/config)");
+                assert!(!run.stderr.contains("writable by commands"), "{}", run.stderr);
+                assert_eq!(planted, [false, false], "{result}");
+                assert!(!config_changed, "{result}");
+                assert!(!escaped, "it outlived the agent: {result}");
+            }
+            Sandbox::Off => {
+                assert_eq!(planted, [true, true], "unconfined: {result}");
+                assert!(config_changed && escaped, "unconfined: {result}");
+            }
+        }
+    }
+}

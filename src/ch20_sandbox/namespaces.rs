@@ -36,7 +36,7 @@ pub struct Namespaces {
 }
 
 /// The steps of the helper, for the error that says which one failed.
-const STEPS: [&str; 7] = [
+const STEPS: [&str; 8] = [
     "",
     "create a user and mount namespace (unshare)",
     "write /proc/self/setgroups",
@@ -44,6 +44,7 @@ const STEPS: [&str; 7] = [
     "map the group id",
     "bind-mount a protected path",
     "remount a protected path read-only",
+    "make the namespace helper dumpable (prctl)",
 ];
 
 impl Namespaces {
@@ -179,6 +180,21 @@ unsafe fn helper(
             libc::_exit(1); // no report: the parent says the helper ended without one
         }
         libc::syscall(libc::SYS_close_range, REPORT as u32 + 1, u32::MAX, 0u32);
+        // ANCHOR_END: helper
+        // ANCHOR: helper_ids
+        // The agent made itself non-dumpable at start (chapter 3's `seal_memory`), and the
+        // helper inherits that: its `/proc/self` files then belong to root, so a user who is
+        // not root cannot write its own `uid_map`, and the agent cannot open its `ns` files.
+        // The helper makes itself dumpable again, alone. That lets processes of the same user
+        // read its memory, a copy of the agent's, for as long as it lives; which is safe
+        // because none that the agent does not already trust can: it is forked before any
+        // command of this root runs, runs nothing, and is killed once it has reported; a
+        // sandboxed command of another root (a service) cannot trace a process outside its
+        // Landlock domain; and where Landlock is missing, commands read the user's files
+        // anyway. Another process image (exec) would need a second entry point in `main`.
+        if libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) != 0 {
+            fail(7);
+        }
         if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
             fail(1);
         }
@@ -194,7 +210,7 @@ unsafe fn helper(
             }
             libc::close(fd);
         }
-        // ANCHOR_END: helper
+        // ANCHOR_END: helper_ids
         // ANCHOR: helper_mounts
         for (path, remount) in mounts {
             let none = std::ptr::null();
