@@ -212,16 +212,33 @@ impl Sandbox {
         self.coverage.files && !self.coverage.state && self.mode.writes_root()
     }
 
-    /// Why a command must not run: `require` on a machine that misses a layer.
+    /// Everything the mode promises that this machine does not enforce: [`Sandbox::missing`],
+    /// and the agent's state when no namespace keeps it read-only.
+    pub fn not_enforced(&self) -> Vec<String> {
+        let mut not_enforced: Vec<String> =
+            self.missing().iter().map(|missing| missing.to_string()).collect();
+        if self.state_writable() {
+            not_enforced.push(format!("a read-only {} ({})", self.state_paths(), self.state_error()));
+        }
+        not_enforced
+    }
+
+    /// Why a command must not run: `require` on a machine that misses a layer, or that cannot
+    /// keep the agent's state read-only.
     pub fn refusal(&self) -> Option<String> {
-        let missing = self.missing();
-        (self.mode == Mode::Require && !missing.is_empty()).then(|| {
+        let not_enforced = self.not_enforced();
+        (self.mode == Mode::Require && !not_enforced.is_empty()).then(|| {
             format!(
                 "bash refused: --sandbox require, and this machine cannot enforce {}; the user can \
                  accept that with --sandbox workspace, or run unconfined with --sandbox off",
-                missing.join(", ")
+                not_enforced.join(", ")
             )
         })
+    }
+
+    /// The paths kept read-only, as the start-up line lists them: `.mini_agent/, .git/hooks`.
+    fn state_paths(&self) -> String {
+        self.protected.read_only.iter().map(|path| shown(path)).collect::<Vec<_>>().join(", ")
     }
 
     // ANCHOR: start_up_line
@@ -246,17 +263,20 @@ impl Sandbox {
             enforced.push("no signals outside".into());
         }
         let read_only = &self.protected.read_only;
-        let state = read_only.iter().map(|path| shown(path)).collect::<Vec<_>>().join(", ");
+        let state = self.state_paths();
         // Without Landlock the read-only mounts are not claimed: nothing forbids unmounting them.
         if c.state && c.files && !read_only.is_empty() {
             enforced.push(format!("read-only agent state ({state})"));
         }
         let mode = self.mode.name();
         let missing = self.missing();
-        let state_note = match self.state_writable() {
+        let mut state_note = match self.state_writable() {
             true => format!("; {state} writable by commands: {}", self.state_error()),
             false => String::new(),
         };
+        if self.refusal().is_some() {
+            state_note.push_str("; so --sandbox require refuses every command");
+        }
         if missing.is_empty() {
             format!("mini-agent: sandbox {mode}: {}{state_note}", enforced.join(", "))
         } else {

@@ -153,11 +153,7 @@ impl RunSandbox {
             return Ok(());
         }
         let (mode, network, not_enforced) = match self.first() {
-            Some(sandbox) => (
-                self.mode,
-                self.allow_net,
-                sandbox.missing().iter().map(|missing| missing.to_string()).collect(),
-            ),
+            Some(sandbox) => (self.mode, self.allow_net, sandbox.not_enforced()),
             None => (Mode::Off, true, Vec::new()),
         };
         log.append(Body::Sandbox { mode: mode.name().to_string(), network, not_enforced })?;

@@ -234,6 +234,30 @@ fn require_refuses_a_command_when_a_layer_is_missing() {
 }
 
 #[test]
+fn require_refuses_a_command_when_the_agents_state_cannot_be_kept_read_only() {
+    let all_but_the_state = Coverage { files: true, tcp: true, signals: true, sockets: true, state: false };
+    let root = TempDir::new("sandbox");
+    let mut sandbox = Sandbox::new(root.path(), Mode::Require, false).unwrap();
+    sandbox.coverage = all_but_the_state;
+    let line = sandbox.start_up_line();
+    assert!(line.contains(".mini_agent/ writable by commands: "), "{line}");
+    assert!(line.ends_with("; so --sandbox require refuses every command"), "{line}");
+    let mut workspace = plain(&root).confined(Arc::new(sandbox));
+    let output = bash(&mut workspace, "echo ran");
+    assert!(!output.content.contains("ran\n"), "{}", output.content);
+    let refusal =
+        "bash refused: --sandbox require, and this machine cannot enforce a read-only .mini_agent/ (";
+    assert!(output.content.contains(refusal), "{}", output.content);
+    // The default mode runs it, and says at start-up what it does not protect.
+    let mut sandbox = Sandbox::new(root.path(), Mode::Workspace, false).unwrap();
+    sandbox.coverage = all_but_the_state;
+    assert!(!sandbox.start_up_line().contains("refuses"), "{}", sandbox.start_up_line());
+    let mut workspace = plain(&root).confined(Arc::new(sandbox));
+    let output = bash(&mut workspace, "echo ran");
+    assert!(output.content.contains("ran\n"), "{}", output.content);
+}
+
+#[test]
 fn the_note_appears_only_for_refusals() {
     assert_eq!(stopped::explain("hello\n", Mode::Workspace, false), None);
     let note =
