@@ -241,9 +241,9 @@ impl Sandbox {
         self.protected.read_only.iter().map(|path| shown(path)).collect::<Vec<_>>().join(", ")
     }
 
-    // ANCHOR: start_up_line
-    /// The one line said at start-up: what is protected on this machine and what is not.
-    pub fn start_up_line(&self) -> String {
+    /// What the sandbox enforces on this machine, in the start-up line's words: the facts
+    /// that line and the note on a refused command both say.
+    fn enforced(&self) -> Vec<String> {
         let c = self.coverage;
         let mut enforced: Vec<String> = Vec::new();
         if c.files {
@@ -262,12 +262,23 @@ impl Sandbox {
         if c.signals {
             enforced.push("no signals outside".into());
         }
-        let read_only = &self.protected.read_only;
-        let state = self.state_paths();
         // Without Landlock the read-only mounts are not claimed: nothing forbids unmounting them.
-        if c.state && c.files && !read_only.is_empty() {
-            enforced.push(format!("read-only agent state ({state})"));
+        if c.state && c.files && !self.protected.read_only.is_empty() {
+            enforced.push(format!("read-only agent state ({})", self.state_paths()));
         }
+        enforced
+    }
+
+    /// Whether commands reach no network: not allowed, and a layer here to stop them.
+    fn network_off(&self) -> bool {
+        !self.allow_net && (self.coverage.sockets || self.coverage.tcp)
+    }
+
+    // ANCHOR: start_up_line
+    /// The one line said at start-up: what is protected on this machine and what is not.
+    pub fn start_up_line(&self) -> String {
+        let enforced = self.enforced();
+        let state = self.state_paths();
         let mode = self.mode.name();
         let missing = self.missing();
         let mut state_note = match self.state_writable() {
@@ -319,7 +330,7 @@ impl Confinement for Sandbox {
     }
 
     fn explain(&self, output: &str) -> Option<String> {
-        stopped::explain(output, self.mode, self.allow_net)
+        stopped::explain(output, self.mode, &self.enforced(), self.network_off())
     }
 
     fn describe(&self) -> String {

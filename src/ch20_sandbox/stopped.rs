@@ -2,10 +2,12 @@
 //!
 //! To the model, "Permission denied" from the sandbox looks like a bug to work around: it
 //! retries with `sudo`, another path, another tool, and each retry is refused again. One line
-//! appended to the result changes that: it says a sandbox is there, what it allows, and which
-//! flag lifts it, so the model can tell the person. It is appended only when the output holds
-//! an error the sandbox produces (`EACCES`, `EPERM`, `EROFS`, `EBUSY` for a pinned `.git`, and
-//! with the network off a failed name lookup), and it says "may": the same words also come from ordinary permission errors.
+//! appended to the result changes that: it says a sandbox is there, what it enforces on this
+//! run (the start-up line's facts, never more: no read-only `.git/hooks` where there is no
+//! namespace or no `.git` directory), and which flag lifts it, so the model can tell the
+//! person. It is appended only when the output holds an error the sandbox produces (`EACCES`,
+//! `EPERM`, `EROFS`, `EBUSY` for a pinned `.git`, and with the network off a failed name
+//! lookup), and it says "may": the same words also come from ordinary permission errors.
 
 use super::Mode;
 
@@ -22,24 +24,21 @@ const OFFLINE: [&str; 4] = [
 ];
 
 // ANCHOR: explain
-/// The line for a command's `output`, when it shows a refusal the sandbox could have made.
-pub fn explain(output: &str, mode: Mode, allow_net: bool) -> Option<String> {
+/// The line for a command's `output`, when it shows a refusal the sandbox could have made:
+/// what the sandbox of `mode` enforces here (`enforced`, in the start-up line's words, so that
+/// the model is told no more than the kernel does), and the flags that lift it.
+pub fn explain(output: &str, mode: Mode, enforced: &[String], network_off: bool) -> Option<String> {
     let refused = REFUSALS.iter().any(|words| output.contains(words));
-    let offline = !allow_net && OFFLINE.iter().any(|words| output.contains(words));
-    if !refused && !offline {
+    let offline = network_off && OFFLINE.iter().any(|words| output.contains(words));
+    if enforced.is_empty() || (!refused && !offline) {
         return None;
     }
-    let writes = match mode {
-        Mode::ReadOnly => "writes only in $TMPDIR",
-        Mode::Workspace | Mode::Require | Mode::Off => "writes only in the workspace and $TMPDIR",
-    };
-    let net = if allow_net { "" } else { ", no network" };
-    let lift = if allow_net { "--sandbox off" } else { "--sandbox off, or --allow-net for the network" };
+    let lift = if network_off { "--sandbox off, or --allow-net for the network" } else { "--sandbox off" };
     Some(format!(
-        "sandbox: this command ran in the {} sandbox ({writes}{net}, no signals to other processes, \
-         .mini_agent/ and .git hooks/config read-only), which may have refused it; do not work around \
-         it: tell the user, who can rerun with {lift}",
-        mode.name()
+        "sandbox: this command ran in the {} sandbox, which may have refused it; here it enforces: \
+         {}. Do not work around it: tell the user, who can rerun with {lift}",
+        mode.name(),
+        enforced.join(", ")
     ))
 }
 // ANCHOR_END: explain

@@ -65,7 +65,11 @@ fn read_only_writes_only_the_private_temp_dir() {
         bash(&mut workspace, "echo x > inside.txt; echo y > \"$TMPDIR/y\" && cat \"$TMPDIR/y\" README 2>&1");
     assert!(!root.path().join("inside.txt").exists(), "{}", output.content);
     assert!(output.content.contains("y\n"), "{}", output.content);
-    assert!(output.content.contains("read-only sandbox (writes only in $TMPDIR"), "{}", output.content);
+    assert!(
+        output.content.contains("here it enforces: writes only in a private TMPDIR"),
+        "{}",
+        output.content
+    );
 }
 
 #[test]
@@ -259,12 +263,49 @@ fn require_refuses_a_command_when_the_agents_state_cannot_be_kept_read_only() {
 
 #[test]
 fn the_note_appears_only_for_refusals() {
-    assert_eq!(stopped::explain("hello\n", Mode::Workspace, false), None);
+    let enforced = ["writes only in the workspace and a private TMPDIR".to_string()];
+    assert_eq!(stopped::explain("hello\n", Mode::Workspace, &enforced, true), None);
     let note =
-        stopped::explain("sh: 1: cannot create /x: Permission denied", Mode::Workspace, false).unwrap();
+        stopped::explain("sh: 1: cannot create /x: Permission denied", Mode::Workspace, &enforced, true)
+            .unwrap();
     assert!(note.contains("--sandbox off, or --allow-net"), "{note}");
-    let note = stopped::explain("curl: (6) Could not resolve host: example.com", Mode::Workspace, true);
+    let note =
+        stopped::explain("curl: (6) Could not resolve host: example.com", Mode::Workspace, &enforced, false);
     assert_eq!(note, None, "with the network allowed, a failed lookup is not ours");
+    let note = stopped::explain("Permission denied", Mode::Workspace, &[], true);
+    assert_eq!(note, None, "a sandbox that enforces nothing here refused nothing");
+}
+
+#[test]
+fn the_note_says_what_is_enforced_on_this_run_and_no_more() {
+    let refused = "sh: 1: cannot create .mini_agent/x: Read-only file system";
+    let note = |sandbox: &Sandbox| Confinement::explain(sandbox, refused).unwrap();
+    let everything = Coverage { files: true, tcp: true, signals: true, sockets: true, state: true };
+    // A repository: the state and git's hooks and config, as the start-up line lists them.
+    let root = TempDir::new("sandbox");
+    std::fs::create_dir_all(root.path().join(".git/hooks")).unwrap();
+    std::fs::write(root.path().join(".git/config"), "").unwrap();
+    let mut sandbox = Sandbox::new(root.path(), Mode::Workspace, false).unwrap();
+    sandbox.coverage = everything;
+    let all = "read-only agent state (.mini_agent/, .git/hooks, .git/config)";
+    assert!(note(&sandbox).contains(all), "{}", note(&sandbox));
+    assert!(sandbox.start_up_line().contains(all), "{}", sandbox.start_up_line());
+    // No namespace (a user without user namespaces): nothing is claimed read-only.
+    sandbox.coverage = Coverage { state: false, ..everything };
+    assert!(!note(&sandbox).contains("read-only"), "{}", note(&sandbox));
+    assert!(note(&sandbox).contains("writes only in the workspace"), "{}", note(&sandbox));
+    // A linked worktree (`.git` is a file): only the agent's own directory.
+    let worktree = TempDir::new("sandbox");
+    std::fs::write(worktree.path().join(".git"), "gitdir: /elsewhere/.git/worktrees/w\n").unwrap();
+    let mut sandbox = Sandbox::new(worktree.path(), Mode::Workspace, true).unwrap();
+    sandbox.coverage = everything;
+    assert!(note(&sandbox).contains("read-only agent state (.mini_agent/)."), "{}", note(&sandbox));
+    assert!(!note(&sandbox).contains(".git"), "{}", note(&sandbox));
+    assert!(
+        note(&sandbox).ends_with("rerun with --sandbox off"),
+        "the network is allowed: {}",
+        note(&sandbox)
+    );
 }
 
 #[test]
