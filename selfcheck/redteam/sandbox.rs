@@ -299,3 +299,24 @@ fn for_a_user_who_is_not_root_the_state_is_read_only_and_a_cleared_environment_s
         }
     }
 }
+
+#[test]
+fn a_command_is_not_handed_the_ssh_agent_or_the_session_bus() {
+    // Both are pathname sockets that act for the user (log in elsewhere as them, start a
+    // program outside the sandbox); the sandbox stops handing a command their addresses.
+    let command = "echo \"ssh=${SSH_AUTH_SOCK-unset} bus=${DBUS_SESSION_BUS_ADDRESS-unset}\"";
+    let agent = "/tmp/ssh-redteam/agent.1";
+    let bus = "unix:path=/run/user/1000/bus";
+    let env = [("SSH_AUTH_SOCK", agent), ("DBUS_SESSION_BUS_ADDRESS", bus)];
+    for sandbox in [Sandbox::Default, Sandbox::Off] {
+        let run = attack(command, sandbox, TempDir::new("selfcheck"), &env, "go");
+        run.expect_code(0);
+        let result = run.only_tool_result();
+        match sandbox {
+            Sandbox::Default => assert!(result.contains("ssh=unset bus=unset"), "{result}"),
+            Sandbox::Off => {
+                assert!(result.contains(&format!("ssh={agent} bus={bus}")), "unconfined: {result}")
+            }
+        }
+    }
+}

@@ -317,6 +317,13 @@ impl Sandbox {
     }
 }
 
+/// Variables that hand a command the address of a socket that acts for the user: the SSH
+/// agent (log in anywhere as them) and the session bus (start programs outside the sandbox).
+/// Pathname UNIX sockets stay reachable (`AF_UNIX` is allowed, and Landlock before ABI 9 cannot
+/// refuse them), so this only stops handing the way there; a command that knows where to
+/// look still finds them, as the README says.
+const SOCKET_VARIABLES: [&str; 2] = ["SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS"];
+
 // ANCHOR: confinement
 impl Confinement for Sandbox {
     fn confine(&self, command: &mut Command) -> Result<(), String> {
@@ -324,6 +331,9 @@ impl Confinement for Sandbox {
             return Err(refusal);
         }
         command.env("TMPDIR", self.temp.path());
+        for variable in SOCKET_VARIABLES {
+            command.env_remove(variable);
+        }
         #[cfg(target_os = "linux")]
         self.parts.apply(command)?;
         Ok(())
