@@ -86,6 +86,8 @@ fn assert_protected_untouched(run: &Run, before: &BTreeMap<PathBuf, String>) {
         .filter(|p| {
             !matches!(p.to_str(), Some(".mini_agent" | ".mini_agent/sessions" | ".mini_agent/.gitignore"))
         })
+        // The sandbox (chapter 20) makes a missing `.git/hooks`, empty, to mount it read-only.
+        .filter(|p| p.to_str() != Some(".git/hooks") || !after.keys().any(|q| q.starts_with(".git/hooks/")))
         .collect();
     assert!(unexpected.is_empty(), "the file tools wrote into a protected directory: {unexpected:?}");
     let journal = records(&run.root().join(journals[0]));
@@ -341,7 +343,10 @@ fn git_hooks_cannot_be_created_even_when_the_hooks_directory_is_missing() {
             write(".git/info/attributes", ""),
         ]),
     );
-    assert!(!run.root().join(".git/hooks").exists(), "no hooks directory was created");
+    // The sandbox made the directory, empty, as `git init` would, so that it is read-only for
+    // commands; the file tools put nothing in it.
+    let hooks = std::fs::read_dir(run.root().join(".git/hooks")).map(|entries| entries.count());
+    assert_eq!(hooks.ok(), Some(0), "no hook was created");
 }
 
 #[test]

@@ -377,6 +377,13 @@ fn protected_paths(root: &Path, config_dir: Option<PathBuf>) -> Protected {
     // A config dir outside the root is left alone: Landlock keeps commands from writing it.
     let private = |dir: &Path| std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
     let _ = private(&state);
+    // A repository without hooks (`git init --template=`, some other tools) gets the empty
+    // `.git/hooks` that `git init` makes: a missing directory cannot be mounted read-only, and
+    // a command could make it and fill it.
+    let git = root.join(".git");
+    if git.symlink_metadata().is_ok_and(|meta| meta.is_dir()) {
+        let _ = std::fs::create_dir(git.join("hooks"));
+    }
     let config_dir =
         config_dir.and_then(|dir| Some(dir.parent()?.canonicalize().ok()?.join(dir.file_name()?)));
     if let Some(config) = config_dir.filter(|dir| dir.starts_with(root) && private(dir).is_ok()) {
@@ -388,7 +395,6 @@ fn protected_paths(root: &Path, config_dir: Option<PathBuf>) -> Protected {
     };
     read_only.retain(real);
     read_only.dedup();
-    let git = root.join(".git");
     let pinned = if real(&git) && git.is_dir() { vec![git] } else { Vec::new() };
     Protected { pinned, read_only }
 }

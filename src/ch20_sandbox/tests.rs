@@ -372,6 +372,22 @@ fn a_config_dir_inside_the_root_is_made_and_protected_before_a_command_could_mak
 }
 
 #[test]
+fn a_repository_without_hooks_gets_an_empty_hooks_directory_to_protect() {
+    let root = TempDir::new("sandbox");
+    std::fs::create_dir(root.path().join(".git")).unwrap();
+    let protected = protected_paths(root.path(), None);
+    let hooks = root.path().join(".git/hooks");
+    assert!(hooks.is_dir(), "made now, by the agent, as git init does");
+    assert!(protected.read_only.contains(&hooks), "{:?}", protected.read_only);
+    // A worktree's `.git` is a file: nothing is made beside it.
+    let worktree = TempDir::new("sandbox");
+    std::fs::write(worktree.path().join(".git"), "gitdir: /elsewhere\n").unwrap();
+    let protected = protected_paths(worktree.path(), None);
+    assert_eq!(protected.read_only, [worktree.path().join(".mini_agent")]);
+    assert!(protected.pinned.is_empty());
+}
+
+#[test]
 fn the_line_names_what_is_missing_and_the_filter_alone_still_means_no_network() {
     let root = TempDir::new("sandbox");
     let mut sandbox = Sandbox::new(root.path(), Mode::Workspace, false).unwrap();
