@@ -1,6 +1,7 @@
 //! A read-only checkout (issue 22, item 8): a question is still answered, with one warning
-//! that the session is not recorded, and what needs the journal (`-c`, `tasks run`) fails
-//! saying why and what to do.
+//! that the session is not recorded (naming the workspace root, which is where sessions are
+//! kept, not the current directory), and what needs the journal (`-c`, `tasks run`)
+//! fails saying why and what to do.
 //!
 //! The directory is made read-only for real: a read-only bind mount in a private user and
 //! mount namespace (`unshare -rm`), which works for root too; without user namespaces, a
@@ -12,7 +13,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const WARNING: &str = "mini-agent: warning: this session is not recorded (";
+const WARNING: &str = "mini-agent: warning: this session is not recorded: the workspace root ";
 
 /// How this machine makes a directory read-only.
 #[derive(Clone, Copy, PartialEq)]
@@ -21,9 +22,10 @@ enum ReadOnly {
     Chmod,
 }
 
-/// The script that makes `$0` a read-only bind mount, then runs the rest of its arguments.
+/// The script that makes `$0` a read-only bind mount, then runs the rest of its arguments in
+/// the directory `$1`.
 const MOUNT_READ_ONLY: &str =
-    r#"mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && cd "$0" && exec "$@""#;
+    r#"mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && cd "$1" && shift && exec "$@""#;
 
 fn how_to_make_read_only() -> ReadOnly {
     // SELFCHECK_READ_ONLY=chmod tries the other way on a machine that has both.
@@ -33,7 +35,7 @@ fn how_to_make_read_only() -> ReadOnly {
     let probe = Workspace::new("read-only-probe");
     let mounted = Command::new("unshare")
         .args(["-rm", "sh", "-c", MOUNT_READ_ONLY])
-        .arg(probe.path())
+        .args([probe.path(), probe.path()])
         .args(["sh", "-c", "! touch probe 2>/dev/null"])
         .stderr(Stdio::null())
         .status()
@@ -70,12 +72,25 @@ fn chmod_tree(root: &Path, dir_mode: u32, file_mode: u32) {
 
 /// `mini-agent ARGS` in `workspace` made read-only, with `stdin`: (exit code, stdout, stderr).
 fn run_read_only(workspace: &Path, args: &[&str], stdin: &str) -> (Option<i32>, String, String) {
+    run_read_only_from(workspace, workspace, args, stdin)
+}
+
+/// `mini-agent ARGS` started in `cwd`, with `workspace` made read-only.
+fn run_read_only_from(
+    workspace: &Path,
+    cwd: &Path,
+    args: &[&str],
+    stdin: &str,
+) -> (Option<i32>, String, String) {
     let how = how_to_make_read_only();
-    let plain = agent_command(workspace);
+    let plain = agent_command(cwd);
     let mut command = match how {
         ReadOnly::BindMount => {
             let mut command = Command::new("unshare");
-            command.args(["-rm", "sh", "-c", MOUNT_READ_ONLY]).arg(workspace).arg(plain.get_program());
+            command
+                .args(["-rm", "sh", "-c", MOUNT_READ_ONLY])
+                .args([workspace, cwd])
+                .arg(plain.get_program());
             for (name, value) in plain.get_envs() {
                 match value {
                     Some(value) => command.env(name, value),
@@ -89,7 +104,7 @@ fn run_read_only(workspace: &Path, args: &[&str], stdin: &str) -> (Option<i32>, 
             plain
         }
     };
-    command.args(args).env("HOME", workspace).current_dir(workspace);
+    command.args(args).env("HOME", workspace).current_dir(cwd);
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = command.spawn().expect("start mini-agent");
     let mut input = child.stdin.take().expect("stdin");
@@ -141,9 +156,7 @@ fn a_question_in_a_read_only_checkout_is_answered_with_one_warning() {
     assert!(stdout.contains("a.txt"), "{stdout}");
     let warnings: Vec<&str> = stderr.lines().filter(|line| line.contains("warning")).collect();
     assert_eq!(warnings.len(), 1, "{stderr}");
-    assert!(warnings[0].starts_with(WARNING), "{stderr}");
-    assert!(warnings[0].contains(".mini_agent/sessions"), "it says what could not be written: {stderr}");
-    assert!(warnings[0].ends_with("— to keep sessions, run from a directory you can write"), "{stderr}");
+    assert_warning(warnings[0], checkout.path());
     assert!(!checkout.path().join(".mini_agent").exists(), "nothing was written");
     // --json too: the events come, the warning stays on stderr.
     let (code, stdout, stderr) =
@@ -151,6 +164,40 @@ fn a_question_in_a_read_only_checkout_is_answered_with_one_warning() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.starts_with("{") && stdout.contains(r#""type":"exit""#), "{stdout}");
     assert!(stderr.contains(WARNING), "{stderr}");
+}
+
+/// Checks that `line` is the warning for a read-only `root`: it names the root, what could not
+/// be written there (the OS's words in the middle vary), where sessions are kept, and `--root`.
+fn assert_warning(line: &str, root: &Path) {
+    let root = root.canonicalize().expect("the workspace's real path").display().to_string();
+    let start = format!("{WARNING}{root} cannot be written (cannot create {root}/.mini_agent/sessions");
+    let end = format!(
+        "); sessions are kept in {root}/.mini_agent/, so -c and -r will not find this one — use a \
+         writable --root to keep them"
+    );
+    assert!(line.starts_with(&start), "{line}\ndoes not start with\n{start}");
+    assert!(line.ends_with(&end), "{line}\ndoes not end with\n{end}");
+}
+
+#[test]
+fn the_warning_names_the_workspace_root_not_the_current_directory() {
+    // Sessions live in the root (`--root`), so the advice is about the root, wherever the
+    // command was typed: here a writable directory of its own.
+    let checkout = workspace(&[]);
+    let elsewhere = Workspace::new("read-only-cwd");
+    let root = checkout.path().to_str().expect("a UTF-8 path");
+    let (code, stdout, stderr) = run_read_only_from(
+        checkout.path(),
+        elsewhere.path(),
+        &["--root", root, "--demo", "-p", "list files"],
+        "",
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("a.txt"), "the root's files, not the current directory's: {stdout}");
+    let warnings: Vec<&str> = stderr.lines().filter(|line| line.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert_warning(warnings[0], checkout.path());
+    assert!(!elsewhere.path().join(".mini_agent").exists(), "nothing is kept in the current directory");
 }
 
 #[test]
@@ -170,21 +217,19 @@ fn what_needs_the_journal_fails_saying_so_in_a_read_only_checkout() {
         &["--demo", "-p", "list files"],
         &["tasks", "add", "create z.txt containing z", "--verify", "test -f z.txt"],
     ]);
+    let state = checkout.path().canonicalize().expect("the workspace's real path").join(".mini_agent");
+    let state = state.display();
     let (code, _, stderr) = run_read_only(checkout.path(), &["--demo", "-c", "-p", "list files"], "");
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(
-        stderr.contains(
-            "; -c and -r add to the session they continue, so run it where .mini_agent/ can be written"
-        ),
-        "{stderr}"
+    let continued = format!(
+        "; -c and -r add to the session they continue, so {state}/ must be writable (without -c or -r, \
+         a question is still answered, unrecorded)\n"
     );
+    assert!(stderr.ends_with(&continued), "{stderr}");
     let run = ["tasks", "run", "--demo", "--allow-write", "--no-commit", "--iterations", "1"];
     let (code, _, stderr) = run_read_only(checkout.path(), &run, "");
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(
-        stderr
-            .contains("; tasks run records each task's session, so run it where .mini_agent/ can be written"),
-        "{stderr}"
-    );
+    let tasks = format!("; tasks run records each task's session, so {state}/ must be writable\n");
+    assert!(stderr.ends_with(&tasks), "{stderr}");
     assert!(!stderr.contains(WARNING), "tasks run never goes on unrecorded: {stderr}");
 }

@@ -50,13 +50,23 @@ pub fn resumed(
     settings: &Settings,
     keys: &Keys,
 ) -> Result<(Option<Opened>, PathBuf, Connection), Error> {
-    let opened = chosen.map(|path| resume(&path, settings.has(&ACKNOWLEDGE_UNKNOWN))).transpose();
-    // In a root that cannot be written, say why -c and -r cannot go on (chapter 14).
-    #[cfg(feature = "ch14")]
-    let opened = opened.map_err(|error| {
-        super::unrecorded::needs_a_journal(error, "-c and -r add to the session they continue")
+    let opened = chosen.map(|path| {
+        let opened = resume(&path, settings.has(&ACKNOWLEDGE_UNKNOWN));
+        // In a root that cannot be written, say why -c and -r cannot go on (chapter 14): the
+        // journal's `.mini_agent/` (ROOT/.mini_agent/sessions/ID.jsonl) must be writable.
+        #[cfg(feature = "ch14")]
+        let opened = opened.map_err(|error| {
+            let state = path.parent().and_then(std::path::Path::parent).unwrap_or(&path);
+            super::unrecorded::needs_a_journal(
+                error,
+                "-c and -r add to the session they continue",
+                state,
+                " (without -c or -r, a question is still answered, unrecorded)",
+            )
+        });
+        opened
     });
-    let opened = opened?;
+    let opened = opened.transpose()?;
     let plan = opened.as_ref().map(|(_, plan)| plan);
     if let Some(warning) = plan.and_then(|plan| plan.warning.as_deref()) {
         say(&format!("mini-agent: warning: {warning}"));

@@ -77,9 +77,12 @@ pub fn or_unrecorded(
             // Once a run: the REPL's `/new` says "not recorded" in its own line.
             static WARNED: AtomicBool = AtomicBool::new(false);
             if !WARNED.swap(true, Ordering::Relaxed) {
+                // Sessions live in the workspace root, which is not always the current directory.
+                let root = config.root.display();
                 super::say(&format!(
-                    "mini-agent: warning: this session is not recorded ({}); -c and -r will not find it \
-                 — to keep sessions, run from a directory you can write",
+                    "mini-agent: warning: this session is not recorded: the workspace root {root} cannot be \
+                     written ({}); sessions are kept in {root}/.mini_agent/, so -c and -r will not find \
+                     this one — use a writable --root to keep them",
                     super::one_line(&error.to_string())
                 ));
             }
@@ -92,10 +95,11 @@ pub fn or_unrecorded(
 }
 
 /// `error`, and when it says the root cannot be written, `why` a journal is needed there
-/// (`-c` and `-r`, `tasks run`) and what to do.
-pub fn needs_a_journal(error: Error, why: &str) -> Error {
+/// (`-c` and `-r`, `tasks run`), that the agent's `state` directory (`ROOT/.mini_agent/`) must
+/// be writable, and `otherwise`, what can be done instead (or nothing).
+pub fn needs_a_journal(error: Error, why: &str, state: &Path, otherwise: &str) -> Error {
     match cannot_write_here(&error) {
-        true => Error::Config(format!("{error}; {why}, so run it where .mini_agent/ can be written")),
+        true => Error::Config(format!("{error}; {why}, so {}/ must be writable{otherwise}", state.display())),
         false => error,
     }
 }

@@ -414,7 +414,8 @@ impl Attempts for SessionAttempts<'_> {
         let settings = &self.config.settings;
         let model = build_model(self.connection, settings)?;
         let agent = Agent::start(model, None, self.config.clone()).map_err(|error| {
-            super::unrecorded::needs_a_journal(error, "tasks run records each task's session")
+            let state = self.config.root.join(".mini_agent");
+            super::unrecorded::needs_a_journal(error, "tasks run records each task's session", &state, "")
         })?;
         if json_wanted(settings) {
             let root = agent.config.root.display().to_string();
