@@ -1,6 +1,6 @@
 //! A read-only checkout (issue 22, item 8): a question is still answered, with one warning
 //! that the session is not recorded (naming the workspace root, which is where sessions are
-//! kept, not the current directory), and what needs the journal (`-c`, `tasks run`)
+//! kept, not the current directory), and what needs the journal (`-c`, `tasks run`, `serve`)
 //! fails saying why and what to do.
 //!
 //! The directory is made read-only for real: a read-only bind mount in a private user and
@@ -232,4 +232,24 @@ fn what_needs_the_journal_fails_saying_so_in_a_read_only_checkout() {
     let tasks = format!("; tasks run records each task's session, so {state}/ must be writable\n");
     assert!(stderr.ends_with(&tasks), "{stderr}");
     assert!(!stderr.contains(WARNING), "tasks run never goes on unrecorded: {stderr}");
+}
+
+#[test]
+fn serve_refuses_to_start_in_a_read_only_checkout() {
+    // A service records every session: rather than print its URL and answer each
+    // `POST /sessions` with a 500, it says why at once and exits 1.
+    let checkout = workspace(&[]);
+    let (code, stdout, stderr) = run_read_only(checkout.path(), &["serve", "--demo", "--port", "0"], "");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(stdout, "", "no URL is printed");
+    let root = checkout.path().canonicalize().expect("the workspace's real path").display().to_string();
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line, the reason: {stderr}");
+    let start = format!("mini-agent: cannot serve {root}: cannot create {root}/.mini_agent/sessions: ");
+    let end = format!(
+        "; a service records every session in {root}/.mini_agent/, so serve a directory that can be \
+         written (run it there, or pass --root)"
+    );
+    assert!(lines[0].starts_with(&start) && lines[0].ends_with(&end), "{stderr}");
+    assert!(!checkout.path().join(".mini_agent").exists(), "nothing was written");
 }

@@ -331,6 +331,61 @@ fn a_bind_other_machines_can_reach_needs_a_token_the_user_set() {
     assert!(run.stderr.contains("MINI_AGENT_SERVE_TOKEN"), "{}", run.describe());
 }
 
+/// A start serve refuses: its flags, its environment, what it says, and whether it is refused
+/// before anything is built.
+type Refused<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str, bool);
+
+#[test]
+fn a_refused_start_builds_nothing_and_leaves_nothing_behind() {
+    // Serve's own flags and token are checked before the sandbox is built or the directory
+    // touched: one line, exit 1, no sandbox line, no `.mini_agent/`, and the private TMPDIR
+    // (made in this test's own TMPDIR, so another process's cannot be mistaken for it) gone.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("hold a port");
+    let taken_port = taken.local_addr().expect("its address").port().to_string();
+    let cases: [Refused; 5] = [
+        (&["--port", "abc"], &[], "mini-agent: --port expects a number from 0 to 65535, got 'abc'", true),
+        (
+            &["--max-running", "0"],
+            &[],
+            "mini-agent: --max-running expects a whole number from 1 to 256",
+            true,
+        ),
+        (
+            &[],
+            &[("MINI_AGENT_SERVE_TOKEN", "short")],
+            "mini-agent: MINI_AGENT_SERVE_TOKEN must be at least 16",
+            true,
+        ),
+        (
+            &["--host", "0.0.0.0"],
+            &[],
+            "mini-agent: refusing to listen on 0.0.0.0, which other machines",
+            true,
+        ),
+        // Refused once the sandbox is built: the port is taken.
+        (&["--port", &taken_port], &[], "the port is in use", false),
+    ];
+    for (flags, env, said, before_anything) in cases {
+        let dir = Workspace::new("serve-refused");
+        let temp = Workspace::new("serve-refused-tmp");
+        let mut env = env.to_vec();
+        env.push(("TMPDIR", temp.path().to_str().expect("a UTF-8 path")));
+        let run = run_binary(dir.path(), &args(&[&["serve", "--demo"], flags].concat()), &env, PATIENCE);
+        let what = format!("{flags:?} {env:?}: {}", run.describe());
+        assert_eq!(run.code, Some(1), "{what}");
+        assert_eq!(run.stdout, "", "no URL: {what}");
+        assert!(run.stderr.contains(said), "{what}");
+        let left: Vec<_> =
+            std::fs::read_dir(temp.path()).expect("list TMPDIR").flatten().map(|e| e.path()).collect();
+        assert!(left.is_empty(), "the private TMPDIR is removed, but {left:?} is left: {what}");
+        if before_anything {
+            assert_eq!(run.stderr.lines().count(), 1, "one line, no sandbox line: {what}");
+            assert!(!dir.path().join(".mini_agent").exists(), ".mini_agent/ was made: {what}");
+        }
+    }
+    drop(taken);
+}
+
 #[test]
 fn slow_and_silent_clients_do_not_block_the_others() {
     raise_descriptor_limit(4096);

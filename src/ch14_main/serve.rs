@@ -23,6 +23,7 @@ use mini_agent::ch12_permissions::{Answer, Asker, Prompter, Question};
 use mini_agent::ch21_serve::command_line::{
     DEFAULT_MAX_RUNNING, DEFAULT_PORT, HOST, MAX_RUNNING, PORT, SERVE_TOKEN,
 };
+use mini_agent::ch21_serve::guard::check_bind;
 use mini_agent::ch21_serve::{
     ApprovalRequest, Backend, Decision, Limits, Refusal, Token, Turn, TurnEnd, start, transcript,
 };
@@ -40,9 +41,13 @@ pub fn main(words: &[String], registry: &'static Registry, keys: &Keys) -> Resul
         return super::print_stdout(&help::help(registry, ""));
     }
     let settings = agent_settings(&agent_words, registry)?;
+    // Serve's own flags and token are checked before anything is built or written: a typo
+    // leaves no `.mini_agent/`, no private TMPDIR and no sandbox line behind it.
+    let served = served(&own, keys)?;
     let root = workspace_root(settings.value(&ROOT).map(Path::new))?;
-    let store = sessions_of(&root)?;
     let connection = connect(&settings, keys, None)?;
+    let store = sessions_of(&root)?;
+    ensure_recordable(&store)?;
     let config = Config::new(&connection, &settings, &root)?;
     // What the sandbox enforces on this machine (chapter 20): always said, as a service's log
     // is read after the fact.
@@ -50,16 +55,6 @@ pub fn main(words: &[String], registry: &'static Registry, keys: &Keys) -> Resul
         say(&line);
     }
     let backend = Arc::new(AgentBackend::new(connection, config, store));
-    let token = match keys.get(SERVE_TOKEN) {
-        Some(value) => Token::given(&value).map_err(Error::Config)?,
-        None => Token::generate().map_err(Error::Config)?,
-    };
-    let served = mini_agent::ch21_serve::Settings {
-        address: address(&own)?,
-        max_running: own.count(&MAX_RUNNING).unwrap_or(DEFAULT_MAX_RUNNING),
-        token,
-        limits: Limits::default(),
-    };
     install_interrupt_handler();
     let server = start(served, backend)?;
     say(&format!("mini-agent: serving {} (Ctrl+C stops)", root.display()));
@@ -95,6 +90,51 @@ fn agent_settings(words: &[String], registry: &Registry) -> Result<Settings, Err
         )));
     }
     Ok(settings)
+}
+
+/// How to serve, from serve's own flags and `MINI_AGENT_SERVE_TOKEN`, refused as early as
+/// chapter 21 would refuse it (a reachable address without a chosen token).
+fn served(own: &Settings, keys: &Keys) -> Result<mini_agent::ch21_serve::Settings, Error> {
+    let token = match keys.get(SERVE_TOKEN) {
+        Some(value) => Token::given(&value).map_err(Error::Config)?,
+        None => Token::generate().map_err(Error::Config)?,
+    };
+    let address = address(own)?;
+    check_bind(address.ip(), &token).map_err(Error::Config)?;
+    let max_running = own.count(&MAX_RUNNING).unwrap_or(DEFAULT_MAX_RUNNING);
+    Ok(mini_agent::ch21_serve::Settings { address, max_running, token, limits: Limits::default() })
+}
+
+/// A service records every session, so a root whose `.mini_agent/sessions/` cannot be written
+/// is refused at the start, not with a 500 for each session asked for. The check is a real
+/// write: a file made and removed, as a read-only mount lets a directory that exists be seen.
+fn ensure_recordable(store: &SessionStore) -> Result<(), Error> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let dir = store.dir();
+    let probe = dir.join(format!(".serve-probe-{}", std::process::id()));
+    let written = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|error| (format!("cannot create {}", dir.display()), error))
+        .and_then(|()| {
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true).mode(0o600);
+            options.open(&probe).map_err(|error| (format!("cannot write in {}", dir.display()), error))
+        });
+    match written {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err((what, error)) => {
+            let root = store.root().display();
+            Err(Error::Config(format!(
+                "cannot serve {root}: {what}: {error}; a service records every session in \
+                 {root}/.mini_agent/, so serve a directory that can be written (run it there, or pass --root)"
+            )))
+        }
+    }
 }
 
 /// `--host` and `--port`: 127.0.0.1:8421 unless told; port 0 asks for any free one.
