@@ -444,8 +444,7 @@ pub fn build(root: &Path) -> Build {
 /// Everything `build` checks, plus: the committed page equals this build.
 pub fn check(root: &Path) -> Vec<Diagnostic> {
     let Build { html, mut diagnostics } = build(root);
-    sizes::check_sizes(root, &mut diagnostics);
-    sizes::lookback::check_lookback(root, &mut diagnostics);
+    sizes::check_rules(root, &mut diagnostics);
     match std::fs::read(root.join(OUTPUT_PATH)) {
         Ok(committed) if committed == html.as_bytes() => {}
         Ok(_) => diagnostics.push(Diagnostic::new(

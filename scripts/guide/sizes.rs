@@ -11,6 +11,14 @@ use std::path::Path;
 #[path = "lookback.rs"]
 pub mod lookback;
 
+/// The rules `--check` adds to the build's: files a reader can hold, chapters that only look
+/// back, and a book within its reading budget (`stats.rs`).
+pub fn check_rules(root: &Path, diagnostics: &mut Vec<Diagnostic>) {
+    check_sizes(root, diagnostics);
+    lookback::check_lookback(root, diagnostics);
+    crate::stats::check_reading_cost(root, diagnostics);
+}
+
 /// The longest non-test file the check accepts.
 pub const MAX_LINES: usize = 600;
 

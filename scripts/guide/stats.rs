@@ -138,6 +138,44 @@ fn region<'a>(target: &str, anchors: &'a AnchorMap) -> Option<&'a Anchor> {
 
 /// The core path a first reading takes: chapters 1 to 13 (the book's promise is a weekend).
 pub const CORE_PATH: std::ops::RangeInclusive<usize> = 1..=13;
+/// At most this many words of main text (outside deep dives and solutions) in any chapter.
+pub const MAX_CHAPTER_WORDS: usize = 3_000;
+/// At most this many words and Rust lines of main text on the whole core path.
+pub const MAX_CORE_WORDS: usize = 25_000;
+pub const MAX_CORE_LINES: usize = 4_500;
+
+/// The book's size as a rule `--check` keeps: no chapter over [`MAX_CHAPTER_WORDS`] words of
+/// main text, the core path within [`MAX_CORE_WORDS`] words and [`MAX_CORE_LINES`] Rust lines
+/// (English; the Chinese says the same). What is over moves into a deep dive, not out of the book.
+pub fn check_reading_cost(root: &Path, diagnostics: &mut Vec<crate::Diagnostic>) {
+    let mut ignored = Vec::new();
+    let sources = crate::read_sources(root, &mut ignored);
+    let Some(english) = sources.languages.first() else { return };
+    let (mut words, mut lines) = (0, 0);
+    for chapter in &english.chapters {
+        let cost = cost(&chapter.text, &sources.anchors, State::of_chapter(&chapter.name));
+        let main = cost.prose - cost.optional;
+        if main > MAX_CHAPTER_WORDS {
+            let message = format!(
+                "{main} words of main text, over {MAX_CHAPTER_WORDS}: move a defence or a detail into a deep dive"
+            );
+            diagnostics.push(crate::Diagnostic::new(&chapter.path, 0, message));
+        }
+        let number = chapter.name.get(..2).and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
+        if CORE_PATH.contains(&number) {
+            words += main;
+            lines += cost.included_lines - cost.optional_lines;
+        }
+    }
+    if words > MAX_CORE_WORDS || lines > MAX_CORE_LINES {
+        let message = format!(
+            "the core path (chapters {}-{}) has {words} words and {lines} Rust lines of main text, over {MAX_CORE_WORDS} / {MAX_CORE_LINES}",
+            CORE_PATH.start(),
+            CORE_PATH.end()
+        );
+        diagnostics.push(crate::Diagnostic::new("guide/en", 0, message));
+    }
+}
 
 /// The `--stats` table: chapter, English words (of which in boxes), Chinese characters (of
 /// which in boxes), Rust lines included (of which in boxes), other code lines (English side);

@@ -582,6 +582,25 @@ fn a_listing_inside_a_deep_dive_counts_apart_from_the_main_path() {
 }
 
 #[test]
+fn a_chapter_over_its_word_budget_is_reported_unless_the_rest_is_in_a_deep_dive() {
+    let fixture = Fixture::new("word-budget");
+    let check = || {
+        let mut diagnostics = Vec::new();
+        crate::stats::check_reading_cost(fixture.root(), &mut diagnostics);
+        diagnostics.iter().map(crate::Diagnostic::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(check(), Vec::<String>::new(), "the fixture is small");
+    let words = "word ".repeat(3_001);
+    let long = ENGLISH.replace("Some text.", &words);
+    fixture.write("guide/en/01-intro.md", &long);
+    let reported = check();
+    assert!(reported.iter().any(|d| d.contains("01-intro.md") && d.contains("over 3000")), "{reported:?}");
+    let boxed = ENGLISH.replace("Some text.", &format!("Some text.\n\n> **Deep dive: the rest.** {words}"));
+    fixture.write("guide/en/01-intro.md", &boxed);
+    assert!(check().iter().all(|d| !d.contains("over 3000")), "{:?}", check());
+}
+
+#[test]
 fn the_listing_table_counts_listings_the_longest_and_those_over_thirty_lines() {
     let fixture = Fixture::new("stats-listings");
     let body = |lines: usize| (0..lines).map(|n| format!("    let x{n} = {n};\n")).collect::<String>();
