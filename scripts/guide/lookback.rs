@@ -17,6 +17,7 @@
 //! The same reading checks chapter 1's typed-in project: what it copies from `src/` may name,
 //! at the crate's root, only what it copies.
 
+use super::rust_files;
 use crate::Diagnostic;
 use std::path::Path;
 
@@ -374,18 +375,6 @@ fn is_char_literal(chars: &[char], i: usize) -> bool {
         Some('\\') => true,
         Some(_) => chars.get(i + 2) == Some(&'\''),
         None => false,
-    }
-}
-
-fn rust_files(folder: &Path, files: &mut Vec<std::path::PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(folder) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, files);
-        } else if path.extension().is_some_and(|extension| extension == "rs") {
-            files.push(path);
-        }
     }
 }
 

@@ -64,6 +64,7 @@ pub fn code_lines(text: &str) -> usize {
         .unwrap_or(lines.len())
 }
 
+/// Every `.rs` file under `folder` (the look-back check walks the same tree).
 fn rust_files(folder: &Path, files: &mut Vec<std::path::PathBuf>) {
     let Ok(entries) = std::fs::read_dir(folder) else { return };
     for entry in entries.flatten() {
