@@ -30,6 +30,24 @@ pub(super) enum Source {
 }
 // ANCHOR_END: input
 
+/// The largest `.mini_agent/history` the line editor loads (it keeps 1,000 lines).
+pub const HISTORY_MAX_BYTES: u64 = 8 << 20;
+
+/// `root`'s `.mini_agent/history`, when the line editor may keep its history there; else the
+/// warning to show, and the REPL goes on without one. A history file planted as a symlink
+/// would have typed lines appended to its target; a planted 1 GB one would be loaded whole.
+pub fn history_file(root: &Path) -> Result<PathBuf, String> {
+    let history = root.join(".mini_agent").join("history");
+    match std::fs::symlink_metadata(&history) {
+        Ok(meta) if !meta.is_file() || meta.len() > HISTORY_MAX_BYTES => Err(format!(
+            "{} is not a regular file of at most {} MiB; history is off",
+            history.display(),
+            HISTORY_MAX_BYTES >> 20
+        )),
+        _ => Ok(history),
+    }
+}
+
 // ANCHOR: line_reader
 impl LineReader {
     /// Standard input: a line editor with persistent history at `history` when it is a

@@ -50,7 +50,7 @@ pub mod type_ahead;
 
 pub use commands::{Command, HostCommand, RegisterCommands, SlashCommand, help, parse_command};
 pub use interrupt::install_interrupt_handler;
-pub use line_reader::{Input, LineReader};
+pub use line_reader::{Input, LineReader, history_file};
 pub use markdown::{Look, render_markdown};
 pub use observer::{Screen, TerminalObserver};
 pub use repl::{ReplHost, run_repl};

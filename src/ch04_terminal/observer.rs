@@ -31,6 +31,15 @@ impl Screen {
         Screen { out: Arc::new(Mutex::new(out)), err: Arc::new(Mutex::new(err)), look, live, verbose: false }
     }
 
+    /// This screen with stdout silenced: in `-p` mode progress is drawn on stderr, and stdout
+    /// receives the final answer alone, once, when the turn has ended.
+    pub fn stderr_only(&self) -> Screen {
+        let mut screen =
+            Screen::new(Box::new(std::io::sink()), Box::new(std::io::stderr()), false, self.live);
+        screen.verbose = self.verbose;
+        screen
+    }
+
     /// The real stdout and stderr; colour only on a terminal without `NO_COLOR`, and what the
     /// model wrote unchanged only when stdout is not a terminal.
     pub fn stdio(verbose: bool) -> Screen {

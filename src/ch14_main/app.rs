@@ -17,23 +17,19 @@
 //! The REPL's commands, which reach into several chapters' state, are in `commands.rs`.
 
 use super::endpoint::Connection;
-#[cfg(not(feature = "ch03"))]
-use mini_agent::ch02_bash::Bash as Workspace;
 use mini_agent::ch02_loop::command_line::Settings;
 use mini_agent::ch02_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, Tools, run_turn};
-#[cfg(feature = "ch03")]
 use mini_agent::ch03_tools::Workspace;
-#[cfg(feature = "ch05")]
 use mini_agent::ch05_sessions::{Origin, Recorder, Session, SessionStore, TurnHook};
 use std::path::{Path, PathBuf};
 
 /// Where a session's records go: chapter 5's plain file, chapter 9's journal.
-#[cfg(all(feature = "ch05", not(feature = "ch09")))]
+#[cfg(not(feature = "ch09"))]
 pub type KeptLog = mini_agent::ch05_sessions::SessionFile;
 #[cfg(feature = "ch09")]
 pub type KeptLog = mini_agent::ch09_journal::Journal;
 /// The current session's log: its file; from chapter 14 on, or nothing in a read-only root.
-#[cfg(all(feature = "ch05", not(feature = "ch14")))]
+#[cfg(not(feature = "ch14"))]
 pub type SessionLog = KeptLog;
 #[cfg(feature = "ch14")]
 pub use super::unrecorded::SessionLog;
@@ -54,7 +50,6 @@ pub struct Config {
     /// The workspace root the sessions work in.
     pub root: PathBuf,
     /// The model and endpoint this run talks to, recorded in each session it starts (chapter 5).
-    #[cfg(feature = "ch05")]
     pub origin: Origin,
     /// What `/stats` counts from the moment a session is opened, and the streak of a model
     /// repeating one call, shared by each session's tools and turns (chapter 7).
@@ -88,7 +83,6 @@ impl Config {
         Ok(Config {
             settings: settings.clone(),
             root: root.to_path_buf(),
-            #[cfg(feature = "ch05")]
             origin: connection.origin.clone(),
             #[cfg(feature = "ch07")]
             context: Default::default(),
@@ -100,7 +94,7 @@ impl Config {
             hooks: mini_agent::ch16_hooks::load_for_run(
                 root,
                 settings.has(&mini_agent::ch16_hooks::TRUST_HOOKS),
-                super::can_ask(settings),
+                super::start::can_ask(settings),
                 &[
                     #[cfg(feature = "ch17")]
                     mini_agent::ch17_notify::webhook::HOOKS_SECTION,
@@ -110,7 +104,7 @@ impl Config {
             mcp: mini_agent::ch18_mcp::load_servers(
                 root,
                 settings.has(&mini_agent::ch18_mcp::TRUST_MCP),
-                super::can_ask(settings),
+                super::start::can_ask(settings),
             )?,
             #[cfg(feature = "ch20")]
             sandbox: mini_agent::ch20_sandbox::RunSandbox::for_run(root, settings)?,
@@ -127,13 +121,10 @@ pub struct Agent {
     pub(super) history: Vec<Message>,
     /// What the chapters' slash commands show about this session (`/skills`, `/mcp`): the
     /// REPL asks (chapter 4).
-    #[cfg_attr(not(feature = "ch04"), allow(dead_code))]
     pub(super) reports: Vec<Report>,
     /// The sessions of this root, and the current one: its journal and the later chapters'
     /// parts in its turns (chapter 5).
-    #[cfg(feature = "ch05")]
     pub(super) store: SessionStore,
-    #[cfg(feature = "ch05")]
     pub(super) session: Session<SessionLog>,
 }
 // ANCHOR_END: start_agent
@@ -141,7 +132,6 @@ pub struct Agent {
 /// A session to make current: `-c` or `-r` reopened it, or it is new. Its recorder and the
 /// history it goes on with, and, from chapter 7, the compaction that was in force and what its
 /// file had counted.
-#[cfg(feature = "ch05")]
 pub struct Opened {
     pub recorder: Recorder<SessionLog>,
     pub history: Vec<Message>,
@@ -149,7 +139,6 @@ pub struct Opened {
     pub context: mini_agent::ch07_context::Reopened,
 }
 
-#[cfg(feature = "ch05")]
 impl Opened {
     /// A session opened with `history` (chapter 10 adds what it brings back to chapter 7).
     pub fn new(recorder: Recorder<SessionLog>, history: Vec<Message>) -> Opened {
@@ -165,27 +154,17 @@ impl Opened {
 // ANCHOR: agent_start
 impl Agent {
     /// Starts with `opened` (a session `-c` or `-r` reopened) or a new session in the root.
-    pub fn start(
-        model: Box<dyn Model>,
-        #[cfg(feature = "ch05")] opened: Option<Opened>,
-        config: Config,
-    ) -> Result<Agent, Error> {
+    pub fn start(model: Box<dyn Model>, opened: Option<Opened>, config: Config) -> Result<Agent, Error> {
         #[cfg(feature = "ch07")]
         let model = super::session::compacting(model)?;
         let toolbox = toolbox(&config)?;
         let history = vec![Message::System { content: toolbox.system_prompt.clone() }];
-        // From chapter 5 on, the history is the session's: the one reopened, or a new one's.
-        #[cfg(feature = "ch05")]
-        let (store, opened, history) = {
-            let store = super::sessions_of(&config.root)?;
-            let mut opened = opened.map_or_else(|| new_session(&store, &config, history), Ok)?;
-            let history = std::mem::take(&mut opened.history);
-            (store, opened, history)
-        };
+        // The history is the session's: the one reopened, or a new one's.
+        let store = super::start::sessions_of(&config.root)?;
+        let mut opened = opened.map_or_else(|| new_session(&store, &config, history), Ok)?;
+        let history = std::mem::take(&mut opened.history);
         let agent = Agent {
-            #[cfg(feature = "ch05")]
             session: current_session(opened.recorder, toolbox.turns, &config)?,
-            #[cfg(feature = "ch05")]
             store,
             reports: toolbox.reports,
             config,
@@ -208,16 +187,11 @@ impl Agent {
         json: Option<&mut dyn Observer>,
     ) -> Outcome {
         let message = Message::User { content: input };
-        #[cfg(feature = "ch05")]
         if let Err(error) = self.session.begin(&message) {
             return Outcome::Failed(error);
         }
         self.history.push(message);
-        let mut observers: Vec<&mut dyn Observer> = Vec::new();
-        #[cfg(feature = "ch05")]
-        for observer in self.session.observers() {
-            observers.push(observer);
-        }
+        let mut observers: Vec<&mut dyn Observer> = self.session.observers().collect();
         if let Some(json) = json {
             observers.push(json);
         }
@@ -229,7 +203,6 @@ impl Agent {
         #[cfg(feature = "ch07")]
         let model = &mut self.config.context.repeats.answer_without_tools(model);
         let outcome = run_turn(model, &mut *self.tools, &mut self.history, &mut Fanout(observers), &limits);
-        #[cfg(feature = "ch05")]
         if let Err(error) = self.session.end(&outcome, limits.max_turns) {
             super::say(&format!("mini-agent: warning: could not record how the turn ended: {error}"));
         }
@@ -239,7 +212,6 @@ impl Agent {
 
     /// Makes another session the current one (`/new`, `/resume`): its journal, its history
     /// and its compaction; the tools, permissions and `/stats` start again, as for a new session.
-    #[cfg(feature = "ch05")]
     pub(super) fn switch_to(&mut self, toolbox: Toolbox, opened: Opened) -> Result<(), Error> {
         self.session = current_session(opened.recorder, toolbox.turns, &self.config)?;
         (self.tools, self.reports, self.history) = (toolbox.tools, toolbox.reports, opened.history);
@@ -251,7 +223,6 @@ impl Agent {
 
 /// The session to make current: its journal and the later chapters' parts in its turns. From
 /// chapter 20 its journal says which sandbox this run's commands start in.
-#[cfg(feature = "ch05")]
 fn current_session(
     recorder: Recorder<SessionLog>,
     hooks: Vec<Box<dyn TurnHook>>,
@@ -270,7 +241,6 @@ fn current_session(
 
 /// A new session of `store`'s root that goes on with `history` (the system prompt): from
 /// chapter 14 on, a person's question goes on unrecorded where the root cannot be written.
-#[cfg(feature = "ch05")]
 pub(super) fn new_session(
     store: &SessionStore,
     config: &Config,
@@ -284,7 +254,6 @@ pub(super) fn new_session(
 
 /// A new session with its journal (a file from chapter 5, a journal from chapter 9), `history`
 /// recorded first.
-#[cfg(feature = "ch05")]
 pub(super) fn kept_session(
     store: &SessionStore,
     origin: &Origin,
@@ -308,7 +277,6 @@ pub(super) struct Toolbox {
     /// What the chapters' slash commands show about these tools (`/skills`, `/mcp`).
     pub(super) reports: Vec<Report>,
     /// The later chapters' parts in each turn of the session these tools serve (chapter 5).
-    #[cfg(feature = "ch05")]
     pub(super) turns: Vec<Box<dyn TurnHook>>,
 }
 
@@ -339,7 +307,6 @@ pub(super) fn toolbox(config: &Config) -> Result<Toolbox, Error> {
         reports,
         // Their parts in each turn: chapter 7 counts and stops a model repeating itself,
         // chapter 16 runs the `Stop` hooks, chapter 19 notes which results failed.
-        #[cfg(feature = "ch05")]
         turns: vec![
             #[cfg(feature = "ch07")]
             Box::new(config.context.clone()),

@@ -24,7 +24,6 @@
 
 use super::app::Agent;
 use super::registry::Registry;
-use super::repl::stderr_only;
 use super::{exit_code, one_line, say, stopped_early, turn_limit_message};
 use mini_agent::ch02_loop::command_line::{Settings, VERBOSE};
 use mini_agent::ch02_loop::{Error, Event, Observer, Outcome};
@@ -93,7 +92,7 @@ pub fn usage_error(words: &[String], message: &str) {
 /// The agent with `--json`: every run ends with an `exit` event, also one that failed before
 /// it started.
 pub fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
-    let result = super::agent(settings, registry, keys);
+    let result = super::start::agent(settings, registry, keys);
     let error = match &result {
         Err(error) => Some(one_line(&error.to_string())),
         Ok(2) => Some(turn_limit_message(settings)),
@@ -111,7 +110,7 @@ pub fn one_shot(mut agent: Agent, task: String, settings: &Settings) -> Result<u
     let resumed = settings.has(&CONTINUE) || settings.has(&RESUME);
     json.session(agent.session_id(), &root, &agent.config.origin, resumed);
     install_interrupt_handler();
-    let mut display = TerminalObserver::new(stderr_only(&Screen::stdio(settings.has(&VERBOSE))), None);
+    let mut display = TerminalObserver::new(Screen::stdio(settings.has(&VERBOSE)).stderr_only(), None);
     match agent.turn_on(task, &mut display, Some(&mut json)) {
         Outcome::Completed(answer) => {
             if answer.trim().is_empty() {

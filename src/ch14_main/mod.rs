@@ -15,9 +15,10 @@
 //! answer.md` does what it says. Chapter 14 itself adds what only the finished command line
 //! needs: `--json` (`json_events.rs`) and the `sessions` subcommand.
 
+#[cfg(feature = "ch05")]
 mod app;
 mod args;
-#[cfg(not(feature = "ch04"))]
+#[cfg(not(feature = "ch05"))]
 mod early;
 mod endpoint;
 mod help;
@@ -26,14 +27,16 @@ mod json_events;
 mod registry;
 #[cfg(feature = "ch10")]
 mod reopen;
-#[cfg(feature = "ch04")]
+#[cfg(feature = "ch05")]
 mod repl;
 #[cfg(feature = "ch21")]
 mod serve;
-#[cfg(feature = "ch04")]
+#[cfg(feature = "ch05")]
 mod session;
 #[cfg(feature = "ch05")]
 mod sessions_table;
+#[cfg(feature = "ch05")]
+mod start;
 #[cfg(feature = "ch15")]
 mod tasks;
 #[cfg(all(test, feature = "ch05"))]
@@ -41,15 +44,18 @@ mod tests;
 #[cfg(feature = "ch14")]
 mod unrecorded;
 
-use app::{Agent, Config};
 use args::Command;
+#[cfg(not(feature = "ch05"))]
+use early::agent;
 use endpoint::{Connection, Keys};
-use mini_agent::ch02_loop::command_line::{Flag, MAX_TURNS, PROMPT, ROOT, Settings};
+use mini_agent::ch02_loop::command_line::{MAX_TURNS, Settings};
 use mini_agent::ch02_loop::{Error, Model, Outcome, plural};
 use mini_agent::ch02_model::ChatClient;
 use mini_agent::ch02_model::text_calls::TextCallCheck;
 use mini_agent::ch02_model::waiting::Waits;
 use registry::Registry;
+#[cfg(feature = "ch05")]
+use start::agent_with_events as agent;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -138,52 +144,10 @@ fn run(words: &[String], registry: &'static Registry, keys: &Keys) -> Result<u8,
             Some((_, run)) => run(&words, registry, keys),
             None => Err(Error::Usage(format!("mini-agent {name} is not in this state"))),
         },
-        Command::Agent(settings) => agent_with_events(&settings, registry, keys),
+        Command::Agent(settings) => agent(&settings, registry, keys),
     }
 }
 // ANCHOR_END: main_run
-
-/// `--json` (chapter 14): a program reads the events, and nobody is there to answer.
-pub const JSON: Flag = Flag::switch(14, "--json", &["with -p: print events as JSON Lines on stdout"]);
-
-/// Whether a program reads this run's events (`--json`, never given before chapter 14).
-fn json_wanted(settings: &Settings) -> bool {
-    settings.has(&JSON)
-}
-
-/// Whether a person can be asked a question at the terminal (chapter 12's permissions, and
-/// the approvals of later chapters): stdin is one, and no program reads the events (`--json`).
-#[cfg(feature = "ch12")]
-fn can_ask(settings: &Settings) -> bool {
-    std::io::stdin().is_terminal() && !json_wanted(settings)
-}
-
-// ANCHOR: ask_at_the_terminal
-/// `-p` asks at the terminal only when a person is there to answer (DESIGN: scripts and tests
-/// get a denial that names the flag).
-#[cfg(feature = "ch12")]
-fn asking_at_the_terminal(config: Config) -> Config {
-    // With `--json` the program reading the events sees the question (chapter 14).
-    #[cfg(feature = "ch14")]
-    if json_wanted(&config.settings) {
-        return Config { asker: json_events::approvals(), ..config };
-    }
-    let asker = match can_ask(&config.settings) {
-        true => mini_agent::ch12_permissions::Asker::Tty,
-        false => mini_agent::ch12_permissions::Asker::Nobody,
-    };
-    Config { asker, ..config }
-}
-// ANCHOR_END: ask_at_the_terminal
-
-/// The agent; from chapter 14, with `--json`'s closing `exit` event.
-fn agent_with_events(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
-    if json_wanted(settings) {
-        #[cfg(feature = "ch14")]
-        return json_events::agent(settings, registry, keys);
-    }
-    agent(settings, registry, keys)
-}
 
 // ANCHOR: eval
 /// `mini-agent eval`: the scenarios of chapter 13, run against this very binary.
@@ -207,62 +171,6 @@ fn evaluate(words: &[String], registry: &'static Registry, _: &Keys) -> Result<u
     Ok(if all_passed { 0 } else { 1 })
 }
 // ANCHOR_END: eval
-
-// ANCHOR: agent
-/// `--status`, one task (`-p`) or the REPL, in a new session or a resumed one.
-fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
-    let here = workspace_root(settings.value(&ROOT).map(Path::new))?;
-    // A symlinked .mini_agent/ would move every record elsewhere (chapter 9).
-    #[cfg(feature = "ch10")]
-    let chosen = match reopen::chosen_session(&sessions_of(&here)?, settings)? {
-        reopen::SessionChoice::Status(status) => return print_stdout(&status),
-        reopen::SessionChoice::Session(path) => path,
-    };
-    #[cfg(all(feature = "ch05", not(feature = "ch10")))]
-    let opened = reopen(&sessions_of(&here)?, settings)?;
-    let task = settings.value(&PROMPT).map(read_prompt).transpose()?;
-    #[cfg(feature = "ch10")]
-    let (opened, root, connection) = reopen::resumed(chosen, here, settings, keys)?;
-    #[cfg(not(feature = "ch10"))]
-    let (root, connection) = (here, endpoint::connect(settings, keys)?);
-    // ANCHOR_END: agent
-    // ANCHOR: agent_run
-    let model = build_model(&connection, settings)?;
-    let config = Config::new(&connection, settings, &root)?;
-    // A person's own question is answered even where no session can be recorded (14).
-    #[cfg(feature = "ch14")]
-    let config = Config { may_go_unrecorded: true, ..config };
-    let start = |config| {
-        Agent::start(
-            model,
-            #[cfg(feature = "ch05")]
-            opened,
-            config,
-        )
-    };
-    match task {
-        Some(task) => {
-            // What the sandbox enforces here: said when it falls short, or under -v (chapter 20).
-            #[cfg(feature = "ch20")]
-            if let Some(line) =
-                config.sandbox.start_up_line(settings.has(&mini_agent::ch02_loop::command_line::VERBOSE))
-            {
-                say(&line);
-            }
-            #[cfg(feature = "ch12")]
-            let config = asking_at_the_terminal(config);
-            one_shot(start(config)?, task, settings)
-        }
-        #[cfg(feature = "ch04")]
-        None => repl::repl(start, config, registry),
-        #[cfg(not(feature = "ch04"))]
-        None => {
-            let _ = registry; // its slash commands are the REPL's, from chapter 4
-            Err(Error::Usage("give the task with -p \"…\"".into()))
-        }
-    }
-}
-// ANCHOR_END: agent_run
 
 // ANCHOR: models
 /// The model of this run, one line per chapter that wraps it: the client chapter 2 speaks (or
@@ -303,12 +211,11 @@ fn build_model(connection: &Connection, settings: &Settings) -> Result<Box<dyn M
 // ANCHOR: one_shot
 /// `-p`: one task, the final answer on stdout, the outcome as the exit code.
 #[cfg(feature = "ch04")]
-fn one_shot(mut agent: Agent, task: String, settings: &Settings) -> Result<u8, Error> {
+fn one_shot(
+    settings: &Settings,
+    turn: impl FnOnce(&mut mini_agent::ch04_terminal::TerminalObserver) -> Outcome,
+) -> Result<u8, Error> {
     use mini_agent::ch04_terminal::{Screen, TerminalObserver, install_interrupt_handler, render_markdown};
-    #[cfg(feature = "ch14")]
-    if json_wanted(settings) {
-        return json_events::one_shot(agent, task, settings);
-    }
     install_interrupt_handler();
     let terminal = Screen::stdio(settings.has(&mini_agent::ch02_loop::command_line::VERBOSE));
     // Progress on stderr; stdout gets the final answer alone — or, with --stream, the
@@ -317,9 +224,9 @@ fn one_shot(mut agent: Agent, task: String, settings: &Settings) -> Result<u8, E
     let streams_to_stdout = settings.has(&mini_agent::ch11_streaming::STREAM);
     #[cfg(not(feature = "ch11"))]
     let streams_to_stdout = false;
-    let screen = if streams_to_stdout { terminal.clone() } else { repl::stderr_only(&terminal) };
+    let screen = if streams_to_stdout { terminal.clone() } else { terminal.stderr_only() };
     let mut display = TerminalObserver::new(screen, None);
-    match agent.turn_on(task, &mut display, None) {
+    match turn(&mut display) {
         Outcome::Completed(answer) if answer.trim().is_empty() => {
             say("mini-agent: the model finished without a final answer");
             Ok(0)
@@ -331,16 +238,6 @@ fn one_shot(mut agent: Agent, task: String, settings: &Settings) -> Result<u8, E
     }
 }
 // ANCHOR_END: one_shot
-
-/// Before chapter 4's terminal: progress lines on stderr, the answer as the model wrote it.
-#[cfg(not(feature = "ch04"))]
-fn one_shot(mut agent: Agent, task: String, settings: &Settings) -> Result<u8, Error> {
-    let verbose = settings.has(&mini_agent::ch02_loop::command_line::VERBOSE);
-    match agent.turn(task, &mut early::Progress { verbose }, None) {
-        Outcome::Completed(answer) => print_stdout(&format!("{}\n", answer.trim_end())),
-        stopped => stopped_early(stopped, settings),
-    }
-}
 
 // ANCHOR: stopped_early
 /// A turn that did not complete: the turn limit is exit 2, the rest are errors.
@@ -449,70 +346,3 @@ fn one_line(text: &str) -> String {
     visible(&mini_agent::text::one_line(text))
 }
 // ANCHOR_END: one_line
-
-/// Whether `-c` or `-r` chose a session to go on with (chapter 5).
-#[cfg(feature = "ch05")]
-fn resumed_by(settings: &Settings) -> bool {
-    use mini_agent::ch05_sessions::{CONTINUE, RESUME};
-    settings.has(&CONTINUE) || settings.has(&RESUME)
-}
-
-/// The sessions of `root`; from chapter 9 on, `.mini_agent/` checked and its session files
-/// read as untrusted workspace input.
-#[cfg(feature = "ch05")]
-fn sessions_of(root: &Path) -> Result<mini_agent::ch05_sessions::SessionStore, Error> {
-    let store = mini_agent::ch05_sessions::SessionStore::new(root);
-    #[cfg(feature = "ch09")]
-    let store = store.as_workspace_input()?;
-    Ok(store)
-}
-
-/// `-c` or `-r` before chapter 10: the session reopened, its history replayed.
-#[cfg(all(feature = "ch05", not(feature = "ch10")))]
-fn reopen(
-    store: &mini_agent::ch05_sessions::SessionStore,
-    settings: &Settings,
-) -> Result<Option<app::Opened>, Error> {
-    use mini_agent::ch05_sessions::{CONTINUE, RESUME, Recorder, continue_history};
-    let path = match (settings.value(&RESUME), settings.has(&CONTINUE)) {
-        (Some(wanted), _) => store.resolve(wanted)?,
-        (None, true) => store.latest()?,
-        (None, false) => return Ok(None),
-    };
-    #[cfg(not(feature = "ch09"))]
-    let (log, records) = app::KeptLog::open(&path)?;
-    // Chapter 9: the journal, locked, its torn last line cut off.
-    #[cfg(feature = "ch09")]
-    let (log, records) = {
-        let (journal, loaded) = app::KeptLog::open(&path)?;
-        if let Some(warning) = &loaded.warning {
-            say(&format!("mini-agent: warning: {warning}"));
-        }
-        (journal, loaded.records)
-    };
-    let history = continue_history(log.id(), &records)?;
-    Ok(Some(app::Opened::new(Recorder::new(log), history)))
-}
-
-/// Chapter 14's own additions to the command line: `--json`, and `mini-agent sessions`.
-#[cfg(feature = "ch14")]
-fn register(registry: &mut Registry) {
-    use mini_agent::ch02_loop::command_line::{Help, Registry as _, SHOW_HELP};
-    registry.flag(JSON);
-    registry.runs.push(("sessions", sessions_table::sessions));
-    registry.flag(Flag { chapter: 14, command: "sessions", ..ROOT });
-    registry.flag(Flag { chapter: 14, command: "sessions", ..SHOW_HELP });
-    let help = |section, lines| Help { chapter: 14, page: "", section, lines };
-    registry.help(help(
-        "USAGE",
-        &["  mini-agent sessions [--root DIR]      list this root's sessions: id, date, state, turns, prompt"],
-    ));
-    registry.help(help(
-        "SESSIONS",
-        &["  mini-agent sessions                   every session of this root, with its state"],
-    ));
-    registry.check(|settings| match json_wanted(settings) && !settings.has(&PROMPT) {
-        true => Err("--json prints the events of one task: add -p \"task\"".into()),
-        false => Ok(()),
-    });
-}

@@ -21,22 +21,22 @@ pub fn chapters() -> Registry {
     #[cfg(feature = "ch05")]
     {
         mini_agent::ch05_sessions::register(&mut registry);
-        registry.commands.1.push(("list", super::app::Agent::list));
+        registry.handlers.push(("list", super::app::Agent::list));
     }
     #[cfg(feature = "ch06")]
     mini_agent::ch06_skills::register(&mut registry);
     #[cfg(feature = "ch07")]
     {
         mini_agent::ch07_context::register(&mut registry);
-        registry.commands.1.push(("compact", super::app::Agent::compact));
-        registry.commands.1.push(("stats", super::app::Agent::stats_report));
+        registry.handlers.push(("compact", super::app::Agent::compact));
+        registry.handlers.push(("stats", super::app::Agent::stats_report));
     }
     #[cfg(feature = "ch08")]
     mini_agent::ch08_retry::register(&mut registry);
     #[cfg(feature = "ch10")]
     {
         mini_agent::ch10_recovery::register(&mut registry);
-        registry.commands.1.push(("resume", super::app::Agent::resume_session));
+        registry.handlers.push(("resume", super::app::Agent::resume_session));
     }
     #[cfg(feature = "ch11")]
     mini_agent::ch11_streaming::register(&mut registry);
@@ -48,7 +48,7 @@ pub fn chapters() -> Registry {
         registry.runs.push(("eval", super::evaluate));
     }
     #[cfg(feature = "ch14")]
-    super::register(&mut registry);
+    super::start::register(&mut registry);
     #[cfg(feature = "ch15")]
     {
         mini_agent::ch15_tasks::register(&mut registry);
@@ -85,11 +85,13 @@ pub struct Registry {
     /// Secret variables (chapter 3), and flags whose value is a credential.
     #[cfg(feature = "ch03")]
     pub secrets: (Vec<mini_agent::ch03_tools::secrets::SecretVariable>, Vec<&'static str>),
-    /// The REPL's slash commands (chapter 4), and what runs each on the agent (`/new` and the
-    /// reports of a session's tools, `/skills` and `/mcp`, are the agent's own).
+    /// The REPL's slash commands (chapter 4).
     #[cfg(feature = "ch04")]
-    pub commands:
-        (Vec<mini_agent::ch04_terminal::SlashCommand>, Vec<(&'static str, super::session::Handler)>),
+    pub commands: Vec<mini_agent::ch04_terminal::SlashCommand>,
+    /// What runs each on the session's agent (chapter 5; `/new` and the reports of a
+    /// session's tools, `/skills` and `/mcp`, are the agent's own).
+    #[cfg(feature = "ch05")]
+    pub handlers: Vec<(&'static str, super::session::Handler)>,
 }
 
 /// A subcommand: its words after the name, the table, the run's secrets; its exit code.
@@ -121,7 +123,7 @@ impl mini_agent::ch03_tools::secrets::RegisterSecrets for Registry {
 #[cfg(feature = "ch04")]
 impl mini_agent::ch04_terminal::RegisterCommands for Registry {
     fn command(&mut self, command: mini_agent::ch04_terminal::SlashCommand) {
-        self.commands.0.push(command);
+        self.commands.push(command);
     }
 }
 

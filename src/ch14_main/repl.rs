@@ -4,10 +4,7 @@ use super::app::{Agent, Config};
 use super::say;
 use mini_agent::ch02_loop::Error;
 use mini_agent::ch02_loop::command_line::VERBOSE;
-use mini_agent::ch04_terminal::{LineReader, Screen, run_repl};
-
-/// The largest `.mini_agent/history` the line editor loads (it keeps 1,000 lines).
-const HISTORY_MAX_BYTES: u64 = 8 << 20;
+use mini_agent::ch04_terminal::{LineReader, Screen, history_file, run_repl};
 
 // ANCHOR: repl
 /// No `-p`: the REPL of chapter 4, with this session as its host.
@@ -16,21 +13,9 @@ pub fn repl(
     config: Config,
     registry: &super::registry::Registry,
 ) -> Result<u8, Error> {
-    let history = config.root.join(".mini_agent").join("history");
-    let history = history.as_path();
-    // A history file planted as a symlink would have typed lines appended to its target.
-    // A planted 1 GB one would be loaded whole by the line editor: it is read only when small.
-    let history = match std::fs::symlink_metadata(history) {
-        Ok(meta) if !meta.is_file() || meta.len() > HISTORY_MAX_BYTES => {
-            say(&format!(
-                "mini-agent: warning: {} is not a regular file of at most {} MiB; history is off",
-                history.display(),
-                HISTORY_MAX_BYTES >> 20
-            ));
-            None
-        }
-        _ => Some(history),
-    };
+    let history =
+        history_file(&config.root).map_err(|warning| say(&format!("mini-agent: warning: {warning}")));
+    let history = history.as_deref().ok();
     // ANCHOR_END: repl
     // ANCHOR: repl_start
     // A root that cannot be written (a read-only checkout) has no history file to keep: the
@@ -60,38 +45,25 @@ pub fn repl(
     let screen = Screen::stdio(agent.config.settings.has(&VERBOSE));
     screen.status(&banner(&agent));
     #[cfg(feature = "ch10")]
-    if super::resumed_by(&agent.config.settings)
+    if super::start::resumed_by(&agent.config.settings)
         && let Some(last) = agent.last_exchange(screen.look)
     {
         screen.status(&last);
     }
-    let (commands, handlers) = &registry.commands;
+    let (commands, handlers) = (&registry.commands, &registry.handlers);
     run_repl(&mut super::session::Host { agent: &mut agent, handlers }, commands, &mut reader, &screen)?;
     Ok(0)
 }
 // ANCHOR_END: repl_start
 
-/// The terminal's screen with stdout silenced: in `-p` mode the observer draws progress on
-/// stderr, and stdout receives the final answer alone, once, when the turn has ended.
-pub fn stderr_only(terminal: &Screen) -> Screen {
-    let mut screen =
-        Screen::new(Box::new(std::io::sink()), Box::new(std::io::stderr()), false, terminal.live);
-    screen.verbose = terminal.verbose;
-    screen
-}
-
-/// The first line of a REPL: the version, and from chapter 5 the session and its model.
+/// The first line of a REPL: the version, the session and its model.
 fn banner(agent: &Agent) -> String {
-    let version = format!("mini-agent {}", env!("CARGO_PKG_VERSION"));
-    #[cfg(feature = "ch05")]
-    let version = {
-        use mini_agent::ch04_terminal::sanitize::sanitize;
-        let verb = if super::resumed_by(&agent.config.settings) { "resumed" } else { "new" };
-        #[cfg(feature = "ch14")]
-        let verb = if agent.is_recorded() { verb } else { "unrecorded" };
-        let (id, model) = (sanitize(agent.session_id()), sanitize(&agent.config.origin.model));
-        format!("{version} · {verb} session {id} · {model}")
-    };
+    use mini_agent::ch04_terminal::sanitize::sanitize;
+    let verb = if super::start::resumed_by(&agent.config.settings) { "resumed" } else { "new" };
+    #[cfg(feature = "ch14")]
+    let verb = if agent.is_recorded() { verb } else { "unrecorded" };
+    let (id, model) = (sanitize(agent.session_id()), sanitize(&agent.config.origin.model));
+    let version = format!("mini-agent {} · {verb} session {id} · {model}", env!("CARGO_PKG_VERSION"));
     let line = format!("{version} · /help for commands\n");
     // What the sandbox enforces on this machine, once, under the banner (chapter 20).
     #[cfg(feature = "ch20")]
@@ -99,6 +71,5 @@ fn banner(agent: &Agent) -> String {
         Some(sandbox) => format!("{line}{sandbox}\n"),
         None => line,
     };
-    let _ = agent;
     line
 }

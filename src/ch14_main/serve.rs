@@ -12,7 +12,8 @@ use super::app::{Agent, Config};
 use super::args::{Command, parse, split_flags};
 use super::endpoint::{Connection, connect};
 use super::registry::Registry;
-use super::{build_model, help, json_events, one_line, say, sessions_of, workspace_root};
+use super::start::sessions_of;
+use super::{build_model, help, json_events, one_line, say, workspace_root};
 use mini_agent::ch02_loop::command_line::{PROMPT, ROOT, SHOW_HELP, Settings};
 use mini_agent::ch02_loop::{Error, Event, Observer, Outcome, interrupted, with_turn_flag};
 use mini_agent::ch03_tools::secrets::Keys;
@@ -82,7 +83,7 @@ fn agent_settings(words: &[String], registry: &Registry) -> Result<Settings, Err
         Command::Agent(settings) => settings,
         _ => return Err(Error::Usage("serve takes the agent's flags (see mini-agent --help)".into())),
     };
-    let not_here = [PROMPT, CONTINUE, RESUME, STATUS, super::JSON];
+    let not_here = [PROMPT, CONTINUE, RESUME, STATUS, super::start::JSON];
     if let Some(flag) = not_here.iter().find(|flag| settings.has(flag)) {
         return Err(Error::Usage(format!(
             "serve runs the sessions its clients ask for: drop {} (POST /sessions/ID/messages sends a message)",

@@ -52,33 +52,23 @@ impl Agent {
         self.turn(input, terminal, json)
     }
 
-    /// `/new`: a fresh conversation; from chapter 5 on, in a fresh session (before, there is
-    /// no session to speak of: the history is all there is).
+    /// `/new`: a fresh conversation in a fresh session.
     fn new_conversation(&mut self) -> Result<String, Error> {
         let toolbox = toolbox(&self.config)?;
         let history = vec![Message::System { content: toolbox.system_prompt.clone() }];
-        #[cfg(feature = "ch05")]
-        {
-            let opened = super::app::new_session(&self.store, &self.config, history)?;
-            self.switch_to(toolbox, opened)?;
-            #[cfg(feature = "ch14")]
-            if !self.is_recorded() {
-                return Ok(format!(
-                    "new session {} (not recorded: the root cannot be written)",
-                    self.session_id()
-                ));
-            }
-            Ok(format!("new session {}", self.session_id()))
+        let opened = super::app::new_session(&self.store, &self.config, history)?;
+        self.switch_to(toolbox, opened)?;
+        #[cfg(feature = "ch14")]
+        if !self.is_recorded() {
+            return Ok(format!(
+                "new session {} (not recorded: the root cannot be written)",
+                self.session_id()
+            ));
         }
-        #[cfg(not(feature = "ch05"))]
-        {
-            (self.tools, self.reports, self.history) = (toolbox.tools, toolbox.reports, history);
-            Ok("new conversation: the earlier messages are forgotten".into())
-        }
+        Ok(format!("new session {}", self.session_id()))
     }
 }
 
-#[cfg(feature = "ch05")]
 impl Agent {
     pub fn session_id(&self) -> &str {
         &self.session.id

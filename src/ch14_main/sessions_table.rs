@@ -65,5 +65,5 @@ pub fn sessions(
         Parsed::Help | Parsed::Version => return super::print_stdout(&super::help::help(registry, "")),
     };
     let root = super::workspace_root(settings.value(&ROOT).map(std::path::Path::new))?;
-    super::print_stdout(&format!("{}\n", sessions_table(&super::sessions_of(&root)?, None)?))
+    super::print_stdout(&format!("{}\n", sessions_table(&super::start::sessions_of(&root)?, None)?))
 }

@@ -17,8 +17,8 @@ use super::app::{Agent, Config};
 use super::endpoint::{Connection, connect};
 use super::json_events::JsonEvents;
 use super::registry::Registry;
-use super::repl::stderr_only;
-use super::{build_model, json_wanted, one_line, print_stdout, say, workspace_root};
+use super::start::json_wanted;
+use super::{build_model, one_line, print_stdout, say, workspace_root};
 use mini_agent::ch02_loop::command_line::VERBOSE;
 use mini_agent::ch02_loop::{Error, Observer, Outcome, plural};
 use mini_agent::ch03_tools::Workspace;
@@ -84,7 +84,7 @@ fn tasks_path(root: Option<&Path>, file: Option<&Path>) -> Result<(PathBuf, Path
         }
         None => {
             // A symlinked .mini_agent/ would carry the list (and the sessions) elsewhere.
-            super::sessions_of(&root)?;
+            super::start::sessions_of(&root)?;
             root.join(DEFAULT_TASKS_FILE)
         }
     };
@@ -318,7 +318,7 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
         &mut verifier,
         path,
         run.extra.has(&mini_agent::ch16_hooks::TRUST_TASKS),
-        super::can_ask(settings),
+        super::start::can_ask(settings),
     )?;
     let mut events = Report { json: json_wanted(settings) };
     #[cfg(feature = "ch16")]
@@ -435,7 +435,7 @@ impl Attempts for SessionAttempts<'_> {
             ));
         };
         let settings = &self.config.settings;
-        let mut display = TerminalObserver::new(stderr_only(&Screen::stdio(settings.has(&VERBOSE))), None);
+        let mut display = TerminalObserver::new(Screen::stdio(settings.has(&VERBOSE)).stderr_only(), None);
         let mut json = json_wanted(settings).then_some(JsonEvents);
         let outcome = agent.turn_on(prompt, &mut display, json.as_mut().map(|j| j as &mut dyn Observer));
         #[cfg(feature = "ch17")]

@@ -164,7 +164,7 @@ fn parse_run(words: &[String], root: Option<PathBuf>, registry: &Registry) -> Re
         return Err("tasks run makes its own prompts and sessions: drop -p, -c, -r and --status".into());
     }
     if json {
-        agent.set(&super::super::JSON, None);
+        agent.set(&super::super::start::JSON, None);
     }
     if let Some(root) = root {
         agent.set(&ROOT, Some(root.display().to_string()));

@@ -1,0 +1,172 @@
+//! From chapter 5 on, a run is a session: what the command line does with a task, or with no
+//! task at all. It chooses the session (`-c`, `-r`, or a new one; `--status` stops there),
+//! builds the model and the run's configuration, starts the agent of `app.rs`, and hands it
+//! one task (`-p`) or the REPL. Before chapter 5, `early.rs` does the same with one
+//! conversation held in memory.
+
+use super::app::{Agent, Config};
+use super::endpoint::Keys;
+use super::registry::Registry;
+use super::{build_model, one_shot, read_prompt, workspace_root};
+use mini_agent::ch02_loop::Error;
+use mini_agent::ch02_loop::command_line::{Flag, PROMPT, ROOT, Settings};
+use std::path::Path;
+
+/// `--json` (chapter 14): a program reads the events, and nobody is there to answer.
+pub const JSON: Flag = Flag::switch(14, "--json", &["with -p: print events as JSON Lines on stdout"]);
+
+/// Whether a program reads this run's events (`--json`, never given before chapter 14).
+pub(super) fn json_wanted(settings: &Settings) -> bool {
+    settings.has(&JSON)
+}
+
+/// Whether a person can be asked a question at the terminal (chapter 12's permissions, and
+/// the approvals of later chapters): stdin is one, and no program reads the events (`--json`).
+#[cfg(feature = "ch12")]
+pub(super) fn can_ask(settings: &Settings) -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stdin()) && !json_wanted(settings)
+}
+
+// ANCHOR: ask_at_the_terminal
+/// `-p` asks at the terminal only when a person is there to answer (DESIGN: scripts and tests
+/// get a denial that names the flag).
+#[cfg(feature = "ch12")]
+fn asking_at_the_terminal(config: Config) -> Config {
+    // With `--json` the program reading the events sees the question (chapter 14).
+    #[cfg(feature = "ch14")]
+    if json_wanted(&config.settings) {
+        return Config { asker: super::json_events::approvals(), ..config };
+    }
+    let asker = match can_ask(&config.settings) {
+        true => mini_agent::ch12_permissions::Asker::Tty,
+        false => mini_agent::ch12_permissions::Asker::Nobody,
+    };
+    Config { asker, ..config }
+}
+// ANCHOR_END: ask_at_the_terminal
+
+/// The agent; from chapter 14, with `--json`'s closing `exit` event.
+pub(super) fn agent_with_events(
+    settings: &Settings,
+    registry: &'static Registry,
+    keys: &Keys,
+) -> Result<u8, Error> {
+    if json_wanted(settings) {
+        #[cfg(feature = "ch14")]
+        return super::json_events::agent(settings, registry, keys);
+    }
+    agent(settings, registry, keys)
+}
+
+// ANCHOR: agent
+/// `--status`, one task (`-p`) or the REPL, in a new session or a resumed one.
+pub(super) fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
+    let here = workspace_root(settings.value(&ROOT).map(Path::new))?;
+    // A symlinked .mini_agent/ would move every record elsewhere (chapter 9).
+    #[cfg(feature = "ch10")]
+    let chosen = match super::reopen::chosen_session(&sessions_of(&here)?, settings)? {
+        super::reopen::SessionChoice::Status(status) => return super::print_stdout(&status),
+        super::reopen::SessionChoice::Session(path) => path,
+    };
+    #[cfg(not(feature = "ch10"))]
+    let opened = reopen(&sessions_of(&here)?, settings)?;
+    let task = settings.value(&PROMPT).map(read_prompt).transpose()?;
+    #[cfg(feature = "ch10")]
+    let (opened, root, connection) = super::reopen::resumed(chosen, here, settings, keys)?;
+    #[cfg(not(feature = "ch10"))]
+    let (root, connection) = (here, super::endpoint::connect(settings, keys)?);
+    // ANCHOR_END: agent
+    // ANCHOR: agent_run
+    let model = build_model(&connection, settings)?;
+    let config = Config::new(&connection, settings, &root)?;
+    // A person's own question is answered even where no session can be recorded (14).
+    #[cfg(feature = "ch14")]
+    let config = Config { may_go_unrecorded: true, ..config };
+    let start = |config| Agent::start(model, opened, config);
+    match task {
+        Some(task) => {
+            // What the sandbox enforces here: said when it falls short, or under -v (chapter 20).
+            #[cfg(feature = "ch20")]
+            if let Some(line) =
+                config.sandbox.start_up_line(settings.has(&mini_agent::ch02_loop::command_line::VERBOSE))
+            {
+                super::say(&line);
+            }
+            #[cfg(feature = "ch12")]
+            let config = asking_at_the_terminal(config);
+            let mut agent = start(config)?;
+            // With `--json`, the events on stdout (chapter 14).
+            #[cfg(feature = "ch14")]
+            if json_wanted(settings) {
+                return super::json_events::one_shot(agent, task, settings);
+            }
+            one_shot(settings, |display| agent.turn_on(task, display, None))
+        }
+        None => super::repl::repl(start, config, registry),
+    }
+}
+// ANCHOR_END: agent_run
+/// Whether `-c` or `-r` chose a session to go on with (chapter 5).
+pub(super) fn resumed_by(settings: &Settings) -> bool {
+    use mini_agent::ch05_sessions::{CONTINUE, RESUME};
+    settings.has(&CONTINUE) || settings.has(&RESUME)
+}
+
+/// The sessions of `root`; from chapter 9 on, `.mini_agent/` checked and its session files
+/// read as untrusted workspace input.
+pub(super) fn sessions_of(root: &Path) -> Result<mini_agent::ch05_sessions::SessionStore, Error> {
+    let store = mini_agent::ch05_sessions::SessionStore::new(root);
+    #[cfg(feature = "ch09")]
+    let store = store.as_workspace_input()?;
+    Ok(store)
+}
+
+/// `-c` or `-r` before chapter 10: the session reopened, its history replayed.
+#[cfg(not(feature = "ch10"))]
+fn reopen(
+    store: &mini_agent::ch05_sessions::SessionStore,
+    settings: &Settings,
+) -> Result<Option<super::app::Opened>, Error> {
+    use mini_agent::ch05_sessions::{CONTINUE, RESUME, Recorder, continue_history};
+    let path = match (settings.value(&RESUME), settings.has(&CONTINUE)) {
+        (Some(wanted), _) => store.resolve(wanted)?,
+        (None, true) => store.latest()?,
+        (None, false) => return Ok(None),
+    };
+    #[cfg(not(feature = "ch09"))]
+    let (log, records) = super::app::KeptLog::open(&path)?;
+    // Chapter 9: the journal, locked, its torn last line cut off.
+    #[cfg(feature = "ch09")]
+    let (log, records) = {
+        let (journal, loaded) = super::app::KeptLog::open(&path)?;
+        if let Some(warning) = &loaded.warning {
+            super::say(&format!("mini-agent: warning: {warning}"));
+        }
+        (journal, loaded.records)
+    };
+    let history = continue_history(log.id(), &records)?;
+    Ok(Some(super::app::Opened::new(Recorder::new(log), history)))
+}
+
+/// Chapter 14's own additions to the command line: `--json`, and `mini-agent sessions`.
+#[cfg(feature = "ch14")]
+pub(super) fn register(registry: &mut Registry) {
+    use mini_agent::ch02_loop::command_line::{Help, Registry as _, SHOW_HELP};
+    registry.flag(JSON);
+    registry.runs.push(("sessions", super::sessions_table::sessions));
+    registry.flag(Flag { chapter: 14, command: "sessions", ..ROOT });
+    registry.flag(Flag { chapter: 14, command: "sessions", ..SHOW_HELP });
+    let help = |section, lines| Help { chapter: 14, page: "", section, lines };
+    registry.help(help(
+        "USAGE",
+        &["  mini-agent sessions [--root DIR]      list this root's sessions: id, date, state, turns, prompt"],
+    ));
+    registry.help(help(
+        "SESSIONS",
+        &["  mini-agent sessions                   every session of this root, with its state"],
+    ));
+    registry.check(|settings| match json_wanted(settings) && !settings.has(&PROMPT) {
+        true => Err("--json prints the events of one task: add -p \"task\"".into()),
+        false => Ok(()),
+    });
+}
