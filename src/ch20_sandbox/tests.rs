@@ -487,3 +487,51 @@ fn each_session_records_the_mode_once_per_run() {
         .collect();
     assert_eq!(modes, [("workspace".to_string(), false), ("off".to_string(), true)]);
 }
+
+#[test]
+fn a_start_sweeps_the_temp_dirs_of_runs_that_are_gone_and_nothing_else() {
+    use std::os::unix::fs::MetadataExt;
+    let temp = TempDir::new("sweep");
+    let namespace = std::fs::metadata("/proc/self/ns/pid").unwrap().ino();
+    // A pid that is gone: a child that ran and was reaped.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone = child.id();
+    child.wait().unwrap();
+    let name = |pid: u32, ns: u64| format!("mini-agent-{pid}-0-123-{ns}");
+    let dead = temp.path().join(name(gone, namespace));
+    std::fs::create_dir(&dead).unwrap();
+    std::fs::write(dead.join("left"), "x").unwrap();
+    let alive = temp.path().join(name(std::process::id(), namespace));
+    std::fs::create_dir(&alive).unwrap();
+    let elsewhere = temp.path().join(name(gone, namespace + 1));
+    std::fs::create_dir(&elsewhere).unwrap();
+    let kept_target = TempDir::new("sweep-target");
+    let planted = temp.path().join(name(gone + 1, namespace));
+    std::os::unix::fs::symlink(kept_target.path(), &planted).unwrap();
+    let file = temp.path().join(name(gone + 2, namespace));
+    std::fs::write(&file, "not a dir").unwrap();
+    let other_shape = temp.path().join(format!("mini-agent-{gone}-0-123"));
+    std::fs::create_dir(&other_shape).unwrap();
+    let removed = super::private_temp::sweep_dead_runs(temp.path(), 64);
+    assert_eq!(removed, 1);
+    assert!(!dead.exists(), "the dead run's dir is removed");
+    for kept in [&alive, &elsewhere, &planted, &file, &other_shape] {
+        assert!(kept.symlink_metadata().is_ok(), "{} is kept", kept.display());
+    }
+    assert!(kept_target.path().exists());
+}
+
+#[test]
+fn a_sweep_removes_at_most_its_bound() {
+    use std::os::unix::fs::MetadataExt;
+    let temp = TempDir::new("sweep-bound");
+    let namespace = std::fs::metadata("/proc/self/ns/pid").unwrap().ino();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone = child.id();
+    child.wait().unwrap();
+    for n in 0..5 {
+        std::fs::create_dir(temp.path().join(format!("mini-agent-{gone}-{n}-1-{namespace}"))).unwrap();
+    }
+    assert_eq!(super::private_temp::sweep_dead_runs(temp.path(), 3), 3);
+    assert_eq!(super::private_temp::sweep_dead_runs(temp.path(), 3), 2);
+}
