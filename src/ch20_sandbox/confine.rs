@@ -52,7 +52,7 @@ impl Parts {
         if landlock.is_none() {
             coverage = Coverage::default();
         }
-        let sockets = if allow_net { None } else { sockets::socket_filter().ok().map(Arc::new) };
+        let sockets = sockets::socket_filter(allow_net).ok().map(Arc::new);
         coverage.sockets = sockets.is_some();
         let (namespaces, state_error) = match Namespaces::create(&protected.pinned, &protected.read_only) {
             Ok(namespaces) => (Some(Arc::new(namespaces)), None),

@@ -10,8 +10,9 @@
 //! * [`rules`] — **Landlock**: writes only beneath the workspace root and a private temporary
 //!   directory (or only the latter, in `read-only`), reads anywhere; no TCP connect or bind
 //!   (ABI 4); no signal, ptrace or abstract socket out of the sandbox (ABI 6).
-//! * [`sockets`] — **seccomp**: `socket()` for any family but `AF_UNIX` fails, because
-//!   Landlock names TCP ports and nothing else (UDP, raw, netlink, packet sockets).
+//! * [`sockets`] — **seccomp**: `socket()` fails for every family, because Landlock names TCP
+//!   ports and nothing else (UDP, raw, netlink, packet sockets), and for `AF_UNIX` even with
+//!   `--allow-net`, because a pathname UNIX socket leads to a program of the user outside.
 //! * [`namespaces`] — a **user and mount namespace** where `.mini_agent/`, `.git/hooks` and
 //!   `.git/config` are read-only bind mounts: Landlock's rules are allow-lists over whole
 //!   hierarchies, so it cannot carve a read-only hole inside the writable root. The namespace
@@ -107,7 +108,8 @@ pub struct Coverage {
     pub tcp: bool,
     /// Landlock's scopes: signals and abstract UNIX sockets (ABI 6, Linux 6.12).
     pub signals: bool,
-    /// The seccomp filter on `socket()`.
+    /// The seccomp filter on `socket()`: no network family without `--allow-net`, no
+    /// `AF_UNIX` ever.
     pub sockets: bool,
     /// The namespace with the agent's state read-only (unprivileged user namespaces).
     pub state: bool,
@@ -186,12 +188,15 @@ impl Sandbox {
                 "everything (the sandbox needs Linux's Landlock)"
             });
         }
-        // The filter refuses every socket but AF_UNIX, TCP included; Landlock's TCP rule is a
-        // second lock, so only a missing filter leaves a hole.
-        if !self.allow_net && !c.sockets {
-            missing.push(match c.tcp {
-                true => "UDP and raw sockets (needs seccomp on x86_64, aarch64 or riscv64)",
-                false => "the network (needs seccomp on x86_64, aarch64 or riscv64)",
+        // The filter refuses every socket, TCP included, and UNIX sockets even with
+        // --allow-net; Landlock's TCP rule is a second lock, so only a missing filter leaves a hole.
+        if !c.sockets {
+            missing.push(match (self.allow_net, c.tcp) {
+                (true, _) => "the user's UNIX sockets (needs seccomp on x86_64, aarch64 or riscv64)",
+                (false, true) => "UDP, raw and UNIX sockets (needs seccomp on x86_64, aarch64 or riscv64)",
+                (false, false) => {
+                    "the network and UNIX sockets (needs seccomp on x86_64, aarch64 or riscv64)"
+                }
             });
         }
         if !c.signals {
@@ -259,6 +264,9 @@ impl Sandbox {
         } else if c.tcp {
             enforced.push("no TCP".into());
         }
+        if c.sockets {
+            enforced.push("no UNIX sockets".into());
+        }
         if c.signals {
             enforced.push("no signals outside".into());
         }
@@ -319,9 +327,8 @@ impl Sandbox {
 
 /// Variables that hand a command the address of a socket that acts for the user: the SSH
 /// agent (log in anywhere as them) and the session bus (start programs outside the sandbox).
-/// Pathname UNIX sockets stay reachable (`AF_UNIX` is allowed, and Landlock before ABI 9 cannot
-/// refuse them), so this only stops handing the way there; a command that knows where to
-/// look still finds them, as the README says.
+/// The filter refuses `AF_UNIX` sockets, so the addresses lead nowhere; they are not handed
+/// over all the same, for a machine where the filter cannot be installed.
 const SOCKET_VARIABLES: [&str; 2] = ["SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS"];
 
 // ANCHOR: confinement

@@ -4,10 +4,14 @@
 //! key in a UDP packet (`/dev/udp/…` in bash, a DNS query to a server it chose), over a raw
 //! or packet socket, or through netlink. Those start with `socket(2)`, and a seccomp filter —
 //! a small BPF program the kernel runs on every system call — can look at its first argument,
-//! the address family. This one lets `AF_UNIX` through (pipes between local programs, which
-//! build tools use) and answers `EPERM` to every other family, TCP included: defence in depth
-//! where Landlock's TCP rules exist, the only network rule where they do not. It also refuses
-//! `io_uring_setup`, because io_uring can open a socket without calling `socket(2)`.
+//! the address family. Without `--allow-net` it answers `EPERM` to every family, TCP included:
+//! defence in depth where Landlock's TCP rules exist, the only network rule where they do not.
+//! `AF_UNIX` is refused too, with or without `--allow-net`: a pathname UNIX socket is a door
+//! to a program of the user outside the sandbox (the SSH agent signs as them, the session bus
+//! starts programs for them, `docker.sock` is root), and before Landlock ABI 9 nothing else can
+//! tell a socket in the workspace from one outside. `socketpair(2)`, the unnamed pair programs
+//! use to talk to their own children, is another call and stays allowed. The filter also
+//! refuses `io_uring_setup`, because io_uring can open a socket without calling `socket(2)`.
 //!
 //! Why `seccompiler` rather than twenty lines of BPF through `libc`? The hard part of a
 //! filter is not the comparison but the architecture check before it (a 32-bit program on
@@ -22,17 +26,22 @@ use seccompiler::{
 use std::collections::BTreeMap;
 
 // ANCHOR: socket_filter
-/// The filter: `socket(family ≠ AF_UNIX, …)` and `io_uring_setup` fail with `EPERM`;
-/// everything else is allowed. `Err` on an architecture seccompiler does not know.
-pub fn socket_filter() -> Result<BpfProgram, String> {
+/// The filter: `socket()` fails with `EPERM` for every family, or with `allow_net` for
+/// `AF_UNIX` alone; `io_uring_setup` fails too; everything else is allowed. `Err` on an
+/// architecture seccompiler does not know.
+pub fn socket_filter(allow_net: bool) -> Result<BpfProgram, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|error| error.to_string())?;
-    let not_unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64)
-        .map_err(|error| error.to_string())?;
-    let rules = BTreeMap::from([
-        (libc::SYS_socket, vec![SeccompRule::new(vec![not_unix]).map_err(|error| error.to_string())?]),
-        // No conditions: the call number alone matches.
-        (libc::SYS_io_uring_setup, vec![]),
-    ]);
+    // No rule: the call number alone matches, whatever the family.
+    let socket_rules = match allow_net {
+        true => {
+            let unix =
+                SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::AF_UNIX as u64)
+                    .map_err(|error| error.to_string())?;
+            vec![SeccompRule::new(vec![unix]).map_err(|error| error.to_string())?]
+        }
+        false => vec![],
+    };
+    let rules = BTreeMap::from([(libc::SYS_socket, socket_rules), (libc::SYS_io_uring_setup, vec![])]);
     let refuse = SeccompAction::Errno(libc::EPERM as u32);
     let filter =
         SeccompFilter::new(rules, SeccompAction::Allow, refuse, arch).map_err(|error| error.to_string())?;

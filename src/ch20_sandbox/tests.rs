@@ -394,7 +394,10 @@ fn the_line_names_what_is_missing_and_the_filter_alone_still_means_no_network() 
             .contains("it does: writes only in the workspace and a private TMPDIR, no network")
     );
     sandbox.coverage = Coverage { files: true, tcp: true, signals: true, sockets: false, state: true };
-    assert_eq!(sandbox.missing(), ["UDP and raw sockets (needs seccomp on x86_64, aarch64 or riscv64)"]);
+    assert_eq!(
+        sandbox.missing(),
+        ["UDP, raw and UNIX sockets (needs seccomp on x86_64, aarch64 or riscv64)"]
+    );
     assert!(sandbox.start_up_line().contains("no TCP"), "{}", sandbox.start_up_line());
     sandbox.coverage = Coverage::default();
     assert_eq!(sandbox.missing().len(), 3, "files, the network, signals: {:?}", sandbox.missing());
@@ -534,4 +537,26 @@ fn a_sweep_removes_at_most_its_bound() {
     }
     assert_eq!(super::private_temp::sweep_dead_runs(temp.path(), 3), 3);
     assert_eq!(super::private_temp::sweep_dead_runs(temp.path(), 3), 2);
+fn no_unix_socket_of_the_user_is_reachable_with_or_without_the_network() {
+    // A socket outside the workspace, as the SSH agent's or the session bus's would be.
+    let outside = TempDir::new("user-socket");
+    let path = outside.path().join("agent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let python = format!(
+        "import socket\ntry:\n    s = socket.socket(socket.AF_UNIX)\n    s.connect('{}')\n    s.send(b'key')\n    print('sent')\nexcept OSError as e:\n    print('refused', e.errno)\na, b = socket.socketpair()\na.send(b'pair')\nprint('pair', b.recv(4).decode())",
+        path.display()
+    );
+    for allow_net in [false, true] {
+        let (_root, mut workspace, _sandbox) = sandboxed(Mode::Workspace, allow_net);
+        let output = bash(&mut workspace, &format!("python3 -c \"{python}\""));
+        assert!(output.content.contains(&format!("refused {}", libc::EPERM)), "{}", output.content);
+        assert!(!output.content.contains("sent"), "{}", output.content);
+        assert!(output.content.contains("pair pair"), "socketpair stays: {}", output.content);
+        assert!(listener.accept().is_err(), "nothing connected (allow_net {allow_net})");
+    }
+    // Unconfined, the same command reaches it: the test can fail.
+    let root = TempDir::new("sandbox");
+    let output = bash(&mut plain(&root), &format!("python3 -c \"{python}\""));
+    assert!(output.content.contains("sent"), "{}", output.content);
 }
