@@ -537,6 +537,9 @@ fn a_sweep_removes_at_most_its_bound() {
     }
     assert_eq!(super::private_temp::sweep_dead_runs(temp.path(), 3), 3);
     assert_eq!(super::private_temp::sweep_dead_runs(temp.path(), 3), 2);
+}
+
+#[test]
 fn no_unix_socket_of_the_user_is_reachable_with_or_without_the_network() {
     // A socket outside the workspace, as the SSH agent's or the session bus's would be.
     let outside = TempDir::new("user-socket");
