@@ -11,7 +11,8 @@
 //! starts programs for them, `docker.sock` is root), and before Landlock ABI 9 nothing else can
 //! tell a socket in the workspace from one outside. `socketpair(2)`, the unnamed pair programs
 //! use to talk to their own children, is another call and stays allowed. The filter also
-//! refuses `io_uring_setup`, because io_uring can open a socket without calling `socket(2)`.
+//! refuses `io_uring_setup`, because io_uring can open a socket without calling `socket(2)`,
+//! and, on x86_64, every x32 call, which the comparisons would not recognise.
 //!
 //! Why `seccompiler` rather than twenty lines of BPF through `libc`? The hard part of a
 //! filter is not the comparison but the architecture check before it (a 32-bit program on
@@ -21,7 +22,7 @@
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
-    TargetArch,
+    TargetArch, sock_filter,
 };
 use std::collections::BTreeMap;
 
@@ -45,6 +46,31 @@ pub fn socket_filter(allow_net: bool) -> Result<BpfProgram, String> {
     let refuse = SeccompAction::Errno(libc::EPERM as u32);
     let filter =
         SeccompFilter::new(rules, SeccompAction::Allow, refuse, arch).map_err(|error| error.to_string())?;
-    filter.try_into().map_err(|error: seccompiler::BackendError| error.to_string())
+    let program: BpfProgram =
+        filter.try_into().map_err(|error: seccompiler::BackendError| error.to_string())?;
+    Ok([no_x32_calls(), program].concat())
 }
 // ANCHOR_END: socket_filter
+
+// ANCHOR: no_x32
+/// On x86_64, three instructions before the filter refuse every x32 call. An x32 program
+/// makes the same calls as a 64-bit one, under the same architecture, with bit 30 set in the
+/// number (`socket` is `0x40000029`): the filter's comparisons with 41 never see it, and on a
+/// kernel built with x32 support the socket would be made. seccompiler does not check for it.
+fn no_x32_calls() -> BpfProgram {
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    const LOAD_NR: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS, offset 0: seccomp_data.nr
+    const JUMP_IF_AT_LEAST: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const RETURN: u16 = 0x06; // BPF_RET | BPF_K
+    let instruction = |code, jt, jf, k| sock_filter { code, jt, jf, k };
+    match cfg!(target_arch = "x86_64") {
+        true => vec![
+            instruction(LOAD_NR, 0, 0, 0),
+            // An x32 call returns EPERM; any other goes on to the filter (one instruction on).
+            instruction(JUMP_IF_AT_LEAST, 0, 1, X32_SYSCALL_BIT),
+            instruction(RETURN, 0, 0, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        ],
+        false => vec![],
+    }
+}
+// ANCHOR_END: no_x32

@@ -563,3 +563,16 @@ fn no_unix_socket_of_the_user_is_reachable_with_or_without_the_network() {
     let output = bash(&mut plain(&root), &format!("python3 -c \"{python}\""));
     assert!(output.content.contains("sent"), "{}", output.content);
 }
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn an_x32_call_is_refused_not_passed_by_the_filter() {
+    // socket(AF_INET, SOCK_STREAM) under its x32 number. A kernel without x32 support answers
+    // ENOSYS (38) when the call gets that far; the filter must answer first, with EPERM.
+    let python = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nr = libc.syscall(0x40000029, 2, 1, 0)\nprint('x32', r, ctypes.get_errno())";
+    for allow_net in [false, true] {
+        let (_root, mut workspace, _sandbox) = sandboxed(Mode::Workspace, allow_net);
+        let output = bash(&mut workspace, &format!("python3 -c \"{python}\""));
+        assert!(output.content.contains(&format!("x32 -1 {}", libc::EPERM)), "{}", output.content);
+    }
+}
