@@ -28,10 +28,8 @@ use std::path::{Path, PathBuf};
 pub type KeptLog = mini_agent::ch05_sessions::SessionFile;
 #[cfg(feature = "ch09")]
 pub type KeptLog = mini_agent::ch09_journal::Journal;
-/// The current session's log: its file; from chapter 14 on, or nothing in a read-only root.
-#[cfg(not(feature = "ch14"))]
-pub type SessionLog = KeptLog;
-#[cfg(feature = "ch14")]
+/// The current session's log: its file, or, when chapter 14 lets a question go unrecorded,
+/// nothing in a read-only root.
 pub use super::unrecorded::SessionLog;
 
 /// The model a session sends to: from chapter 7 on, behind the compacting layer, which the
@@ -57,7 +55,6 @@ pub struct Config {
     pub context: mini_agent::ch07_context::ContextTurns,
     /// Whether a new session may go on unrecorded when the root cannot be written (a
     /// person's own question, chapter 14; never `tasks run` or the service).
-    #[cfg(feature = "ch14")]
     pub may_go_unrecorded: bool,
     /// Who answers "may this call run?" when the flags did not allow it (chapter 12).
     #[cfg(feature = "ch12")]
@@ -86,7 +83,6 @@ impl Config {
             origin: connection.origin.clone(),
             #[cfg(feature = "ch07")]
             context: Default::default(),
-            #[cfg(feature = "ch14")]
             may_go_unrecorded: false,
             #[cfg(feature = "ch12")]
             asker: mini_agent::ch12_permissions::Asker::Nobody,
@@ -247,9 +243,7 @@ pub(super) fn new_session(
     history: Vec<Message>,
 ) -> Result<Opened, Error> {
     let kept = kept_session(store, &config.origin, history.clone());
-    #[cfg(feature = "ch14")]
-    let kept = super::unrecorded::or_unrecorded(kept, config, history);
-    kept
+    super::unrecorded::or_unrecorded(kept, config, history)
 }
 
 /// A new session with its journal (a file from chapter 5, a journal from chapter 9), `history`
@@ -259,10 +253,7 @@ pub(super) fn kept_session(
     origin: &Origin,
     history: Vec<Message>,
 ) -> Result<Opened, Error> {
-    let log = KeptLog::create(store, origin.clone())?;
-    #[cfg(feature = "ch14")]
-    let log = SessionLog::from(log);
-    let mut recorder = Recorder::new(log);
+    let mut recorder = Recorder::new(SessionLog::from(KeptLog::create(store, origin.clone())?));
     for message in &history {
         recorder.message(message)?;
     }

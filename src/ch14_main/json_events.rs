@@ -31,10 +31,8 @@ use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch03_tools::secrets::redactor;
 use mini_agent::ch04_terminal::{Screen, TerminalObserver, install_interrupt_handler};
 use mini_agent::ch05_sessions::{CONTINUE, Origin, RESUME};
-use mini_agent::ch12_permissions::{Answer, Asker, Prompter, Question};
 use serde_json::{Value, json};
 use std::io::Write;
-use std::sync::Arc;
 
 /// Prints events as JSON Lines on stdout. A reader that went away is not an error.
 pub struct JsonEvents;
@@ -60,31 +58,49 @@ impl JsonEvents {
     }
 }
 
-// ANCHOR: approvals
-/// `--json` asks nobody (a program reads stdout), but the program sees what a person would
-/// have been asked: an `approval` event with the question and the change as a unified diff
-/// (chapter 12). The call is then denied, naming the flag that would allow it.
-pub fn approvals() -> Asker {
-    Asker::Host(Arc::new(|| Box::new(ApprovalEvents) as Box<dyn Prompter>))
+/// With `--json` nobody is asked at a terminal; from chapter 12 on, the program reading the
+/// events sees each question.
+pub fn asking(config: super::app::Config) -> super::app::Config {
+    #[cfg(feature = "ch12")]
+    let config = super::app::Config { asker: questions::approvals(), ..config };
+    config
 }
 
-struct ApprovalEvents;
+/// The questions of chapter 12's gate, as events.
+#[cfg(feature = "ch12")]
+mod questions {
+    use super::JsonEvents;
+    use mini_agent::ch12_permissions::{Answer, Asker, Prompter, Question};
+    use serde_json::json;
+    use std::sync::Arc;
 
-impl Prompter for ApprovalEvents {
-    fn ask(&mut self, question: &Question) -> Answer {
-        JsonEvents.emit(json!({
-            "type": "approval", "call_id": question.call.id, "name": question.call.name,
-            "question": question.headline(), "diff": question.diff(),
-        }));
-        Answer::Nobody
+    // ANCHOR: approvals
+    /// `--json` asks nobody (a program reads stdout), but the program sees what a person would
+    /// have been asked: an `approval` event with the question and the change as a unified diff
+    /// (chapter 12). The call is then denied, naming the flag that would allow it.
+    pub fn approvals() -> Asker {
+        Asker::Host(Arc::new(|| Box::new(ApprovalEvents) as Box<dyn Prompter>))
     }
+
+    struct ApprovalEvents;
+
+    impl Prompter for ApprovalEvents {
+        fn ask(&mut self, question: &Question) -> Answer {
+            JsonEvents.emit(json!({
+                "type": "approval", "call_id": question.call.id, "name": question.call.name,
+                "question": question.headline(), "diff": question.diff(),
+            }));
+            Answer::Nobody
+        }
+    }
+    // ANCHOR_END: approvals
 }
-// ANCHOR_END: approvals
 
 /// `--json` promises an `exit` event as the last line, also for a command line that did not
 /// parse (the flag may sit next to the mistake).
-pub fn usage_error(words: &[String], message: &str) {
-    if words.iter().any(|word| word == "--json") {
+pub fn usage_error(words: &[String], registry: &Registry, message: &str) {
+    let json_registered = registry.flags.iter().any(|flag| flag.long == super::start::JSON.long);
+    if json_registered && words.iter().any(|word| word == "--json") {
         JsonEvents.exit(1, Some(&one_line(message)));
     }
 }

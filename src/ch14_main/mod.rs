@@ -22,7 +22,7 @@ mod args;
 mod early;
 mod endpoint;
 mod help;
-#[cfg(feature = "ch14")]
+#[cfg(feature = "ch05")]
 mod json_events;
 mod registry;
 #[cfg(feature = "ch10")]
@@ -41,7 +41,7 @@ mod start;
 mod tasks;
 #[cfg(all(test, feature = "ch05"))]
 mod tests;
-#[cfg(feature = "ch14")]
+#[cfg(feature = "ch05")]
 mod unrecorded;
 
 use args::Command;
@@ -131,8 +131,9 @@ fn run(words: &[String], registry: &'static Registry, keys: &Keys) -> Result<u8,
     let command = match args::parse(words, registry) {
         Ok(command) => command,
         Err(message) => {
-            #[cfg(feature = "ch14")]
-            json_events::usage_error(words, &message);
+            // `--json` promises its `exit` event (chapter 14), also here.
+            #[cfg(feature = "ch05")]
+            json_events::usage_error(words, registry, &message);
             return Err(Error::Usage(message));
         }
     };

@@ -80,6 +80,10 @@ pub struct Registry {
     pub flags: Vec<Flag>,
     pub help: Vec<Help>,
     pub checks: Vec<Check>,
+    /// Whether a person's own question is answered where no session can be recorded (a
+    /// read-only checkout): chapter 14 says yes. From chapter 5, which brings sessions.
+    #[cfg(feature = "ch05")]
+    pub answers_unrecorded: bool,
     /// The subcommands this state runs: `eval` (13), `sessions` (14), `tasks` (15), `serve` (21).
     pub runs: Vec<(&'static str, Run)>,
     /// Secret variables (chapter 3), and flags whose value is a credential.

@@ -49,22 +49,19 @@ pub fn resumed(
     here: PathBuf,
     settings: &Settings,
     keys: &Keys,
+    answers_unrecorded: bool,
 ) -> Result<(Option<Opened>, PathBuf, Connection), Error> {
     let opened = chosen.map(|path| {
-        let opened = resume(&path, settings.has(&ACKNOWLEDGE_UNKNOWN));
-        // In a root that cannot be written, say why -c and -r cannot go on (chapter 14): the
-        // journal's `.mini_agent/` (ROOT/.mini_agent/sessions/ID.jsonl) must be writable.
-        #[cfg(feature = "ch14")]
-        let opened = opened.map_err(|error| {
+        // In a root that cannot be written, say why -c and -r cannot go on: the journal's
+        // `.mini_agent/` (ROOT/.mini_agent/sessions/ID.jsonl) must be writable.
+        resume(&path, settings.has(&ACKNOWLEDGE_UNKNOWN)).map_err(|error| {
             let state = path.parent().and_then(std::path::Path::parent).unwrap_or(&path);
-            super::unrecorded::needs_a_journal(
-                error,
-                "-c and -r add to the session they continue",
-                state,
-                " (without -c or -r, a question is still answered, unrecorded)",
-            )
-        });
-        opened
+            let otherwise = match answers_unrecorded {
+                true => " (without -c or -r, a question is still answered, unrecorded)",
+                false => "",
+            };
+            needs_a_journal(error, "-c and -r add to the session they continue", state, otherwise)
+        })
     });
     let opened = opened.transpose()?;
     let plan = opened.as_ref().map(|(_, plan)| plan);
@@ -84,7 +81,6 @@ pub fn continue_session((journal, plan): (Journal, ResumePlan)) -> Opened {
     #[cfg(feature = "ch19")]
     mini_agent::ch19_anthropic::failures::remember(&plan.failed);
     let reopened = Reopened { compaction: plan.compaction, recorded: plan.recorded };
-    #[cfg(feature = "ch14")]
     let journal = super::app::SessionLog::from(journal);
     Opened { recorder: Recorder::new(journal), history: plan.history, context: reopened }
 }
@@ -141,5 +137,25 @@ impl Agent {
              mini-agent -r <id> to go back there)",
             recorded.model, current.model
         ))
+    }
+}
+
+impl super::app::SessionLog {
+    /// The journal's path; empty when the session is not recorded (it equals no file's).
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            Self::Kept(log) => log.path(),
+            Self::NotKept { .. } => std::path::Path::new(""),
+        }
+    }
+}
+
+/// `error`, and when it says the root cannot be written, `why` a journal is needed there
+/// (`-c` and `-r`, `tasks run`), that the agent's `state` directory (`ROOT/.mini_agent/`) must
+/// be writable, and `otherwise`, what can be done instead (or nothing).
+pub fn needs_a_journal(error: Error, why: &str, state: &std::path::Path, otherwise: &str) -> Error {
+    match super::unrecorded::cannot_write_here(&error) {
+        true => Error::Config(format!("{error}; {why}, so {}/ must be writable{otherwise}", state.display())),
+        false => error,
     }
 }

@@ -20,15 +20,16 @@ pub fn repl(
     // ANCHOR: repl_start
     // A root that cannot be written (a read-only checkout) has no history file to keep: the
     // REPL goes on without one, and says so unless the session's own warning already did.
-    #[cfg(feature = "ch14")]
     let (mut reader, history_off) = match LineReader::stdin(history) {
-        Err(error) if history.is_some() && super::unrecorded::cannot_write_here(&error) => {
+        Err(error)
+            if config.may_go_unrecorded
+                && history.is_some()
+                && super::unrecorded::cannot_write_here(&error) =>
+        {
             (LineReader::stdin(None)?, Some(error))
         }
         other => (other?, None),
     };
-    #[cfg(not(feature = "ch14"))]
-    let mut reader = LineReader::stdin(history)?;
     // Permission questions need someone typing; a piped script is denied, naming the flag.
     #[cfg(feature = "ch12")]
     let config = match reader.is_terminal() {
@@ -38,7 +39,6 @@ pub fn repl(
         false => config,
     };
     let mut agent = start(config)?;
-    #[cfg(feature = "ch14")]
     if let Some(error) = history_off.filter(|_| agent.is_recorded()) {
         say(&format!("mini-agent: warning: {}; history is off", super::one_line(&error.to_string())));
     }
@@ -60,7 +60,6 @@ pub fn repl(
 fn banner(agent: &Agent) -> String {
     use mini_agent::ch04_terminal::sanitize::sanitize;
     let verb = if super::start::resumed_by(&agent.config.settings) { "resumed" } else { "new" };
-    #[cfg(feature = "ch14")]
     let verb = if agent.is_recorded() { verb } else { "unrecorded" };
     let (id, model) = (sanitize(agent.session_id()), sanitize(&agent.config.origin.model));
     let version = format!("mini-agent {} · {verb} session {id} · {model}", env!("CARGO_PKG_VERSION"));

@@ -58,7 +58,6 @@ impl Agent {
         let history = vec![Message::System { content: toolbox.system_prompt.clone() }];
         let opened = super::app::new_session(&self.store, &self.config, history)?;
         self.switch_to(toolbox, opened)?;
-        #[cfg(feature = "ch14")]
         if !self.is_recorded() {
             return Ok(format!(
                 "new session {} (not recorded: the root cannot be written)",

@@ -32,11 +32,6 @@ pub(super) fn can_ask(settings: &Settings) -> bool {
 /// get a denial that names the flag).
 #[cfg(feature = "ch12")]
 fn asking_at_the_terminal(config: Config) -> Config {
-    // With `--json` the program reading the events sees the question (chapter 14).
-    #[cfg(feature = "ch14")]
-    if json_wanted(&config.settings) {
-        return Config { asker: super::json_events::approvals(), ..config };
-    }
     let asker = match can_ask(&config.settings) {
         true => mini_agent::ch12_permissions::Asker::Tty,
         false => mini_agent::ch12_permissions::Asker::Nobody,
@@ -52,7 +47,6 @@ pub(super) fn agent_with_events(
     keys: &Keys,
 ) -> Result<u8, Error> {
     if json_wanted(settings) {
-        #[cfg(feature = "ch14")]
         return super::json_events::agent(settings, registry, keys);
     }
     agent(settings, registry, keys)
@@ -72,7 +66,8 @@ pub(super) fn agent(settings: &Settings, registry: &'static Registry, keys: &Key
     let opened = reopen(&sessions_of(&here)?, settings)?;
     let task = settings.value(&PROMPT).map(read_prompt).transpose()?;
     #[cfg(feature = "ch10")]
-    let (opened, root, connection) = super::reopen::resumed(chosen, here, settings, keys)?;
+    let (opened, root, connection) =
+        super::reopen::resumed(chosen, here, settings, keys, registry.answers_unrecorded)?;
     #[cfg(not(feature = "ch10"))]
     let (root, connection) = (here, super::endpoint::connect(settings, keys)?);
     // ANCHOR_END: agent
@@ -80,8 +75,7 @@ pub(super) fn agent(settings: &Settings, registry: &'static Registry, keys: &Key
     let model = build_model(&connection, settings)?;
     let config = Config::new(&connection, settings, &root)?;
     // A person's own question is answered even where no session can be recorded (14).
-    #[cfg(feature = "ch14")]
-    let config = Config { may_go_unrecorded: true, ..config };
+    let config = Config { may_go_unrecorded: registry.answers_unrecorded, ..config };
     let start = |config| Agent::start(model, opened, config);
     match task {
         Some(task) => {
@@ -92,14 +86,14 @@ pub(super) fn agent(settings: &Settings, registry: &'static Registry, keys: &Key
             {
                 super::say(&line);
             }
+            // With `--json` the events go to stdout, and the questions to the program (14).
+            if json_wanted(settings) {
+                let agent = start(super::json_events::asking(config))?;
+                return super::json_events::one_shot(agent, task, settings);
+            }
             #[cfg(feature = "ch12")]
             let config = asking_at_the_terminal(config);
             let mut agent = start(config)?;
-            // With `--json`, the events on stdout (chapter 14).
-            #[cfg(feature = "ch14")]
-            if json_wanted(settings) {
-                return super::json_events::one_shot(agent, task, settings);
-            }
             one_shot(settings, |display| agent.turn_on(task, display, None))
         }
         None => super::repl::repl(start, config, registry),
@@ -145,7 +139,7 @@ fn reopen(
         (journal, loaded.records)
     };
     let history = continue_history(log.id(), &records)?;
-    Ok(Some(super::app::Opened::new(Recorder::new(log), history)))
+    Ok(Some(super::app::Opened::new(Recorder::new(super::app::SessionLog::from(log)), history)))
 }
 
 /// Chapter 14's own additions to the command line: `--json`, and `mini-agent sessions`.
@@ -153,6 +147,7 @@ fn reopen(
 pub(super) fn register(registry: &mut Registry) {
     use mini_agent::ch02_loop::command_line::{Help, Registry as _, SHOW_HELP};
     registry.flag(JSON);
+    registry.answers_unrecorded = true;
     registry.runs.push(("sessions", super::sessions_table::sessions));
     registry.flag(Flag { chapter: 14, command: "sessions", ..ROOT });
     registry.flag(Flag { chapter: 14, command: "sessions", ..SHOW_HELP });

@@ -12,7 +12,7 @@
 use super::app::{Config, KeptLog, Opened};
 use mini_agent::ch02_loop::{Error, Message};
 use mini_agent::ch05_sessions::{Append, Body, new_session_id};
-use std::path::Path;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Where a session's records go: its journal, or nowhere (the id is made like a journal's,
@@ -45,14 +45,6 @@ impl SessionLog {
         match self {
             SessionLog::Kept(log) => log.id(),
             SessionLog::NotKept { id, .. } => id,
-        }
-    }
-
-    /// The journal's path; empty when the session is not recorded (it equals no file's).
-    pub fn path(&self) -> &Path {
-        match self {
-            SessionLog::Kept(log) => log.path(),
-            SessionLog::NotKept { .. } => Path::new(""),
         }
     }
 }
@@ -91,16 +83,6 @@ pub fn or_unrecorded(
             Ok(Opened::new(recorder, history))
         }
         other => other,
-    }
-}
-
-/// `error`, and when it says the root cannot be written, `why` a journal is needed there
-/// (`-c` and `-r`, `tasks run`), that the agent's `state` directory (`ROOT/.mini_agent/`) must
-/// be writable, and `otherwise`, what can be done instead (or nothing).
-pub fn needs_a_journal(error: Error, why: &str, state: &Path, otherwise: &str) -> Error {
-    match cannot_write_here(&error) {
-        true => Error::Config(format!("{error}; {why}, so {}/ must be writable{otherwise}", state.display())),
-        false => error,
     }
 }
 

@@ -415,7 +415,7 @@ impl Attempts for SessionAttempts<'_> {
         let model = build_model(self.connection, settings)?;
         let agent = Agent::start(model, None, self.config.clone()).map_err(|error| {
             let state = self.config.root.join(".mini_agent");
-            super::unrecorded::needs_a_journal(error, "tasks run records each task's session", &state, "")
+            super::reopen::needs_a_journal(error, "tasks run records each task's session", &state, "")
         })?;
         if json_wanted(settings) {
             let root = agent.config.root.display().to_string();
