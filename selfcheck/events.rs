@@ -25,7 +25,7 @@ fn json_prints_one_object_per_event_with_stable_fields() {
         events,
         [
             json!({"type": "session", "id": id, "root": root, "model": "gpt-4o-mini", "api": "openai",
-                   "endpoint": endpoint, "resumed": false}),
+                   "endpoint": endpoint, "resumed": false, "recorded": true}),
             json!({"type": "request", "messages": 2}),
             json!({"type": "assistant", "text": null,
                    "tool_calls": [{"id": "call_0", "name": "list_files", "arguments": "{}"}]}),

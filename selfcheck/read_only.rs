@@ -166,6 +166,38 @@ fn a_question_in_a_read_only_checkout_is_answered_with_one_warning() {
     assert!(stderr.contains(WARNING), "{stderr}");
 }
 
+#[test]
+fn json_says_a_session_in_a_read_only_checkout_is_not_recorded() {
+    // A program reads stdout, not stderr's warning: the `session` event says it.
+    let checkout = workspace(&[]);
+    let (code, stdout, stderr) =
+        run_read_only(checkout.path(), &["--demo", "--json", "-p", "list files"], "");
+    assert_eq!(code, Some(0), "{stderr}");
+    let session: serde_json::Value =
+        serde_json::from_str(stdout.lines().next().unwrap_or_default()).expect("a JSON first line");
+    assert_eq!((&session["type"], &session["recorded"]), (&"session".into(), &false.into()), "{stdout}");
+    // The same directory, writable: recorded, and the id is the journal's.
+    let (code, stdout, stderr) = writable_json(checkout.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    let session: serde_json::Value =
+        serde_json::from_str(stdout.lines().next().unwrap_or_default()).expect("a JSON first line");
+    assert_eq!(session["recorded"], true, "{stdout}");
+    let id = session["id"].as_str().expect("an id");
+    assert!(checkout.path().join(format!(".mini_agent/sessions/{id}.jsonl")).is_file(), "{stdout}");
+}
+
+/// `mini-agent --demo --json -p …` in `workspace` as it is (writable).
+fn writable_json(workspace: &Path) -> (Option<i32>, String, String) {
+    let out = agent_command(workspace)
+        .args(["--demo", "--json", "-p", "list files"])
+        .env("HOME", workspace)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mini-agent");
+    let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+    (out.status.code(), text(out.stdout), text(out.stderr))
+}
+
 /// Checks that `line` is the warning for a read-only `root`: it names the root, what could not
 /// be written there (the OS's words in the middle vary), where sessions are kept, and `--root`.
 fn assert_warning(line: &str, root: &Path) {

@@ -194,6 +194,18 @@ fn the_stream_sends_the_json_events_of_p() {
         .map(|line| serde_json::from_str::<Value>(line).unwrap()["type"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(streamed, json_types, "the SSE events are --json's");
+    // The `session` event has --json's fields (one function makes both), and the turn's message.
+    let keys = |event: &Value| {
+        let mut keys: Vec<String> = event.as_object().expect("an object").keys().cloned().collect();
+        keys.sort();
+        keys
+    };
+    let first_line = printed.stdout.lines().next().unwrap_or_default();
+    let mut printed_session = serde_json::from_str::<Value>(first_line).expect("JSON");
+    printed_session["message"] = json!("create b.txt containing b");
+    let session = &events(&text)[0].2;
+    assert_eq!(keys(session), keys(&printed_session));
+    assert_eq!(session["recorded"], true, "a served session is always recorded");
     let ids: Vec<u64> = events(&text).iter().map(|(id, ..)| id.expect("every event has an id")).collect();
     assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "{ids:?}");
     // Resumed after the third event: the rest, and only the rest.

@@ -10,7 +10,7 @@
 //!
 //! | `type` | fields |
 //! |---|---|
-//! | `session` | `id`, `root`, `model`, `api`, `endpoint`, `resumed` |
+//! | `session` | `id`, `root`, `model`, `api`, `endpoint`, `resumed`, `recorded` (false when the root cannot be written and nothing is kept) |
 //! | `request` | `messages` (how many are sent) |
 //! | `assistant` | `text` (the reply's text, or null when it has none), `tool_calls` (`[{id, name, arguments}]`) |
 //! | `tool_started` | `id`, `name`, `arguments` |
@@ -30,7 +30,7 @@ use mini_agent::ch02_loop::{Error, Event, Observer, Outcome};
 use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch03_tools::secrets::redactor;
 use mini_agent::ch04_terminal::{Screen, TerminalObserver, install_interrupt_handler};
-use mini_agent::ch05_sessions::{CONTINUE, Origin, RESUME};
+use mini_agent::ch05_sessions::{CONTINUE, RESUME};
 use serde_json::{Value, json};
 use std::io::Write;
 
@@ -45,8 +45,8 @@ impl JsonEvents {
         let _ = writeln!(out, "{}", redactor().redact(&line)).and_then(|()| out.flush());
     }
 
-    pub fn session(&self, id: &str, root: &str, origin: &Origin, resumed: bool) {
-        self.emit(session_event(id, root, origin, resumed));
+    pub fn session(&self, agent: &Agent, resumed: bool) {
+        self.emit(session_event(agent, resumed));
     }
 
     pub fn final_answer(&self, answer: &str) {
@@ -122,9 +122,8 @@ pub fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> R
 /// progress a person reads stays on stderr.
 pub fn one_shot(mut agent: Agent, task: String, settings: &Settings) -> Result<u8, Error> {
     let mut json = JsonEvents;
-    let root = agent.config.root.display().to_string();
     let resumed = settings.has(&CONTINUE) || settings.has(&RESUME);
-    json.session(agent.session_id(), &root, &agent.config.origin, resumed);
+    json.session(&agent, resumed);
     install_interrupt_handler();
     let mut display = TerminalObserver::new(Screen::stdio(settings.has(&VERBOSE)).stderr_only(), None);
     match agent.turn_on(task, &mut display, Some(&mut json)) {
@@ -140,15 +139,14 @@ pub fn one_shot(mut agent: Agent, task: String, settings: &Settings) -> Result<u
 }
 
 /// The `session` event that opens a task's events (and, in chapter 21's service, each turn's).
-pub fn session_event(
-    id: &str,
-    root: &(impl AsRef<std::path::Path> + ?Sized),
-    origin: &Origin,
-    resumed: bool,
-) -> Value {
+/// `recorded` is false for a question asked where the root cannot be written (`unrecorded.rs`):
+/// a program cannot read stderr's warning, and its `id` is then no journal's.
+pub fn session_event(agent: &Agent, resumed: bool) -> Value {
+    let origin = &agent.config.origin;
     json!({
-        "type": "session", "id": id, "root": root.as_ref().display().to_string(), "model": origin.model,
-        "api": origin.api, "endpoint": origin.endpoint, "resumed": resumed,
+        "type": "session", "id": agent.session_id(), "root": agent.config.root.display().to_string(),
+        "model": origin.model, "api": origin.api, "endpoint": origin.endpoint, "resumed": resumed,
+        "recorded": agent.is_recorded(),
     })
 }
 

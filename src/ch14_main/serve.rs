@@ -238,8 +238,7 @@ impl Backend for AgentBackend {
             Ok(agent) => agent,
             Err(error) => return TurnEnd::failed(1, one_line(&error.to_string())),
         };
-        let session = json_events::session_event(agent.session_id(), &root, &self.config.origin, resumed);
-        turn.emit(session);
+        turn.emit(json_events::session_event(&agent, resumed));
         let mut events = TurnEvents(turn.clone());
         let outcome = with_turn_flag(turn.cancel_flag(), || {
             agent.turn(message.to_string(), &mut Unseen, Some(&mut events))

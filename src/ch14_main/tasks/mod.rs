@@ -418,8 +418,7 @@ impl Attempts for SessionAttempts<'_> {
             super::reopen::needs_a_journal(error, "tasks run records each task's session", &state, "")
         })?;
         if json_wanted(settings) {
-            let root = agent.config.root.display().to_string();
-            JsonEvents.session(agent.session_id(), &root, &agent.config.origin, false);
+            JsonEvents.session(&agent, false);
         }
         let id = agent.session_id().to_string();
         self.agent = Some(agent);
