@@ -252,6 +252,32 @@ fn the_start_up_line_is_said_where_someone_reads_along_and_a_shortfall_always() 
     assert!(shown.contains("sandbox      off (commands run with all your rights)"), "{shown}");
 }
 
+/// `--help` promises only what holds: the agent's state is read-only to commands while the
+/// sandbox is on and the machine has user namespaces (the case below shows `--sandbox off`
+/// writing it), so the paragraph says so; the start-up line says what this machine lacks.
+#[test]
+fn help_promises_read_only_state_only_with_the_sandbox() {
+    let run = Test::new().args(["--help"]).run();
+    run.expect_code(0);
+    let permissions: Vec<&str> = run
+        .stdout
+        .split("\n\n")
+        .find(|section| section.starts_with("PERMISSIONS\n"))
+        .expect("a PERMISSIONS section")
+        .split_whitespace()
+        .collect();
+    let permissions = permissions.join(" ");
+    for promise in [
+        "On Linux, unless --sandbox off, bash and verify commands run in a sandbox:",
+        "reach no network (without --allow-net)",
+        "cannot write .mini_agent/ or .git's hooks and config (this needs user namespaces).",
+        "What this machine cannot enforce is said at start-up.",
+    ] {
+        assert!(permissions.contains(promise), "{promise:?} is not in:\n{permissions}");
+    }
+    assert!(!permissions.contains("stay read-only"), "unconditional: {permissions}");
+}
+
 #[test]
 #[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
 #[cfg_attr(no_other_user, ignore = "no user but root can make a user namespace here (build.rs)")]

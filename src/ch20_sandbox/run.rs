@@ -41,9 +41,10 @@ pub fn register(registry: &mut dyn Registry) {
     registry.help(help(
         "PERMISSIONS",
         &[
-            "  On Linux, bash and verify commands run in a sandbox: they write only in the root and a",
-            "  private TMPDIR, reach no network and signal nothing outside; .mini_agent/ and .git's",
-            "  hooks and config stay read-only. What this machine cannot enforce is said at start-up.",
+            "  On Linux, unless --sandbox off, bash and verify commands run in a sandbox: they write",
+            "  only in the root and a private TMPDIR, reach no network (without --allow-net), signal",
+            "  nothing outside, and cannot write .mini_agent/ or .git's hooks and config (this needs",
+            "  user namespaces). What this machine cannot enforce is said at start-up.",
             "  Hooks and MCP servers are programs you approved: they run unconfined.",
         ],
     ));
