@@ -173,6 +173,45 @@ fn a_session_over_http_is_a_session_of_the_terminal_and_the_other_way_round() {
     assert_eq!(said, ["read a.txt", "list files"], "{session}");
 }
 
+/// A session a terminal holds (`mini-agent -r ID`, its journal locked) is refused with 409 and
+/// what to do, and nothing is recorded; once the terminal quits, the same message goes through.
+#[test]
+fn a_message_for_a_session_a_terminal_holds_is_a_409_and_records_nothing() {
+    let served = Served::start(&["--demo"]);
+    let id = served.new_session();
+    let journal = served.dir.path().join(format!(".mini_agent/sessions/{id}.jsonl"));
+    let mut terminal = agent_command(served.dir.path());
+    terminal.args(["--demo", "-r", &id]).env("HOME", served.dir.path());
+    terminal.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut terminal = terminal.spawn().expect("start mini-agent -r");
+    let mut stderr = BufReader::new(terminal.stderr.take().expect("stderr is piped"));
+    // The banner comes once the journal is open, and locked.
+    let mut line = String::new();
+    while !line.contains("resumed session") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).expect("read the banner") > 0, "mini-agent -r ended");
+    }
+    // What the terminal recorded as it opened the session (its `sandbox` record) is there now.
+    let before = std::fs::read(&journal).expect("the session's journal");
+    let path = format!("/sessions/{id}/messages");
+    let (status, body) = served.call("POST", &path, Some(json!({"message": "list files"})));
+    let expected = format!(
+        "session {id} is open in another process (pid {}): a terminal's mini-agent -r, or another \
+         mini-agent serve; nothing was recorded: send the message again once it is closed there, or \
+         send it to another session (POST /sessions starts one)",
+        terminal.id()
+    );
+    assert_eq!((status, body), (409, json!({"error": expected})));
+    assert_eq!(std::fs::read(&journal).expect("the journal"), before, "nothing was recorded");
+    let (_, session) = served.call("GET", &format!("/sessions/{id}"), None);
+    assert_eq!(session["activity"], "idle", "{session}");
+    // The terminal quits; the message goes through.
+    drop(terminal.stdin.take());
+    assert!(terminal.wait().expect("wait for mini-agent -r").success());
+    let (status, body) = served.call("POST", &path, Some(json!({"message": "list files"})));
+    assert_eq!((status, &body["code"]), (200, &json!(0)), "{body}");
+}
+
 #[test]
 fn the_stream_sends_the_json_events_of_p() {
     let served = Served::start(&["--demo", "--allow-write"]);

@@ -20,12 +20,14 @@
 //!
 //! The reader is strict in the same way for everyone: `--status` and `--resume` use it.
 
-use crate::ch02_loop::{Error, ToolCall, ToolStatus, Usage};
+use crate::ch02_loop::{Error, Failure, ToolCall, ToolStatus, Usage};
 use crate::ch03_tools::secrets::{Redactor, redactor};
 use crate::ch05_sessions::{
     Append, Body, FORMAT_VERSION, Origin, Record, SessionStore, now_rfc3339, session_error,
 };
 use crate::ch09_trust::{JOURNAL_MAX_BYTES, open_journal};
+use std::any::Any;
+use std::fmt;
 use std::fs::{File, TryLockError};
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -205,17 +207,42 @@ fn lock(file: &File, path: &Path, id: &str) -> Result<(), Error> {
     match file.try_lock() {
         Ok(()) => Ok(()),
         Err(TryLockError::WouldBlock) => {
-            let holder =
-                lock_holder(file).map_or_else(|| "another process".to_string(), |pid| format!("pid {pid}"));
-            Err(session_error(format!(
-                "session {id} is in use by another mini-agent process ({holder}); \
-                 finish or quit that one first"
-            )))
+            Err(Error::Other(Box::new(SessionInUse { id: id.to_string(), holder: lock_holder(file) })))
         }
         Err(TryLockError::Error(e)) => Err(Error::io(format!("cannot lock {}", path.display()), e)),
     }
 }
+
+/// A session another process holds open: a failure of its own type, so that a caller can
+/// tell it from every other failure to open a journal (a service answers it differently).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInUse {
+    pub id: String,
+    /// The pid holding the lock, when the OS tells us.
+    pub holder: Option<u32>,
+}
+
+impl fmt::Display for SessionInUse {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let holder = self.holder.map_or_else(|| "another process".to_string(), |pid| format!("pid {pid}"));
+        write!(
+            f,
+            "session {} is in use by another mini-agent process ({holder}); finish or quit that one first",
+            self.id
+        )
+    }
+}
 // ANCHOR_END: lock
+
+impl Failure for SessionInUse {
+    fn cleaned(&self, clean: &dyn Fn(&str) -> String) -> Box<dyn Failure> {
+        Box::new(SessionInUse { id: clean(&self.id), holder: self.holder })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
 
 // ANCHOR: lock_holder
 
@@ -544,13 +571,16 @@ mod tests {
         let temp = TempDir::new("journal-lock");
         let store = SessionStore::new(temp.path());
         let journal = Journal::create(&store, "m").unwrap();
-        let message = Journal::open(journal.path()).err().unwrap().to_string();
+        let error = Journal::open(journal.path()).err().unwrap();
         let expected = format!(
             "session {} is in use by another mini-agent process (pid {}); finish or quit that one first",
             journal.id(),
             std::process::id()
         );
-        assert_eq!(message, expected);
+        assert_eq!(error.to_string(), expected);
+        // Its own type, which a caller can tell from the other failures (a service's 409).
+        let in_use = SessionInUse { id: journal.id().to_string(), holder: Some(std::process::id()) };
+        assert_eq!(error.failure::<SessionInUse>(), Some(&in_use));
         let path = journal.path().to_path_buf();
         drop(journal);
         assert!(Journal::open(&path).is_ok(), "the lock goes with the journal");

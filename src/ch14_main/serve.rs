@@ -19,6 +19,7 @@ use mini_agent::ch02_loop::{Error, Event, Observer, Outcome, interrupted, with_t
 use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch04_terminal::install_interrupt_handler;
 use mini_agent::ch05_sessions::{CONTINUE, RESUME, SessionStore};
+use mini_agent::ch09_journal::SessionInUse;
 use mini_agent::ch10_recovery::{STATUS, resume};
 use mini_agent::ch12_permissions::{Answer, Asker, Prompter, Question};
 use mini_agent::ch21_serve::command_line::{
@@ -224,7 +225,10 @@ impl Backend for AgentBackend {
         // As `-r ID` does: the journal locked (by this turn only), the history replayed.
         let (journal, plan) = match resume(&path, false) {
             Ok(opened) => opened,
-            Err(error) => return TurnEnd::failed(1, one_line(&error.to_string())),
+            Err(error) => match error.failure::<SessionInUse>() {
+                Some(in_use) => return TurnEnd::refused(open_elsewhere(in_use)),
+                None => return TurnEnd::failed(1, one_line(&error.to_string())),
+            },
         };
         if let Some(warning) = &plan.warning {
             turn.emit(json!({"type": "notice", "kind": "warning", "text": warning}));
@@ -382,6 +386,21 @@ fn journal_root(path: &Path) -> Option<PathBuf> {
 
 fn refusal(status: u16, error: &Error) -> Refusal {
     Refusal::new(status, one_line(&error.to_string()))
+}
+
+/// The answer for a session whose journal another process holds (a terminal's `mini-agent -r
+/// ID`, or a second service): 409, with what to do. Nothing was recorded: the lock comes first.
+fn open_elsewhere(in_use: &SessionInUse) -> Refusal {
+    let holder = in_use.holder.map_or_else(String::new, |pid| format!(" (pid {pid})"));
+    Refusal::new(
+        409,
+        format!(
+            "session {} is open in another process{holder}: a terminal's mini-agent -r, or another \
+             mini-agent serve; nothing was recorded: send the message again once it is closed there, or \
+             send it to another session (POST /sessions starts one)",
+            in_use.id
+        ),
+    )
 }
 
 /// How a turn ended, as `-p` says it: its exit code and the one-line reason.

@@ -5,7 +5,8 @@
 //! its turn to end, a stream waits for events. Input is checked before anything is done, so a
 //! refused request changes nothing: a body that is not a JSON object is a 400, an unknown
 //! session a 404 before a message is queued, a session still at work a 409 before it is
-//! deleted.
+//! deleted. A turn that cannot start (its journal open in another process) records nothing,
+//! and `POST …/messages` answers with the backend's refusal, a 409.
 
 use super::Service;
 use super::backend::Decision;
@@ -135,13 +136,18 @@ fn delete_session(service: &Service, id: &str) -> Result<Response, Refusal> {
     Ok(Response::json(200, &json!({"deleted": id})))
 }
 
-/// `POST …/messages`: queues the message as the session's next turn and answers when it ends.
+/// `POST …/messages`: queues the message as the session's next turn and answers when it ends;
+/// a turn that could not start is answered with its refusal (a 409 for a session that
+/// another process holds open).
 fn send(service: &Service, id: &str, request: &Request) -> Result<Response, Refusal> {
     let live = existing(service, id)?;
     let message = message_of(request)?;
     service.trim_logs();
     let (_, ending) = live.enqueue(&service.shared, message)?;
     let end = ending.wait();
+    if let Some(refusal) = end.refused {
+        return Err(refusal);
+    }
     Ok(Response::json(200, &json!({"answer": end.answer, "code": end.code, "error": end.error})))
 }
 

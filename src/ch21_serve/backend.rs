@@ -61,15 +61,24 @@ pub struct TurnEnd {
     pub code: u8,
     pub answer: Option<String>,
     pub error: Option<String>,
+    /// For a turn that could not start, for a reason the client can act on: the refusal
+    /// `POST …/messages` answers with instead of 200 (409: the session is open elsewhere).
+    pub refused: Option<Refusal>,
 }
 
 impl TurnEnd {
     pub fn completed(answer: impl Into<String>) -> TurnEnd {
-        TurnEnd { code: 0, answer: Some(answer.into()), error: None }
+        TurnEnd { code: 0, answer: Some(answer.into()), error: None, refused: None }
     }
 
     pub fn failed(code: u8, error: impl Into<String>) -> TurnEnd {
-        TurnEnd { code, answer: None, error: Some(error.into()) }
+        TurnEnd { code, answer: None, error: Some(error.into()), refused: None }
+    }
+
+    /// A turn that never started, and recorded nothing: exit 1 for its events, `refusal` for
+    /// the plain request.
+    pub fn refused(refusal: Refusal) -> TurnEnd {
+        TurnEnd { code: 1, answer: None, error: Some(refusal.message.clone()), refused: Some(refusal) }
     }
 }
 

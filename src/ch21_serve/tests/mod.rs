@@ -1,6 +1,6 @@
 //! The service against a double of the agent, over real TCP on 127.0.0.1: the HTTP layer, the
 //! guard, the queues, the slots, the approvals and the streams. The double scripts its turns
-//! by their message (`hello`, `ask`, `block`, `tools N`), and a test that needs a turn to be
+//! by their message (`hello`, `ask`, `block`, `tools N`, `held`), and a test that needs a turn to be
 //! running waits for the double to say it started: no test waits for a time.
 
 use super::backend::{ApprovalRequest, Backend, Decision, TurnEnd};
@@ -88,6 +88,10 @@ impl Backend for Fake {
 
     fn run_turn(&self, id: &str, message: &str, turn: &Turn) -> TurnEnd {
         self.log.lock().unwrap().push(format!("turn {id} {message}"));
+        if message == "held" {
+            // As for a journal another process holds: the turn cannot start, nothing is kept.
+            return TurnEnd::refused(Refusal::new(409, format!("session {id} is open elsewhere")));
+        }
         if let Some(turns) = self.sessions.lock().unwrap().get_mut(id) {
             turns.push(message.to_string());
         }

@@ -25,6 +25,27 @@ fn a_message_runs_a_turn_and_answers_with_its_end() {
 }
 
 #[test]
+fn a_turn_that_cannot_start_is_answered_with_its_refusal_and_keeps_nothing() {
+    let (fake, _) = Fake::new();
+    let server = server(&fake);
+    let id = new_session(&server);
+    let path = format!("/sessions/{id}/messages");
+    let why = format!("session {id} is open elsewhere");
+    let (status, body) = call(&server, "POST", &path, Some(json!({"message": "held"})));
+    assert_eq!((status, body), (409, json!({"error": why})));
+    let (_, session) = call(&server, "GET", &format!("/sessions/{id}"), None);
+    assert_eq!((&session["transcript"], &session["activity"]), (&json!([]), &json!("idle")));
+    // A stream said 200 before the turn began: its `exit` event says why instead.
+    let stream = format!("{path}/stream");
+    let (status, _, body) = request(server.address(), "POST", &stream, Some(&json!({"message": "held"})), "");
+    let events = events(&body);
+    let exit = json!({"type": "exit", "code": 1, "error": why});
+    assert_eq!((status, events.len(), &events[0].2), (200, 1, &exit), "{body}");
+    // The session is not spoiled: the next message runs.
+    assert_eq!(call(&server, "POST", &path, Some(json!({"message": "hello"}))).0, 200);
+}
+
+#[test]
 fn the_stream_sends_the_turns_events_as_numbered_sse_ending_with_exit() {
     let (fake, _) = Fake::new();
     let server = server(&fake);
