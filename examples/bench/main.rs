@@ -15,10 +15,11 @@
 //! with the table: a figure taken while other work runs says so.
 //!
 //! `tasks` holds chapter 15's rows, `mcp` chapter 18's (this binary is also their fake MCP
-//! server, run as `bench --mcp-server LOG`), `sandbox` chapter 20's, `serve` chapter 21's
+//! server, run as `bench --mcp-server LOG`), `sandbox` and `git_check` chapter 20's, `serve` chapter 21's
 //! (`bench BINARY --only serve` prints those alone).
 
 mod diff;
+mod git_check;
 mod mcp;
 mod sandbox;
 mod serve;
@@ -69,6 +70,7 @@ fn main() {
     if wanted("sandbox") {
         sandbox::sandbox_rows(&mut table);
         sandbox::sandbox_turn_rows(&mut table, &options.binary);
+        git_check::git_check_rows(&mut table);
     }
     if wanted("serve") {
         serve::serve_rows(&mut table, &options.binary);

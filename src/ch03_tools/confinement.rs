@@ -33,5 +33,10 @@ pub trait Confinement: Send + Sync {
     /// How a command will run, in a few words, for the person asked to allow it
     /// (`sandbox: workspace, no network`).
     fn describe(&self) -> String;
+
+    /// Called once a command has ended and its processes are gone: what it left that the
+    /// confinement could not prevent, undone or reported, in one line appended to the result
+    /// (the person is told too). `None` when there is nothing to say.
+    fn after_command(&self) -> Option<String>;
 }
 // ANCHOR_END: confinement

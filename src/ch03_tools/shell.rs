@@ -203,6 +203,11 @@ impl Workspace {
             Some(line) => format!("\n[{line}]"),
             None => String::new(),
         };
+        // Every process of the command is gone: what it left behind can be looked at now.
+        let after_note = match confinement.and_then(|confinement| confinement.after_command()) {
+            Some(line) => format!("\n[{line}]"),
+            None => String::new(),
+        };
         let code = match &ending {
             Ending::Exited(exit) => exit.code(),
             _ => None,
@@ -210,7 +215,7 @@ impl Workspace {
         let (status_line, status) = describe_ending(ending, seconds);
         (
             ToolOutput {
-                content: format!("{output}{note}{escaped_note}{sandbox_note}\n[{status_line}]"),
+                content: format!("{output}{note}{escaped_note}{sandbox_note}{after_note}\n[{status_line}]"),
                 status,
             },
             code,

@@ -30,8 +30,14 @@
 
 #[cfg(target_os = "linux")]
 mod confine;
+pub mod dir_fd;
+pub mod git_index;
+#[cfg(all(test, target_os = "linux"))]
+mod git_tests;
+pub mod git_watch;
 #[cfg(target_os = "linux")]
 pub mod namespaces;
+pub mod nested;
 pub mod private_temp;
 #[cfg(target_os = "linux")]
 pub mod rules;
@@ -44,6 +50,7 @@ mod tests;
 
 use crate::ch02_loop::Error;
 use crate::ch03_tools::confinement::Confinement;
+use git_watch::Watched;
 use private_temp::PrivateTemp;
 pub use run::{ALLOW_NET, RunSandbox, SANDBOX, register};
 use std::os::unix::fs::DirBuilderExt;
@@ -126,6 +133,8 @@ pub struct Sandbox {
     temp: PrivateTemp,
     /// The paths commands may not write, or not move.
     protected: Protected,
+    /// The repository as it was at start, compared after every command (writable roots only).
+    git: Option<Watched>,
     #[cfg(target_os = "linux")]
     parts: confine::Parts,
 }
@@ -140,12 +149,14 @@ impl Sandbox {
             Error::io("cannot create the sandbox's private temp dir".to_string(), source)
         })?;
         let protected = protected_paths(root, crate::ch16_hooks::approval::user_config_dir());
+        // Where commands may write the root, what git will obey there is remembered now.
+        let git = mode.writes_root().then(|| Watched::start(root));
         #[cfg(target_os = "linux")]
         {
             let writable: Vec<&Path> =
                 if mode.writes_root() { vec![root, temp.path()] } else { vec![temp.path()] };
             let (parts, coverage) = confine::Parts::build(root, &writable, &protected, allow_net);
-            Ok(Sandbox { root: root.to_path_buf(), mode, allow_net, coverage, temp, protected, parts })
+            Ok(Sandbox { root: root.to_path_buf(), mode, allow_net, coverage, temp, protected, git, parts })
         }
         #[cfg(not(target_os = "linux"))]
         Ok(Sandbox {
@@ -155,6 +166,7 @@ impl Sandbox {
             coverage: Coverage::default(),
             temp,
             protected,
+            git,
         })
     }
     // ANCHOR_END: new
@@ -337,6 +349,9 @@ impl Confinement for Sandbox {
         if let Some(refusal) = self.refusal() {
             return Err(refusal);
         }
+        if let Some(git) = &self.git {
+            git.wait(); // what the command will be compared with is taken first
+        }
         command.env("TMPDIR", self.temp.path());
         for variable in SOCKET_VARIABLES {
             command.env_remove(variable);
@@ -360,8 +375,32 @@ impl Confinement for Sandbox {
         #[cfg(not(target_os = "linux"))]
         false
     }
+
+    fn after_command(&self) -> Option<String> {
+        let line = self.look_at_git()?;
+        eprintln!("mini-agent: warning: {line}");
+        Some(line)
+    }
 }
 // ANCHOR_END: confinement
+
+impl Sandbox {
+    /// Compares the repository with what it was at start ([`git_watch`]): undoes a planted
+    /// `.git/commondir`, and says what else git would obey that is new. `None`: nothing.
+    pub fn look_at_git(&self) -> Option<String> {
+        self.git.as_ref()?.check()
+    }
+}
+
+/// A process a command left behind past the reaper's last look could still plant something
+/// after the last check: the run's end looks once more, for the person.
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let Some(line) = self.look_at_git() {
+            eprintln!("mini-agent: warning: {line}");
+        }
+    }
+}
 
 /// What commands may not write inside the root, though the root is writable: the agent's
 /// own directory, the two places where a write becomes code that the person runs later

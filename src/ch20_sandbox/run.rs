@@ -188,4 +188,8 @@ impl Confinement for Off {
     fn describe(&self) -> String {
         "no sandbox: --sandbox off".to_string()
     }
+
+    fn after_command(&self) -> Option<String> {
+        None
+    }
 }
