@@ -33,7 +33,6 @@ const MAX_INDEX_BYTES: u64 = 256 << 20;
 /// Paths named in one note at most; the rest are counted.
 const MAX_NAMED: usize = 8;
 
-// ANCHOR: watched
 /// A [`GitWatch`] started on a thread of its own, so that a large tree's walk does not hold
 /// up the start; every command waits for it before it runs ([`Watched::wait`]), so no
 /// command runs before the state it is compared with was taken.
@@ -83,7 +82,6 @@ impl Watched {
         }
     }
 }
-// ANCHOR_END: watched
 
 /// The root's `.git` entry: its stamp, and for a file or a symlink what it says.
 #[derive(Clone, PartialEq, Eq)]
@@ -123,7 +121,6 @@ pub struct Findings {
 }
 
 impl GitWatch {
-    // ANCHOR: start
     /// Remembers the repository of `root` (canonical) as it is before any command runs.
     pub fn start(root: &Path) -> io::Result<GitWatch> {
         let dir = Dir::open(root)?;
@@ -159,7 +156,6 @@ impl GitWatch {
         watch.nested = Nested::start(&watch.root).ok();
         Ok(watch)
     }
-    // ANCHOR_END: start
 
     /// The repository's own directory, when it lies in the root: `.git` itself, or what a
     /// `.git` symlink named at start (while it still names it). Opened one name at a time.
@@ -376,7 +372,6 @@ impl Findings {
         self.undone.is_empty() && self.new.is_empty() && self.changed.is_empty() && self.unchecked.is_empty()
     }
 
-    // ANCHOR: note
     /// The one line the model reads in the tool result, and the person on stderr.
     pub fn line(&self) -> Option<String> {
         if self.is_empty() {
@@ -408,5 +403,4 @@ impl Findings {
         }
         Some(format!("sandbox: {}", parts.join("; ")))
     }
-    // ANCHOR_END: note
 }

@@ -54,7 +54,6 @@ pub struct Nested {
 }
 
 impl Nested {
-    // ANCHOR: nested_start
     /// Walks the tree below `root` once, remembering every directory and every `.git`.
     pub fn start(root: &Dir) -> std::io::Result<Nested> {
         let mut node = Node { stamp: root.stamp()?, git: None, children: BTreeMap::new() };
@@ -73,7 +72,6 @@ impl Nested {
         }
         found
     }
-    // ANCHOR_END: nested_start
 
     /// How many directories it watches.
     pub fn directories(&self) -> usize {
@@ -133,7 +131,7 @@ impl Walk<'_> {
         }
     }
 
-    // ANCHOR: nested_compare
+    // ANCHOR: compare
     /// Compares the remembered `node` with its directory `dir` as it is now (`now`). A changed
     /// stamp means entries came or went: the directory is listed again. Its `.git` is looked
     /// at when it has one (a file rewritten in place changes no directory) or may have got
@@ -198,7 +196,7 @@ impl Walk<'_> {
             }
         }
     }
-    // ANCHOR_END: nested_compare
+    // ANCHOR_END: compare
 }
 
 impl Node {

@@ -44,7 +44,9 @@ pub fn register(registry: &mut dyn Registry) {
             "  On Linux, unless --sandbox off, bash and verify commands run in a sandbox: they write",
             "  only in the root and a private TMPDIR, reach no network (without --allow-net), signal",
             "  nothing outside, and cannot write .mini_agent/ or .git's hooks and config (this needs",
-            "  user namespaces). What this machine cannot enforce is said at start-up.",
+            "  user namespaces). After each command a planted .git/commondir is moved to",
+            "  .mini_agent/quarantine/, and new submodules or nested .git are reported: read the note",
+            "  before running git there. What this machine cannot enforce is said at start-up.",
             "  Hooks and MCP servers are programs you approved: they run unconfined.",
         ],
     ));
