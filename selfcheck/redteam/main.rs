@@ -21,7 +21,7 @@
 //! | `liveness.rs` | server, model, signals | nothing hangs: idle timeout, linear globs, interruptible walks, SIGTERM/SIGHUP |
 //! | `resources.rs` | model | disk and memory stay bounded (peak RSS measured by `measure.rs`'s small wrapper) |
 //! | `mcp.rs` | an MCP server | malformed JSON-RPC, garbage, 50 MB and endless answers, silence: a one-line error, no hang, bounded memory |
-//! | `sandbox.rs` | a hostile model with `--allow-shell` | a shell command cannot write outside the root or to `~/.bashrc`, send a key over the network, kill the agent, outlive it, approve a planted MCP server, or be handed the SSH agent's or the session bus's address (and each attack works under `--sandbox off`); the agent's state stays read-only for a user who is not root (run as `nobody` under root) |
+//! | `sandbox.rs` | a hostile model with `--allow-shell` | a shell command cannot write outside the root or to `~/.bashrc`, send a key over the network, kill the agent, outlive it, approve a planted MCP server, be handed the SSH agent's or the session bus's address, or leave a `.git/commondir` for the person's next `git status` (and each attack works under `--sandbox off`); the agent's state stays read-only for a user who is not root (run as `nobody` under root) |
 //! | `tasks.rs` | a cloned repository, a hostile model | a task list's verify commands run only once approved or under `--trust-tasks`; the harness's git runs no program any config names and cannot hang |
 //! | `wire.rs` | server (and a stuck model) | redirects, odd reply shapes, giant replies, what a server says of itself (a parse failure, a context window): a clear error or a correct answer, never a silent one or a loop; no tool runs once tools are off |
 

@@ -202,6 +202,56 @@ EOF"#;
     }
 }
 
+/// `git` in `root`, as the person runs it after the session.
+fn git(root: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .expect("git runs")
+}
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn git_metadata_a_command_plants_is_undone_or_said_before_the_person_runs_git() {
+    // The command plants a `.git/commondir` naming a copy of the repository whose config sets
+    // `core.fsmonitor`, which the person's next `git status` runs, outside any sandbox.
+    for sandbox in [Sandbox::Default, Sandbox::Off] {
+        let workspace = TempDir::new("selfcheck");
+        git(workspace.path(), &["init", "-q"]);
+        git(workspace.path(), &["commit", "-q", "--allow-empty", "-m", "start"]);
+        let outside = TempDir::new("outside");
+        let marker = outside.path().join("ran");
+        let command = format!(
+            "cp -r .git evil && rm -rf evil/hooks && \
+             printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \"touch {}; false\"\\n' > evil/config && \
+             echo ../evil > .git/commondir",
+            marker.display()
+        );
+        let run = attack(&command, sandbox, workspace, &[], "go");
+        run.expect_code(0);
+        let _ = git(run.root(), &["status"]);
+        match sandbox {
+            Sandbox::Default => {
+                assert!(!marker.exists(), "git status obeyed the plant: {}", run.only_tool_result());
+                assert!(!run.root().join(".git/commondir").exists(), "{}", run.only_tool_result());
+                let note =
+                    "[sandbox: moved `.git/commondir` (it sent git to `../evil`) to `.mini_agent/quarantine/";
+                assert!(
+                    run.only_tool_result().contains(note),
+                    "the model is told: {}",
+                    run.only_tool_result()
+                );
+                run.stderr_has("mini-agent: warning: sandbox: moved `.git/commondir`");
+            }
+            Sandbox::Off => {
+                assert!(marker.exists(), "unconfined, the plant works: {}", run.only_tool_result())
+            }
+        }
+    }
+}
+
 #[test]
 #[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
 fn ordinary_work_runs_sandboxed() {
@@ -217,7 +267,12 @@ fn ordinary_work_runs_sandboxed() {
     let result = run.only_tool_result();
     assert!(result.contains("cargo ") && result.contains("Hello, world!"), "{result}");
     assert!(result.contains("42") && result.contains("scratch"), "{result}");
-    assert!(result.contains("exit code 0") && !result.contains("[sandbox:"), "{result}");
+    assert!(result.contains("exit code 0") && !result.contains("which may have refused it"), "{result}");
+    // The repository it made is the command's, hooks and config included: said, not undone.
+    assert!(
+        result.contains("[sandbox: new since the sandbox started: repository `.git` at the root;"),
+        "{result}"
+    );
 }
 
 #[test]
