@@ -21,7 +21,7 @@
 //! | streaming replies (Server-Sent Events) | `ch11_streaming/` |
 //! | permissions: the gate, and the question that shows a command or a change before it runs | `ch12_permissions.rs`, `ch12_question.rs` |
 //! | evaluation scenarios | `ch13_evaluation/` |
-//! | the composition root: command line, `--json`, the session host (in the binary) | `ch14_main/` |
+//! | the composition root: command line, `--json`, the session host (in the binary; `host/` from chapter 5, `early.rs` before) | `ch14_main/` |
 //! | the unattended task loop | `ch15_tasks/` |
 //! | hooks, and approving workspace files that run commands | `ch16_hooks/` |
 //! | webhooks and metrics | `ch17_notify/` |

@@ -468,7 +468,7 @@ fn after() { crate::ch13_evaluation::Y }
         assert_eq!(chapter_of("src/ch11_streaming/tests/sse.rs"), None);
         assert_eq!(chapter_of("src/ch05_sessions/tests.rs"), None);
         assert_eq!(chapter_of("src/ch02_loop/fakes.rs"), None);
-        assert_eq!(chapter_of("src/ch14_main/app.rs"), None);
+        assert_eq!(chapter_of("src/ch14_main/host/app.rs"), None);
         assert_eq!(chapter_of("src/main.rs"), None);
         assert_eq!(chapter_of("src/testkit/mod.rs"), None);
         assert_eq!(chapter_of("src/demo/plan.rs"), Some(1));

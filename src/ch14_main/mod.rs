@@ -15,47 +15,29 @@
 //! answer.md` does what it says. Chapter 14 itself adds what only the finished command line
 //! needs: `--json` (`json_events.rs`) and the `sessions` subcommand.
 
-#[cfg(feature = "ch05")]
-mod app;
 mod args;
 #[cfg(not(feature = "ch05"))]
 mod early;
 mod endpoint;
 mod help;
 #[cfg(feature = "ch05")]
-mod json_events;
+mod host;
 mod registry;
-#[cfg(feature = "ch10")]
-mod reopen;
-#[cfg(feature = "ch05")]
-mod repl;
-#[cfg(feature = "ch21")]
-mod serve;
-#[cfg(feature = "ch05")]
-mod session;
-#[cfg(feature = "ch05")]
-mod sessions_table;
-#[cfg(feature = "ch05")]
-mod start;
-#[cfg(feature = "ch15")]
-mod tasks;
 #[cfg(all(test, feature = "ch05"))]
 mod tests;
-#[cfg(feature = "ch05")]
-mod unrecorded;
 
 use args::Command;
 #[cfg(not(feature = "ch05"))]
 use early::agent;
 use endpoint::{Connection, Keys};
+#[cfg(feature = "ch05")]
+use host::start::agent_with_events as agent;
 use mini_agent::ch02_loop::command_line::{MAX_TURNS, Settings};
 use mini_agent::ch02_loop::{Error, Model, Outcome, plural};
 use mini_agent::ch02_model::ChatClient;
 use mini_agent::ch02_model::text_calls::TextCallCheck;
 use mini_agent::ch02_model::waiting::Waits;
 use registry::Registry;
-#[cfg(feature = "ch05")]
-use start::agent_with_events as agent;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -133,7 +115,7 @@ fn run(words: &[String], registry: &'static Registry, keys: &Keys) -> Result<u8,
         Err(message) => {
             // `--json` promises its `exit` event (chapter 14), also here.
             #[cfg(feature = "ch05")]
-            json_events::usage_error(words, registry, &message);
+            host::json_events::usage_error(words, registry, &message);
             return Err(Error::Usage(message));
         }
     };

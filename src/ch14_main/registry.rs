@@ -21,22 +21,22 @@ pub fn chapters() -> Registry {
     #[cfg(feature = "ch05")]
     {
         mini_agent::ch05_sessions::register(&mut registry);
-        registry.handlers.push(("list", super::app::Agent::list));
+        registry.handlers.push(("list", super::host::app::Agent::list));
     }
     #[cfg(feature = "ch06")]
     mini_agent::ch06_skills::register(&mut registry);
     #[cfg(feature = "ch07")]
     {
         mini_agent::ch07_context::register(&mut registry);
-        registry.handlers.push(("compact", super::app::Agent::compact));
-        registry.handlers.push(("stats", super::app::Agent::stats_report));
+        registry.handlers.push(("compact", super::host::app::Agent::compact));
+        registry.handlers.push(("stats", super::host::app::Agent::stats_report));
     }
     #[cfg(feature = "ch08")]
     mini_agent::ch08_retry::register(&mut registry);
     #[cfg(feature = "ch10")]
     {
         mini_agent::ch10_recovery::register(&mut registry);
-        registry.handlers.push(("resume", super::app::Agent::resume_session));
+        registry.handlers.push(("resume", super::host::app::Agent::resume_session));
     }
     #[cfg(feature = "ch11")]
     mini_agent::ch11_streaming::register(&mut registry);
@@ -48,11 +48,11 @@ pub fn chapters() -> Registry {
         registry.runs.push(("eval", super::evaluate));
     }
     #[cfg(feature = "ch14")]
-    super::start::register(&mut registry);
+    super::host::start::register(&mut registry);
     #[cfg(feature = "ch15")]
     {
         mini_agent::ch15_tasks::register(&mut registry);
-        registry.runs.push(("tasks", super::tasks::main));
+        registry.runs.push(("tasks", super::host::tasks::main));
     }
     #[cfg(feature = "ch16")]
     mini_agent::ch16_hooks::register(&mut registry);
@@ -67,7 +67,7 @@ pub fn chapters() -> Registry {
     #[cfg(feature = "ch21")]
     {
         mini_agent::ch21_serve::register(&mut registry);
-        registry.runs.push(("serve", super::serve::main));
+        registry.runs.push(("serve", super::host::serve::main));
     }
     registry
 }
@@ -95,7 +95,7 @@ pub struct Registry {
     /// What runs each on the session's agent (chapter 5; `/new` and the reports of a
     /// session's tools, `/skills` and `/mcp`, are the agent's own).
     #[cfg(feature = "ch05")]
-    pub handlers: Vec<(&'static str, super::session::Handler)>,
+    pub handlers: Vec<(&'static str, super::host::session::Handler)>,
 }
 
 /// A subcommand: its words after the name, the table, the run's secrets; its exit code.

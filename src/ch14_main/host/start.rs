@@ -5,9 +5,9 @@
 //! conversation held in memory.
 
 use super::app::{Agent, Config};
-use super::endpoint::Keys;
-use super::registry::Registry;
-use super::{build_model, one_shot, read_prompt, workspace_root};
+use crate::ch14_main::endpoint::Keys;
+use crate::ch14_main::registry::Registry;
+use crate::ch14_main::{build_model, one_shot, read_prompt, workspace_root};
 use mini_agent::ch02_loop::Error;
 use mini_agent::ch02_loop::command_line::{Flag, PROMPT, ROOT, Settings};
 use std::path::Path;
@@ -16,14 +16,14 @@ use std::path::Path;
 pub const JSON: Flag = Flag::switch(14, "--json", &["with -p: print events as JSON Lines on stdout"]);
 
 /// Whether a program reads this run's events (`--json`, never given before chapter 14).
-pub(super) fn json_wanted(settings: &Settings) -> bool {
+pub(crate) fn json_wanted(settings: &Settings) -> bool {
     settings.has(&JSON)
 }
 
 /// Whether a person can be asked a question at the terminal (chapter 12's permissions, and
 /// the approvals of later chapters): stdin is one, and no program reads the events (`--json`).
 #[cfg(feature = "ch12")]
-pub(super) fn can_ask(settings: &Settings) -> bool {
+pub(crate) fn can_ask(settings: &Settings) -> bool {
     std::io::IsTerminal::is_terminal(&std::io::stdin()) && !json_wanted(settings)
 }
 
@@ -41,7 +41,7 @@ fn asking_at_the_terminal(config: Config) -> Config {
 // ANCHOR_END: ask_at_the_terminal
 
 /// The agent; from chapter 14, with `--json`'s closing `exit` event.
-pub(super) fn agent_with_events(
+pub(crate) fn agent_with_events(
     settings: &Settings,
     registry: &'static Registry,
     keys: &Keys,
@@ -54,12 +54,12 @@ pub(super) fn agent_with_events(
 
 // ANCHOR: agent
 /// `--status`, one task (`-p`) or the REPL, in a new session or a resumed one.
-pub(super) fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
+pub(crate) fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
     let here = workspace_root(settings.value(&ROOT).map(Path::new))?;
     // A symlinked .mini_agent/ would move every record elsewhere (chapter 9).
     #[cfg(feature = "ch10")]
     let chosen = match super::reopen::chosen_session(&sessions_of(&here)?, settings)? {
-        super::reopen::SessionChoice::Status(status) => return super::print_stdout(&status),
+        super::reopen::SessionChoice::Status(status) => return crate::ch14_main::print_stdout(&status),
         super::reopen::SessionChoice::Session(path) => path,
     };
     #[cfg(not(feature = "ch10"))]
@@ -69,7 +69,7 @@ pub(super) fn agent(settings: &Settings, registry: &'static Registry, keys: &Key
     let (opened, root, connection) =
         super::reopen::resumed(chosen, here, settings, keys, registry.answers_unrecorded)?;
     #[cfg(not(feature = "ch10"))]
-    let (root, connection) = (here, super::endpoint::connect(settings, keys)?);
+    let (root, connection) = (here, crate::ch14_main::endpoint::connect(settings, keys)?);
     // ANCHOR_END: agent
     // ANCHOR: agent_run
     let model = build_model(&connection, settings)?;
@@ -84,7 +84,7 @@ pub(super) fn agent(settings: &Settings, registry: &'static Registry, keys: &Key
             if let Some(line) =
                 config.sandbox.start_up_line(settings.has(&mini_agent::ch02_loop::command_line::VERBOSE))
             {
-                super::say(&line);
+                crate::ch14_main::say(&line);
             }
             // With `--json` the events go to stdout, and the questions to the program (14).
             if json_wanted(settings) {
@@ -101,14 +101,14 @@ pub(super) fn agent(settings: &Settings, registry: &'static Registry, keys: &Key
 }
 // ANCHOR_END: agent_run
 /// Whether `-c` or `-r` chose a session to go on with (chapter 5).
-pub(super) fn resumed_by(settings: &Settings) -> bool {
+pub(crate) fn resumed_by(settings: &Settings) -> bool {
     use mini_agent::ch05_sessions::{CONTINUE, RESUME};
     settings.has(&CONTINUE) || settings.has(&RESUME)
 }
 
 /// The sessions of `root`; from chapter 9 on, `.mini_agent/` checked and its session files
 /// read as untrusted workspace input.
-pub(super) fn sessions_of(root: &Path) -> Result<mini_agent::ch05_sessions::SessionStore, Error> {
+pub(crate) fn sessions_of(root: &Path) -> Result<mini_agent::ch05_sessions::SessionStore, Error> {
     let store = mini_agent::ch05_sessions::SessionStore::new(root);
     #[cfg(feature = "ch09")]
     let store = store.as_workspace_input()?;
@@ -134,7 +134,7 @@ fn reopen(
     let (log, records) = {
         let (journal, loaded) = super::app::KeptLog::open(&path)?;
         if let Some(warning) = &loaded.warning {
-            super::say(&format!("mini-agent: warning: {warning}"));
+            crate::ch14_main::say(&format!("mini-agent: warning: {warning}"));
         }
         (journal, loaded.records)
     };
@@ -144,7 +144,7 @@ fn reopen(
 
 /// Chapter 14's own additions to the command line: `--json`, and `mini-agent sessions`.
 #[cfg(feature = "ch14")]
-pub(super) fn register(registry: &mut Registry) {
+pub(crate) fn register(registry: &mut Registry) {
     use mini_agent::ch02_loop::command_line::{Help, Registry as _, SHOW_HELP};
     registry.flag(JSON);
     registry.answers_unrecorded = true;

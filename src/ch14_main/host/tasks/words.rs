@@ -4,9 +4,9 @@
 //! register flags of `tasks run` (chapter 16's `--trust-tasks`, chapter 17's `--webhook`) and
 //! sections of this help page; they are read from the chapters' table like the agent's own.
 
-use super::super::args::slips::{quoted, shown, typo_allowance, typo_distance};
-use super::super::args::{self, Command};
-use super::super::registry::Registry;
+use crate::ch14_main::args::slips::{quoted, shown, typo_allowance, typo_distance};
+use crate::ch14_main::args::{self, Command};
+use crate::ch14_main::registry::Registry;
 use mini_agent::ch02_loop::command_line::{self, PROMPT, ROOT};
 use mini_agent::ch05_sessions::{CONTINUE, RESUME};
 use mini_agent::ch10_recovery::STATUS;
@@ -20,7 +20,7 @@ use std::path::PathBuf;
 const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 const DEFAULT_INTERVENTION_AFTER: u32 = 3;
 /// What `tasks` was asked to do.
-pub(super) enum Action {
+pub(crate) enum Action {
     Add(Box<Task>),
     List,
     Status,
@@ -30,17 +30,17 @@ pub(super) enum Action {
     Help,
 }
 
-pub(super) struct RunOptions {
+pub(crate) struct RunOptions {
     /// The agent's flags, as `-p` takes them (model, permissions, `--json`, `--root`…).
-    pub(super) agent: command_line::Settings,
+    pub(crate) agent: command_line::Settings,
     /// The flags of `tasks run`, this chapter's and those later chapters registered
     /// (`--trust-tasks`, `--webhook`…).
-    pub(super) extra: command_line::Settings,
+    pub(crate) extra: command_line::Settings,
 }
 
 impl RunOptions {
     /// How the loop goes: how many iterations, attempts per task, failures in a row.
-    pub(super) fn loop_settings(&self) -> Settings {
+    pub(crate) fn loop_settings(&self) -> Settings {
         let count = |flag, default| self.extra.count(flag).map_or(default, |n| n as u32);
         Settings {
             iterations: self.extra.count(&ITERATIONS),
@@ -50,17 +50,17 @@ impl RunOptions {
     }
 
     /// Whether each passed task is committed (`--no-commit` says not).
-    pub(super) fn commits(&self) -> bool {
+    pub(crate) fn commits(&self) -> bool {
         !self.extra.has(&NO_COMMIT)
     }
 
-    pub(super) fn allows_dirty(&self) -> bool {
+    pub(crate) fn allows_dirty(&self) -> bool {
         self.extra.has(&ALLOW_DIRTY)
     }
 }
 
 /// `tasks SUBCOMMAND …` → what to do, `--root`, `--tasks`.
-pub(super) fn parse(
+pub(crate) fn parse(
     words: &[String],
     registry: &Registry,
 ) -> Result<(Action, Option<PathBuf>, Option<PathBuf>), String> {
@@ -174,7 +174,7 @@ fn parse_run(words: &[String], root: Option<PathBuf>, registry: &Registry) -> Re
 
 /// `mini-agent tasks --help`: this chapter's page, with the flags and sections later chapters
 /// registered for it.
-pub(super) fn help(registry: &Registry) -> String {
+pub(crate) fn help(registry: &Registry) -> String {
     let mut run_flags = String::from("  mini-agent tasks run");
     let mut width = run_flags.len();
     for flag in registry.flags.iter().filter(|flag| flag.command == "tasks run") {
@@ -189,7 +189,7 @@ pub(super) fn help(registry: &Registry) -> String {
         width += word.len();
         run_flags.push_str(&word);
     }
-    let sections = super::super::help::help(registry, "tasks");
+    let sections = crate::ch14_main::help::help(registry, "tasks");
     format!(
         "\
 mini-agent tasks — work through a list of tasks unattended

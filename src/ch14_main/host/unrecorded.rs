@@ -71,11 +71,11 @@ pub fn or_unrecorded(
             if !WARNED.swap(true, Ordering::Relaxed) {
                 // Sessions live in the workspace root, which is not always the current directory.
                 let root = config.root.display();
-                super::say(&format!(
+                crate::ch14_main::say(&format!(
                     "mini-agent: warning: this session is not recorded: the workspace root {root} cannot be \
                      written ({}); sessions are kept in {root}/.mini_agent/, so -c and -r will not find \
                      this one — use a writable --root to keep them",
-                    super::one_line(&error.to_string())
+                    crate::ch14_main::one_line(&error.to_string())
                 ));
             }
             let id = new_session_id(std::time::SystemTime::now(), 0);

@@ -16,7 +16,7 @@
 //!
 //! The REPL's commands, which reach into several chapters' state, are in `commands.rs`.
 
-use super::endpoint::Connection;
+use crate::ch14_main::endpoint::Connection;
 use mini_agent::ch02_loop::command_line::Settings;
 use mini_agent::ch02_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, Tools, run_turn};
 use mini_agent::ch03_tools::Workspace;
@@ -111,17 +111,17 @@ impl Config {
 // ANCHOR: start_agent
 /// The pieces of a running agent: the model, the tools, and the current session.
 pub struct Agent {
-    pub(super) config: Config,
-    pub(super) model: AgentModel,
-    pub(super) tools: Box<dyn Tools>,
-    pub(super) history: Vec<Message>,
+    pub(crate) config: Config,
+    pub(crate) model: AgentModel,
+    pub(crate) tools: Box<dyn Tools>,
+    pub(crate) history: Vec<Message>,
     /// What the chapters' slash commands show about this session (`/skills`, `/mcp`): the
     /// REPL asks (chapter 4).
-    pub(super) reports: Vec<Report>,
+    pub(crate) reports: Vec<Report>,
     /// The sessions of this root, and the current one: its journal and the later chapters'
     /// parts in its turns (chapter 5).
-    pub(super) store: SessionStore,
-    pub(super) session: Session<SessionLog>,
+    pub(crate) store: SessionStore,
+    pub(crate) session: Session<SessionLog>,
 }
 // ANCHOR_END: start_agent
 
@@ -192,7 +192,7 @@ impl Agent {
             observers.push(json);
         }
         observers.push(display);
-        let limits = Limits { max_turns: super::max_turns(&self.config.settings) };
+        let limits = Limits { max_turns: crate::ch14_main::max_turns(&self.config.settings) };
         // A model stuck repeating a call is asked once more, without tools, for its answer
         // (chapter 7).
         let model: &mut dyn Model = &mut self.model;
@@ -200,7 +200,9 @@ impl Agent {
         let model = &mut self.config.context.repeats.answer_without_tools(model);
         let outcome = run_turn(model, &mut *self.tools, &mut self.history, &mut Fanout(observers), &limits);
         if let Err(error) = self.session.end(&outcome, limits.max_turns) {
-            super::say(&format!("mini-agent: warning: could not record how the turn ended: {error}"));
+            crate::ch14_main::say(&format!(
+                "mini-agent: warning: could not record how the turn ended: {error}"
+            ));
         }
         outcome
     }
@@ -208,7 +210,7 @@ impl Agent {
 
     /// Makes another session the current one (`/new`, `/resume`): its journal, its history
     /// and its compaction; the tools, permissions and `/stats` start again, as for a new session.
-    pub(super) fn switch_to(&mut self, toolbox: Toolbox, opened: Opened) -> Result<(), Error> {
+    pub(crate) fn switch_to(&mut self, toolbox: Toolbox, opened: Opened) -> Result<(), Error> {
         self.session = current_session(opened.recorder, toolbox.turns, &self.config)?;
         (self.tools, self.reports, self.history) = (toolbox.tools, toolbox.reports, opened.history);
         #[cfg(feature = "ch07")]
@@ -237,7 +239,7 @@ fn current_session(
 
 /// A new session of `store`'s root that goes on with `history` (the system prompt): from
 /// chapter 14 on, a person's question goes on unrecorded where the root cannot be written.
-pub(super) fn new_session(
+pub(crate) fn new_session(
     store: &SessionStore,
     config: &Config,
     history: Vec<Message>,
@@ -248,7 +250,7 @@ pub(super) fn new_session(
 
 /// A new session with its journal (a file from chapter 5, a journal from chapter 9), `history`
 /// recorded first.
-pub(super) fn kept_session(
+pub(crate) fn kept_session(
     store: &SessionStore,
     origin: &Origin,
     history: Vec<Message>,
@@ -262,13 +264,13 @@ pub(super) fn kept_session(
 
 // ANCHOR: build_tools
 /// The tools of one session, and the system prompt they are offered with.
-pub(super) struct Toolbox {
-    pub(super) tools: Box<dyn Tools>,
-    pub(super) system_prompt: String,
+pub(crate) struct Toolbox {
+    pub(crate) tools: Box<dyn Tools>,
+    pub(crate) system_prompt: String,
     /// What the chapters' slash commands show about these tools (`/skills`, `/mcp`).
-    pub(super) reports: Vec<Report>,
+    pub(crate) reports: Vec<Report>,
     /// The later chapters' parts in each turn of the session these tools serve (chapter 5).
-    pub(super) turns: Vec<Box<dyn TurnHook>>,
+    pub(crate) turns: Vec<Box<dyn TurnHook>>,
 }
 
 /// The tools of `root` for one session, one line per chapter that wraps them, from the inside
@@ -276,7 +278,7 @@ pub(super) struct Toolbox {
 /// (16) so that a hook refuses a call before anyone is asked; skills add `load_skill` (6)
 /// outside the gate, since reading a skill needs no permission; the repetition notes (7)
 /// watch everything. The chapters with a part in each turn add it on the way.
-pub(super) fn toolbox(config: &Config) -> Result<Toolbox, Error> {
+pub(crate) fn toolbox(config: &Config) -> Result<Toolbox, Error> {
     let root = &config.root;
     let (tools, system_prompt) = (Workspace::new(root)?, mini_agent::ch02_model::system_prompt(root));
     #[cfg(feature = "ch20")]
@@ -312,7 +314,7 @@ pub(super) fn toolbox(config: &Config) -> Result<Toolbox, Error> {
 
 /// What a chapter's slash command shows about the current session: the command's name, and
 /// how to say it (chapter 6's skills as loaded for the session, chapter 18's servers as they are).
-pub(super) type Report = (&'static str, Box<dyn Fn() -> String + Send>);
+pub(crate) type Report = (&'static str, Box<dyn Fn() -> String + Send>);
 
 // ANCHOR: fanout
 /// Hands each event to each observer in order: the journal first (chapter 9). An error

@@ -52,18 +52,23 @@ pub fn sessions_table(store: &SessionStore, current: Option<&str>) -> Result<Str
 #[cfg(feature = "ch14")]
 pub fn sessions(
     words: &[String],
-    registry: &'static super::registry::Registry,
-    _: &super::endpoint::Keys,
+    registry: &'static crate::ch14_main::registry::Registry,
+    _: &crate::ch14_main::endpoint::Keys,
 ) -> Result<u8, Error> {
-    use super::args::{Parsed, parse_flags};
+    use crate::ch14_main::args::{Parsed, parse_flags};
     use mini_agent::ch02_loop::command_line::ROOT;
     let parsed = parse_flags(words, "sessions", registry, |stray| {
         Err(format!("sessions takes no argument, got '{}' (use --root DIR)", stray.word))
     });
     let settings = match parsed.map_err(Error::Usage)? {
         Parsed::Settings(settings) => settings,
-        Parsed::Help | Parsed::Version => return super::print_stdout(&super::help::help(registry, "")),
+        Parsed::Help | Parsed::Version => {
+            return crate::ch14_main::print_stdout(&crate::ch14_main::help::help(registry, ""));
+        }
     };
-    let root = super::workspace_root(settings.value(&ROOT).map(std::path::Path::new))?;
-    super::print_stdout(&format!("{}\n", sessions_table(&super::start::sessions_of(&root)?, None)?))
+    let root = crate::ch14_main::workspace_root(settings.value(&ROOT).map(std::path::Path::new))?;
+    crate::ch14_main::print_stdout(&format!(
+        "{}\n",
+        sessions_table(&super::start::sessions_of(&root)?, None)?
+    ))
 }

@@ -23,8 +23,8 @@
 //! | `exit` | `code`, `error` (a one-line reason, null only for exit 0) |
 
 use super::app::Agent;
-use super::registry::Registry;
-use super::{exit_code, one_line, say, stopped_early, turn_limit_message};
+use crate::ch14_main::registry::Registry;
+use crate::ch14_main::{exit_code, one_line, say, stopped_early, turn_limit_message};
 use mini_agent::ch02_loop::command_line::{Settings, VERBOSE};
 use mini_agent::ch02_loop::{Error, Event, Observer, Outcome};
 use mini_agent::ch03_tools::secrets::Keys;

@@ -9,11 +9,12 @@
 //! every turn as they would at the terminal, and then the service stops.
 
 use super::app::{Agent, Config};
-use super::args::{Command, parse, split_flags};
-use super::endpoint::{Connection, connect};
-use super::registry::Registry;
+use super::json_events;
 use super::start::sessions_of;
-use super::{build_model, help, json_events, one_line, say, workspace_root};
+use crate::ch14_main::args::{Command, parse, split_flags};
+use crate::ch14_main::endpoint::{Connection, connect};
+use crate::ch14_main::registry::Registry;
+use crate::ch14_main::{build_model, help, one_line, say, workspace_root};
 use mini_agent::ch02_loop::command_line::{PROMPT, ROOT, SHOW_HELP, Settings};
 use mini_agent::ch02_loop::{Error, Event, Observer, Outcome, interrupted, with_turn_flag};
 use mini_agent::ch03_tools::secrets::Keys;
@@ -40,7 +41,7 @@ use std::time::{Duration, SystemTime};
 pub fn main(words: &[String], registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
     let (own, agent_words) = split_flags(words, "serve", registry).map_err(Error::Usage)?;
     if own.has(&SHOW_HELP) {
-        return super::print_stdout(&help::help(registry, ""));
+        return crate::ch14_main::print_stdout(&help::help(registry, ""));
     }
     let settings = agent_settings(&agent_words, registry)?;
     // Serve's own flags and token are checked before anything is built or written: a typo
@@ -60,7 +61,7 @@ pub fn main(words: &[String], registry: &'static Registry, keys: &Keys) -> Resul
     install_interrupt_handler();
     let server = start(served, backend)?;
     say(&format!("mini-agent: serving {} (Ctrl+C stops)", root.display()));
-    super::print_stdout(&format!("{}\n", server.url()))?;
+    crate::ch14_main::print_stdout(&format!("{}\n", server.url()))?;
     // ANCHOR: main_wait
     // Ctrl+C and SIGTERM set chapter 4's flag, which every running turn sees: each is
     // interrupted and records it. Then the service stops taking requests and waits for them.
@@ -71,7 +72,7 @@ pub fn main(words: &[String], registry: &'static Registry, keys: &Keys) -> Resul
     server.stop();
     server.wait();
     // SIGTERM and SIGHUP make the exit code themselves (143, 129); Ctrl+C is 130.
-    match super::stopped_by_signal() {
+    match crate::ch14_main::stopped_by_signal() {
         Some(_) => Ok(0),
         None => Err(Error::Interrupted),
     }
@@ -407,11 +408,11 @@ fn open_elsewhere(in_use: &SessionInUse) -> Refusal {
 fn end_of(outcome: Outcome, settings: &Settings) -> TurnEnd {
     match outcome {
         Outcome::Completed(answer) => TurnEnd::completed(answer),
-        Outcome::TurnLimit => TurnEnd::failed(2, super::turn_limit_message(settings)),
+        Outcome::TurnLimit => TurnEnd::failed(2, crate::ch14_main::turn_limit_message(settings)),
         Outcome::Interrupted => TurnEnd::failed(130, "interrupted"),
         Outcome::Failed(error) => {
             let message = one_line(&error.to_string());
-            TurnEnd::failed(super::exit_code(&Err(error)), message)
+            TurnEnd::failed(crate::ch14_main::exit_code(&Err(error)), message)
         }
     }
 }

@@ -1,7 +1,7 @@
 //! No `-p`: the REPL of chapter 4, with the session host of `app.rs` as its host.
 
 use super::app::{Agent, Config};
-use super::say;
+use crate::ch14_main::say;
 use mini_agent::ch02_loop::Error;
 use mini_agent::ch02_loop::command_line::VERBOSE;
 use mini_agent::ch04_terminal::{LineReader, Screen, history_file, run_repl};
@@ -11,7 +11,7 @@ use mini_agent::ch04_terminal::{LineReader, Screen, history_file, run_repl};
 pub fn repl(
     start: impl FnOnce(Config) -> Result<Agent, Error>,
     config: Config,
-    registry: &super::registry::Registry,
+    registry: &crate::ch14_main::registry::Registry,
 ) -> Result<u8, Error> {
     let history =
         history_file(&config.root).map_err(|warning| say(&format!("mini-agent: warning: {warning}")));
@@ -40,7 +40,10 @@ pub fn repl(
     };
     let mut agent = start(config)?;
     if let Some(error) = history_off.filter(|_| agent.is_recorded()) {
-        say(&format!("mini-agent: warning: {}; history is off", super::one_line(&error.to_string())));
+        say(&format!(
+            "mini-agent: warning: {}; history is off",
+            crate::ch14_main::one_line(&error.to_string())
+        ));
     }
     let screen = Screen::stdio(agent.config.settings.has(&VERBOSE));
     screen.status(&banner(&agent));

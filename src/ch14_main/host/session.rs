@@ -74,7 +74,7 @@ impl Agent {
     }
 
     /// `/list`: the sessions of this root, the current one marked.
-    pub(super) fn list(&mut self, _: &str) -> Result<String, Error> {
+    pub(crate) fn list(&mut self, _: &str) -> Result<String, Error> {
         super::sessions_table::sessions_table(&self.store, Some(self.session_id()))
     }
 }
@@ -91,7 +91,7 @@ pub fn with_skills<T: mini_agent::ch02_loop::Tools>(
 ) -> (impl mini_agent::ch02_loop::Tools + use<T>, String, Vec<super::app::Report>) {
     let (system_prompt, skills) = mini_agent::ch06_skills::build_system_prompt(root);
     for warning in &skills.warnings {
-        super::say(&format!("mini-agent: warning: {warning}"));
+        crate::ch14_main::say(&format!("mini-agent: warning: {warning}"));
     }
     let report = skills.to_string();
     reports.push(("skills", Box::new(move || report.clone())));
@@ -128,7 +128,7 @@ impl Agent {
     /// `/stats` counts the session from the moment it was opened, with what its file recorded
     /// before (a resumed session); the history it holds already is what the next prompt is
     /// estimated from; the compaction it had is restored.
-    pub(super) fn start_counting(&self, reopened: mini_agent::ch07_context::Reopened) {
+    pub(crate) fn start_counting(&self, reopened: mini_agent::ch07_context::Reopened) {
         use std::sync::PoisonError;
         let shared = self.model.state();
         let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
@@ -140,7 +140,7 @@ impl Agent {
     }
 
     /// `/compact`: the conversation so far replaced by a summary, now.
-    pub(super) fn compact(&mut self, _: &str) -> Result<String, Error> {
+    pub(crate) fn compact(&mut self, _: &str) -> Result<String, Error> {
         let mut stats = self.config.context.stats.clone();
         let mut observers: Vec<&mut dyn Observer> = vec![&mut self.session.recorder, &mut stats];
         let mut fanout = super::app::Fanout(std::mem::take(&mut observers));
@@ -159,7 +159,7 @@ impl Agent {
     }
 
     /// `/stats`: what the session sent and received, and the size of the next request.
-    pub(super) fn stats_report(&mut self, _: &str) -> Result<String, Error> {
+    pub(crate) fn stats_report(&mut self, _: &str) -> Result<String, Error> {
         let next_prompt =
             self.model.estimate_prompt(&self.history, &mini_agent::ch02_loop::Tools::schemas(&*self.tools));
         let report = format!(

@@ -14,11 +14,11 @@ mod words;
 use words::{Action, RunOptions, help, parse};
 
 use super::app::{Agent, Config};
-use super::endpoint::{Connection, connect};
 use super::json_events::JsonEvents;
-use super::registry::Registry;
 use super::start::json_wanted;
-use super::{build_model, one_line, print_stdout, say, workspace_root};
+use crate::ch14_main::endpoint::{Connection, connect};
+use crate::ch14_main::registry::Registry;
+use crate::ch14_main::{build_model, one_line, print_stdout, say, workspace_root};
 use mini_agent::ch02_loop::command_line::VERBOSE;
 use mini_agent::ch02_loop::{Error, Observer, Outcome, plural};
 use mini_agent::ch03_tools::Workspace;
@@ -57,7 +57,7 @@ pub fn main(words: &[String], registry: &'static Registry, keys: &Keys) -> Resul
     });
     if json {
         // As for -p: the last line is always an `exit` event, with the reason when not 0.
-        let code = super::exit_code(&result);
+        let code = crate::ch14_main::exit_code(&result);
         let error = match &result {
             Err(error) => Some(one_line(&error.to_string())),
             Ok(_) => None,
@@ -94,7 +94,7 @@ fn tasks_path(root: Option<&Path>, file: Option<&Path>) -> Result<(PathBuf, Path
 /// Adds `task` to the list at `path` (a new id if it has none) and returns its id. The person
 /// who asked for it (at the terminal, or over HTTP with the service's token) approved its
 /// verify command by asking (chapter 16).
-pub(super) fn add_task(root: &Path, path: &Path, mut task: Task) -> Result<String, Error> {
+pub(crate) fn add_task(root: &Path, path: &Path, mut task: Task) -> Result<String, Error> {
     if *path == root.join(DEFAULT_TASKS_FILE) {
         let dir = root.join(".mini_agent");
         std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
@@ -257,7 +257,7 @@ fn reset((_, path): &(PathBuf, PathBuf), id: &str) -> Result<u8, Error> {
 }
 
 /// Puts task `id` back to pending, its attempts to 0 (after a person looked).
-pub(super) fn reset_task(path: &Path, id: &str) -> Result<(), Error> {
+pub(crate) fn reset_task(path: &Path, id: &str) -> Result<(), Error> {
     update(path, |file| {
         let task = file.find_mut(id)?;
         task.status = TaskStatus::Pending;

@@ -5,8 +5,8 @@
 //! to send, the compaction that was in force, and what to show the person who came back.
 
 use super::app::{Agent, Opened, toolbox};
-use super::endpoint::{Connection, connect};
-use super::say;
+use crate::ch14_main::endpoint::{Connection, connect};
+use crate::ch14_main::say;
 use mini_agent::ch02_loop::command_line::Settings;
 use mini_agent::ch02_loop::{Error, Message};
 use mini_agent::ch03_tools::secrets::Keys;
@@ -88,7 +88,7 @@ pub fn continue_session((journal, plan): (Journal, ResumePlan)) -> Opened {
 
 impl Agent {
     /// `/resume ID`: switches to another session of this root.
-    pub(super) fn resume_session(&mut self, wanted: &str) -> Result<String, Error> {
+    pub(crate) fn resume_session(&mut self, wanted: &str) -> Result<String, Error> {
         let path = self.store.resolve(wanted)?;
         if path == self.session.recorder.log().path() {
             return Ok(format!("already in session {}", self.session_id()));
