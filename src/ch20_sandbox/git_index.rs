@@ -84,6 +84,11 @@ pub fn gitlinks(file: File) -> io::Result<Gitlinks> {
             let keep = path.len().checked_sub(strip).ok_or_else(|| corrupt("a path prefix too long"))?;
             path.truncate(keep);
             entry_bytes += width + read_name(&mut reader, &mut path)?;
+            // Each entry may keep all of the path before it: without a bound, a crafted index
+            // of short entries would grow one path without end.
+            if path.len() > MAX_NAME {
+                return Err(corrupt("a path longer than git writes"));
+            }
         } else {
             path.clear();
             let with_nul = read_name(&mut reader, &mut path)?;

@@ -300,3 +300,28 @@ fn a_broken_index_is_an_error_not_a_panic() {
         "a count the file cannot hold"
     );
 }
+
+#[test]
+fn a_version_4_index_cannot_grow_one_path_without_end() {
+    // Every entry keeps the whole path before it and adds 60,000 bytes: 20 entries make a
+    // path of 1.2 MB (2,000, of 120 MB). The reader stops at the first path longer than git
+    // writes.
+    let root = TempDir::new("git-index");
+    let mut bytes = b"DIRC".to_vec();
+    bytes.extend_from_slice(&4u32.to_be_bytes());
+    bytes.extend_from_slice(&20u32.to_be_bytes());
+    for _ in 0..20 {
+        bytes.extend_from_slice(&[0u8; 24]);
+        bytes.extend_from_slice(&0o160000u32.to_be_bytes());
+        bytes.extend_from_slice(&[0u8; 12 + 20]);
+        bytes.extend_from_slice(&0x0fffu16.to_be_bytes());
+        bytes.push(0); // drop nothing of the path before
+        bytes.extend(std::iter::repeat_n(b'a', 60_000));
+        bytes.push(0);
+    }
+    bytes.extend_from_slice(&[0u8; 20]);
+    let path = root.path().join("index");
+    std::fs::write(&path, &bytes).unwrap();
+    let error = git_index::gitlinks(std::fs::File::open(&path).unwrap()).unwrap_err();
+    assert!(error.to_string().contains("a path longer than git writes"), "{error}");
+}
