@@ -325,3 +325,103 @@ fn a_version_4_index_cannot_grow_one_path_without_end() {
     let error = git_index::gitlinks(std::fs::File::open(&path).unwrap()).unwrap_err();
     assert!(error.to_string().contains("a path longer than git writes"), "{error}");
 }
+
+/// A repository with a submodule `lib` checked out (its gitdir under `.git/modules/lib`).
+fn with_submodule() -> (TempDir, TempDir) {
+    let library = repository();
+    let root = repository();
+    let source = library.path().display().to_string();
+    git(root.path(), &["submodule", "add", "-q", &source, "lib"]);
+    git(root.path(), &["commit", "-qm", "lib"]);
+    assert!(root.path().join(".git/modules/lib/config").is_file());
+    (root, library)
+}
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn a_submodules_config_changed_by_a_command_is_said() {
+    let outside = TempDir::new("outside");
+    let marker = outside.path().join("ran");
+    let command = format!("git -C lib config core.fsmonitor 'touch {}; false'", marker.display());
+    // Unconfined, the person's next `git status` runs the submodule's fsmonitor.
+    let (root, _library) = with_submodule();
+    bash(&mut Workspace::new(root.path()).unwrap(), &command);
+    let _ = Command::new("git").arg("status").current_dir(root.path()).output().unwrap();
+    assert!(marker.exists(), "the change works: git status recursed into lib and ran it");
+    std::fs::remove_file(&marker).unwrap();
+
+    let (root, _library) = with_submodule();
+    let mut workspace = sandboxed(&root);
+    let output = bash(&mut workspace, &command);
+    assert!(
+        output
+            .content
+            .contains("changed since the sandbox started: `.git/modules/lib/config` (submodule `lib`)"),
+        "{}",
+        output.content
+    );
+    assert!(output.content.contains("check it before running git there"), "{}", output.content);
+    let next = bash(
+        &mut workspace,
+        "echo '#!/bin/sh' > .git/modules/lib/hooks/post-checkout; echo ../x > .git/modules/lib/commondir",
+    );
+    assert!(
+        next.content.contains("[sandbox: moved `.git/modules/lib/commondir` (it sent git to `../x`)"),
+        "{}",
+        next.content
+    );
+    assert!(next.content.contains("`.git/modules/lib/hooks` (submodule `lib`)"), "{}", next.content);
+    assert!(!root.path().join(".git/modules/lib/commondir").exists());
+}
+
+#[test]
+fn a_submodules_gitdir_swapped_for_another_is_said_once() {
+    let (root, _library) = with_submodule();
+    let mut watch = GitWatch::start(root.path()).unwrap();
+    assert!(watch.check().line().is_none());
+    let modules = root.path().join(".git/modules");
+    std::fs::rename(&modules, root.path().join(".git/modules-old")).unwrap();
+    std::fs::create_dir_all(root.path().join("planted/lib")).unwrap();
+    std::os::unix::fs::symlink("../planted", &modules).unwrap();
+    let line = watch.check().line().unwrap();
+    assert!(line.contains("`.git/modules/lib` (submodule `lib`)"), "{line}");
+    assert!(watch.check().line().is_none(), "said once: {:?}", watch.check().line());
+}
+
+#[test]
+fn a_gitdir_reached_through_a_git_symlink_inside_the_root_is_watched_too() {
+    // Some setups keep the gitdir elsewhere and link `.git` to it; inside the root, commands
+    // can write it. Outside, Landlock keeps them from it.
+    let root = repository();
+    std::fs::rename(root.path().join(".git"), root.path().join(".realgit")).unwrap();
+    std::os::unix::fs::symlink(".realgit", root.path().join(".git")).unwrap();
+    let mut watch = GitWatch::start(root.path()).unwrap();
+    std::fs::write(root.path().join(".realgit/commondir"), "../evil\n").unwrap();
+    let line = watch.check().line().unwrap();
+    assert!(line.contains("moved `.git/commondir` (it sent git to `../evil`)"), "{line}");
+    assert!(!root.path().join(".realgit/commondir").exists());
+    // The link now names another directory: said.
+    std::fs::remove_file(root.path().join(".git")).unwrap();
+    std::os::unix::fs::symlink("/tmp", root.path().join(".git")).unwrap();
+    let line = watch.check().line().unwrap();
+    assert!(line.contains("`.git` at the root (now `/tmp`)"), "{line}");
+}
+
+#[test]
+fn fifos_where_git_keeps_files_hang_nothing() {
+    let root = repository();
+    let mut watch = GitWatch::start(root.path()).unwrap();
+    let fifo = |name: &str| {
+        let path = std::ffi::CString::new(root.path().join(name).as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string; mkfifo only creates the entry.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    };
+    std::fs::remove_file(root.path().join(".git/index")).ok();
+    fifo(".git/index");
+    fifo(".git/commondir");
+    let line = watch.check().line().unwrap();
+    // No `.mini_agent/` here (the sandbox makes it): removed, not moved.
+    assert!(line.starts_with("sandbox: removed `.git/commondir`: git run outside"), "{line}");
+    assert!(root.path().join(".git/commondir").symlink_metadata().is_err());
+    assert!(line.contains("not checked: `.git/index` could not be read (not a regular file)"), "{line}");
+}

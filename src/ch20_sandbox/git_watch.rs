@@ -21,6 +21,7 @@
 use super::dir_fd::{Dir, Stamp, component};
 use super::git_index;
 use super::nested::{MAX_DEPTH, MAX_DIRS, Nested};
+use super::submodules::{self, Change, MAX_SUBMODULES, Submodule};
 use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -109,6 +110,10 @@ pub struct GitWatch {
     modules: Option<(Stamp, BTreeSet<Vec<u8>>)>,
     nested: Option<Nested>,
     said_partial: bool,
+    /// The submodules checked out at start, and whether there were more than are watched.
+    submodules: Vec<Submodule>,
+    more_submodules: bool,
+    said_more_submodules: bool,
 }
 
 /// What one look found: what it undid, what it reports, and what it could not check.
@@ -145,6 +150,9 @@ impl GitWatch {
             modules: None,
             nested: None,
             said_partial: false,
+            submodules: Vec::new(),
+            more_submodules: false,
+            said_more_submodules: false,
         };
         if let Some(gitdir) = watch.gitdir() {
             watch.commondir_at_start = gitdir.stat(b"commondir").is_ok();
@@ -152,6 +160,7 @@ impl GitWatch {
             let (seen, read) = read_index(&gitdir);
             watch.index = seen;
             watch.gitlinks = read.map(|links| links.paths).unwrap_or_default();
+            (watch.submodules, watch.more_submodules) = submodules::find(root, &watch.root, &watch.gitlinks);
         }
         watch.nested = Nested::start(&watch.root).ok();
         Ok(watch)
@@ -176,11 +185,12 @@ impl GitWatch {
         self.check_root_git(&mut findings);
         if let Some(gitdir) = self.gitdir() {
             if !self.commondir_at_start && gitdir.stat(b"commondir").is_ok() {
-                findings.undone.push(quarantine(&self.root, &gitdir, b"commondir"));
+                findings.undone.push(quarantine(&self.root, &gitdir, Path::new(".git"), b"commondir"));
             }
             self.check_index(&gitdir, &mut findings);
             self.check_modules(&gitdir, &mut findings);
         }
+        self.check_submodules(&mut findings);
         if let Some(nested) = &mut self.nested {
             let found = nested.check(&self.root);
             findings.new.extend(found.new.iter().map(|path| format!("repository `{}`", shown(path))));
@@ -236,6 +246,29 @@ impl GitWatch {
         self.modules = now;
     }
 
+    /// The submodules there at start: a `commondir` planted in a gitdir is undone; a changed
+    /// `config` or hook, or a gitdir replaced, is said.
+    fn check_submodules(&mut self, findings: &mut Findings) {
+        for submodule in &mut self.submodules {
+            let of = format!("(submodule `{}`)", shown(&submodule.path));
+            for change in submodule.check(&self.root) {
+                match change {
+                    Change::Commondir(gitdir) => {
+                        findings.undone.push(quarantine(&self.root, &gitdir, &submodule.gitdir, b"commondir"))
+                    }
+                    Change::Replaced => findings.changed.push(format!("`{}` {of}", shown(&submodule.gitdir))),
+                    Change::Changed(what) => {
+                        findings.changed.push(format!("`{}` {of}", shown(&submodule.gitdir.join(what))))
+                    }
+                }
+            }
+        }
+        if self.more_submodules && !self.said_more_submodules {
+            self.said_more_submodules = true;
+            findings.unchecked.push(format!("submodules past the first {MAX_SUBMODULES}"));
+        }
+    }
+
     /// New submodule entries in the index (read again only when its stamp moved).
     fn check_index(&mut self, gitdir: &Dir, findings: &mut Findings) {
         if index_seen(gitdir, self.index.shared.as_ref().map(|(name, _)| name.as_str())) == self.index {
@@ -260,9 +293,10 @@ impl GitWatch {
 }
 
 // ANCHOR: quarantine
-/// Moves entry `name` of `gitdir` (the entry itself, whatever it is or names) to
-/// `.mini_agent/quarantine/`, else removes it if it is not a directory; says what was done.
-fn quarantine(root: &Dir, gitdir: &Dir, name: &[u8]) -> String {
+/// Moves entry `name` of `gitdir` (shown as `shown_dir`; the entry itself, whatever it is or
+/// names) to `.mini_agent/quarantine/`, else removes it if it is not a directory; says what
+/// was done.
+fn quarantine(root: &Dir, gitdir: &Dir, shown_dir: &Path, name: &[u8]) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let what = match (gitdir.read_start(name, 256), gitdir.read_link(name, 256)) {
         (Ok(text), _) | (_, Ok(text)) => {
@@ -270,7 +304,7 @@ fn quarantine(root: &Dir, gitdir: &Dir, name: &[u8]) -> String {
         }
         _ => String::new(),
     };
-    let planted = format!("`.git/{}`", shown(component(name)));
+    let planted = format!("`{}`", shown(&shown_dir.join(component(name))));
     let named = match what.is_empty() {
         true => String::new(),
         false => format!(" (it sent git to `{}`)", shown(Path::new(&what))),

@@ -45,6 +45,7 @@ pub mod run;
 #[cfg(target_os = "linux")]
 pub mod sockets;
 pub mod stopped;
+pub mod submodules;
 #[cfg(all(test, target_os = "linux"))]
 mod tests;
 
