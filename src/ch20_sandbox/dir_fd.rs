@@ -177,8 +177,10 @@ impl Dir {
         Ok(buffer)
     }
 
-    /// Every entry but `.` and `..`, with whether each is a directory (a symlink is not).
-    pub fn entries(&self) -> io::Result<Vec<Entry>> {
+    /// The entries `keep` wants (given each name and whether it is a directory; a symlink is
+    /// not), `.` and `..` aside, at most `max` of them; and whether that was all of them. Only
+    /// what is kept is allocated: a directory of a million files costs a walk, not memory.
+    pub fn entries(&self, max: usize, keep: impl Fn(&[u8], bool) -> bool) -> io::Result<(Vec<Entry>, bool)> {
         // fdopendir takes the descriptor over; it gets a duplicate, closed by closedir.
         // SAFETY: dup of a descriptor we own.
         let fd = check(unsafe { libc::fcntl(self.0.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) })?;
@@ -193,7 +195,7 @@ impl Dir {
         // A duplicate shares the reading position: start from the first entry.
         // SAFETY: a stream fdopendir returned.
         unsafe { libc::rewinddir(stream) };
-        let mut entries = Vec::new();
+        let (mut entries, mut complete) = (Vec::new(), true);
         loop {
             // SAFETY: readdir returns null at the end or an entry valid until the next call.
             let entry = unsafe { libc::readdir(stream) };
@@ -211,11 +213,18 @@ impl Dir {
                 libc::DT_UNKNOWN => self.stat(name).is_ok_and(|stamp| stamp.is_dir()),
                 _ => false,
             };
+            if !keep(name, is_dir) {
+                continue;
+            }
+            if entries.len() == max {
+                complete = false;
+                break;
+            }
             entries.push(Entry { name: name.to_vec(), is_dir });
         }
         // SAFETY: the stream is ours; this also closes the duplicate.
         unsafe { libc::closedir(stream) };
-        Ok(entries)
+        Ok((entries, complete))
     }
 
     /// Creates the directory `name` (mode `mode`), or leaves one that is there.

@@ -425,3 +425,20 @@ fn fifos_where_git_keeps_files_hang_nothing() {
     assert!(root.path().join(".git/commondir").symlink_metadata().is_err());
     assert!(line.contains("not checked: `.git/index` could not be read (not a regular file)"), "{line}");
 }
+
+#[test]
+fn a_listing_keeps_only_what_it_wants_and_at_most_so_many() {
+    let root = TempDir::new("entries");
+    for n in 0..2000 {
+        std::fs::write(root.path().join(format!("file{n}")), "").unwrap();
+    }
+    for n in 0..40 {
+        std::fs::create_dir(root.path().join(format!("dir{n}"))).unwrap();
+    }
+    std::os::unix::fs::symlink("/", root.path().join("link")).unwrap();
+    let dir = Dir::open(root.path()).unwrap();
+    let (dirs, complete) = dir.entries(100, |_, is_dir| is_dir).unwrap();
+    assert_eq!((dirs.len(), complete), (40, true), "files and the link are not kept");
+    let (some, complete) = dir.entries(10, |_, is_dir| is_dir).unwrap();
+    assert_eq!((some.len(), complete), (10, false));
+}

@@ -31,6 +31,8 @@ use std::thread::JoinHandle;
 
 /// An index larger than this is not read (git's own for 100,000 files is about 10 MB).
 const MAX_INDEX_BYTES: u64 = 256 << 20;
+/// Names in `.git/modules/` remembered at most.
+const MAX_MODULES: usize = 4096;
 /// Paths named in one note at most; the rest are counted.
 const MAX_NAMED: usize = 8;
 
@@ -284,7 +286,8 @@ impl GitWatch {
                 if !links.complete {
                     findings.unchecked.push("the index holds more submodule entries than are read".into());
                 }
-                self.gitlinks.extend(links.paths);
+                // What the index holds now (not all it ever held: that could only grow).
+                self.gitlinks = links.paths;
             }
             Err(error) if error.kind() == io::ErrorKind::NotFound => {}
             Err(error) => findings.unchecked.push(format!("`.git/index` could not be read ({error})")),
@@ -360,7 +363,8 @@ fn git_entry(root: &Dir) -> Option<GitEntry> {
 /// The stamp of `.git/modules` and the names in it.
 fn modules(gitdir: &Dir) -> Option<(Stamp, BTreeSet<Vec<u8>>)> {
     let dir = gitdir.child(b"modules").ok()?;
-    let names = dir.entries().ok()?.into_iter().map(|entry| entry.name).collect();
+    let (entries, _) = dir.entries(MAX_MODULES, |_, _| true).ok()?;
+    let names = entries.into_iter().map(|entry| entry.name).collect();
     Some((dir.stamp().ok()?, names))
 }
 

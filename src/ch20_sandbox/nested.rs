@@ -16,7 +16,7 @@
 //! cover, it says.
 
 use super::dir_fd::{Dir, Stamp, component};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Directories remembered at most.
@@ -101,8 +101,12 @@ impl Walk<'_> {
                 found.new.push(path.join(".git"));
             }
         }
-        let Ok(entries) = dir.entries() else { return };
-        for entry in entries.iter().filter(|entry| entry.is_dir && entered(&entry.name, depth)) {
+        let Ok((entries, complete)) = dir.entries(MAX_DIRS, |name, is_dir| is_dir && entered(name, depth))
+        else {
+            return;
+        };
+        *self.partial |= !complete;
+        for entry in &entries {
             self.adopt(node, &entry.name, dir, path, depth);
         }
     }
@@ -158,12 +162,18 @@ impl Walk<'_> {
             node.git = git;
         }
         let known: Vec<Vec<u8>> = node.children.keys().cloned().collect();
-        if changed && let Ok(entries) = dir.entries() {
-            let present = |name: &[u8]| entries.iter().any(|entry| entry.is_dir && entry.name == name);
-            for name in known.iter().filter(|name| !present(name)) {
+        let listed = match changed {
+            true => dir.entries(MAX_DIRS, |name, is_dir| is_dir && entered(name, depth)).ok(),
+            false => None,
+        };
+        if let Some((entries, complete)) = listed {
+            *self.partial |= !complete;
+            let present: BTreeSet<&[u8]> = entries.iter().map(|entry| entry.name.as_slice()).collect();
+            // A listing cut short cannot tell what is gone: the comparison below will.
+            for name in known.iter().filter(|name| complete && !present.contains(name.as_slice())) {
                 self.forget(node, name);
             }
-            for entry in entries.iter().filter(|entry| entry.is_dir && entered(&entry.name, depth)) {
+            for entry in &entries {
                 if !node.children.contains_key(&entry.name) {
                     self.adopt(node, &entry.name, dir, path, depth);
                 }

@@ -82,10 +82,11 @@ impl Submodule {
         let dir = root.descend(&gitdir).ok()?;
         let hooks_dir = dir.child(b"hooks").ok();
         let mut hook_files = Vec::new();
-        if let Some(entries) = hooks_dir.as_ref().and_then(|hooks| hooks.entries().ok()) {
-            for entry in entries.into_iter().filter(|entry| !entry.name.ends_with(b".sample")).take(MAX_HOOKS)
+        if let Some(hooks) = &hooks_dir {
+            let not_sample = |name: &[u8], _| !name.ends_with(b".sample");
+            for entry in hooks.entries(MAX_HOOKS, not_sample).map(|(entries, _)| entries).unwrap_or_default()
             {
-                let stamp = hooks_dir.as_ref().and_then(|hooks| hooks.stat(&entry.name).ok());
+                let stamp = hooks.stat(&entry.name).ok();
                 hook_files.push((entry.name, stamp));
             }
         }
