@@ -442,3 +442,15 @@ fn a_listing_keeps_only_what_it_wants_and_at_most_so_many() {
     let (some, complete) = dir.entries(10, |_, is_dir| is_dir).unwrap();
     assert_eq!((some.len(), complete), (10, false));
 }
+
+#[test]
+fn a_start_that_could_not_look_says_so_once() {
+    let gone = TempDir::new("gone").path().join("not-there");
+    let watched = super::git_watch::Watched::start(&gone);
+    let line = watched.check().unwrap();
+    assert!(
+        line.starts_with("sandbox: not checked: git's metadata in the workspace could not be read"),
+        "{line}"
+    );
+    assert!(watched.check().is_none(), "said once");
+}

@@ -44,18 +44,29 @@ pub struct Watched(Mutex<Starting>);
 enum Starting {
     Walking(JoinHandle<io::Result<GitWatch>>),
     Ready(Box<GitWatch>),
-    Failed,
+    /// Why nothing could be remembered, until it has been said once.
+    Failed(Option<String>),
+}
+
+impl Starting {
+    fn from(started: io::Result<GitWatch>) -> Starting {
+        match started {
+            Ok(watch) => Starting::Ready(Box::new(watch)),
+            Err(error) => Starting::Failed(Some(error.to_string())),
+        }
+    }
 }
 
 impl Watched {
-    /// Starts remembering the repository of `root`, beside the caller.
+    /// Starts remembering the repository of `root`, beside the caller (or at once, where no
+    /// thread can be started).
     pub fn start(root: &Path) -> Watched {
-        let root = root.to_path_buf();
+        let owned = root.to_path_buf();
         let walking =
-            std::thread::Builder::new().name("git-watch".into()).spawn(move || GitWatch::start(&root));
+            std::thread::Builder::new().name("git-watch".into()).spawn(move || GitWatch::start(&owned));
         Watched(Mutex::new(match walking {
             Ok(handle) => Starting::Walking(handle),
-            Err(_) => Starting::Failed,
+            Err(_) => Starting::from(GitWatch::start(root)),
         }))
     }
 
@@ -67,21 +78,28 @@ impl Watched {
     fn ready(&self) -> MutexGuard<'_, Starting> {
         let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if matches!(*state, Starting::Walking(_))
-            && let Starting::Walking(handle) = std::mem::replace(&mut *state, Starting::Failed)
+            && let Starting::Walking(handle) = std::mem::replace(&mut *state, Starting::Failed(None))
         {
             *state = match handle.join() {
-                Ok(Ok(watch)) => Starting::Ready(Box::new(watch)),
-                _ => Starting::Failed,
+                Ok(started) => Starting::from(started),
+                Err(_) => Starting::Failed(Some("the look at start failed".into())),
             };
         }
         state
     }
 
-    /// Looks after a command: the line to say, if anything was found.
+    /// Looks after a command: the line to say, if anything was found. Where nothing could be
+    /// remembered at start, that is said, once.
     pub fn check(&self) -> Option<String> {
         match &mut *self.ready() {
             Starting::Ready(watch) => watch.check().line(),
-            _ => None,
+            Starting::Failed(reason) => reason.take().map(|reason| {
+                format!(
+                    "sandbox: not checked: git's metadata in the workspace could not be read at start \
+                     ({reason}); check it without git before running git there"
+                )
+            }),
+            Starting::Walking(_) => None,
         }
     }
 }

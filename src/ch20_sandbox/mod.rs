@@ -19,6 +19,11 @@
 //!   is also a mark a process cannot remove, by which the reaper finds what `env -i` hid.
 //! * [`private_temp`] — the session's own `TMPDIR`, created 0700 and removed at the end.
 //!
+//! What no layer can prevent is looked for after each command: git obeys more files in `.git`
+//! than can be made read-only while `git commit` works, so [`git_watch`] compares the
+//! repository with the start, moves a planted `.git/commondir` aside and reports the rest
+//! (new submodules, nested repositories, changes in the submodules there at start).
+//!
 //! Everything that allocates or opens files is done once, before any fork: the ruleset, the
 //! BPF program, the namespaces. In the child only system calls remain (`setns`,
 //! `landlock_restrict_self`, `seccomp`), which is what async-signal-safety demands of a
