@@ -6,7 +6,7 @@
 //! tool picks up) that outlive the session. So each run gets a directory of its own: created
 //! with `mkdir` (which never follows a planted symlink) and mode 0700, handed to commands as
 //! `TMPDIR`, writable in every mode, and removed with everything in it when the run ends.
-//! A run killed with `kill -9` cannot remove its own; the next run's start sweeps those of
+//! A run killed with `kill -9` cannot remove its own; the next run to end sweeps those of
 //! runs that are gone ([`sweep_dead_runs`]).
 
 use std::fs::DirBuilder;
@@ -31,14 +31,7 @@ impl PrivateTemp {
             SystemTime::now().duration_since(UNIX_EPOCH).map(|since| since.subsec_nanos()).unwrap_or(0);
         let (pid, n) = (std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
         let name = format!("mini-agent-{pid}-{n}-{nanos}-{}", pid_namespace().unwrap_or(0));
-        let temp_dir = std::env::temp_dir();
-        // Beside the start, not before it: reading a temp dir of thousands of entries takes
-        // milliseconds, and a run that ends first only leaves the rest to the next one.
-        let swept = temp_dir.clone();
-        let _ = std::thread::Builder::new()
-            .name("temp-sweep".into())
-            .spawn(move || sweep_dead_runs(&swept, SWEEP_AT_MOST));
-        let path = temp_dir.join(name);
+        let path = std::env::temp_dir().join(name);
         DirBuilder::new().mode(0o700).create(&path)?;
         // Canonical, so that the Landlock rule and `TMPDIR` name the directory itself.
         match path.canonicalize() {
@@ -59,6 +52,12 @@ impl Drop for PrivateTemp {
     fn drop(&mut self) {
         // std's remove_dir_all does not follow symlinks a command left inside.
         let _ = std::fs::remove_dir_all(&self.path);
+        // Then what runs killed with `kill -9` left, as the run ends rather than as one starts:
+        // reading a temp dir of thousands of entries costs a millisecond or two, better spent
+        // after the answer is out than before the first request.
+        if let Some(temp_dir) = self.path.parent() {
+            sweep_dead_runs(temp_dir, SWEEP_AT_MOST);
+        }
     }
 }
 // ANCHOR_END: private_temp
