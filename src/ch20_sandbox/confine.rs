@@ -78,6 +78,7 @@ impl Parts {
         let namespaces = self.namespaces.clone();
         let root = Arc::clone(&self.root);
         let confine = move || -> io::Result<()> {
+            first_for_the_oom_killer();
             if let Some(namespaces) = &namespaces {
                 // SAFETY: we are the forked child; `enter` makes system calls only.
                 unsafe { namespaces.enter(&root)? };
@@ -91,7 +92,8 @@ impl Parts {
             Ok(())
         };
         // SAFETY: `confine` allocates nothing and makes only async-signal-safe system calls
-        // (setns, chdir, prctl, landlock_restrict_self, seccomp, close) on data built above.
+        // (open, write, setns, chdir, prctl, landlock_restrict_self, seccomp, close) on data
+        // built above.
         unsafe { command.pre_exec(confine) };
         Ok(())
     }
@@ -108,3 +110,23 @@ impl Parts {
         self.namespaces.as_ref().is_some_and(|namespaces| namespaces.holds(pid))
     }
 }
+
+// ANCHOR: oom
+/// When memory runs out, the kernel's OOM killer ends the process with the highest score. A
+/// command, and everything it starts, gets the highest there is (1000), so that a command that
+/// eats memory, or forks a thousand small processes each smaller than the agent, is what goes:
+/// not the agent, which would lose the turn, nor the person's editor. Raising one's own score
+/// needs no privilege, and children inherit it. Best effort: without `/proc` nothing changes.
+fn first_for_the_oom_killer() {
+    const PATH: &[u8] = b"/proc/self/oom_score_adj\0";
+    // SAFETY: open, write and close on a constant path and buffer: async-signal-safe, no
+    // allocation, as a forked child requires.
+    unsafe {
+        let fd = libc::open(PATH.as_ptr().cast(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd >= 0 {
+            let _ = libc::write(fd, b"1000".as_ptr().cast(), 4);
+            libc::close(fd);
+        }
+    }
+}
+// ANCHOR_END: oom

@@ -576,3 +576,12 @@ fn an_x32_call_is_refused_not_passed_by_the_filter() {
         assert!(output.content.contains(&format!("x32 -1 {}", libc::EPERM)), "{}", output.content);
     }
 }
+
+#[test]
+fn a_sandboxed_command_is_the_oom_killers_first_choice_and_the_agent_is_not() {
+    let (_root, mut workspace, _sandbox) = sandboxed(Mode::Workspace, false);
+    let output = bash(&mut workspace, "cat /proc/self/oom_score_adj; sh -c 'cat /proc/self/oom_score_adj'");
+    assert_eq!(output.content.matches("1000").count(), 2, "the command and its child: {}", output.content);
+    let agent = std::fs::read_to_string("/proc/self/oom_score_adj").unwrap();
+    assert_ne!(agent.trim(), "1000", "the agent keeps its own score");
+}
