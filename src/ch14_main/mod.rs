@@ -23,8 +23,6 @@ mod help;
 #[cfg(feature = "ch05")]
 mod host;
 mod registry;
-#[cfg(all(test, feature = "ch05"))]
-mod tests;
 
 use args::Command;
 #[cfg(not(feature = "ch05"))]

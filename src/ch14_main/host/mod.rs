@@ -17,4 +17,6 @@ pub(crate) mod sessions_table;
 pub(crate) mod start;
 #[cfg(feature = "ch15")]
 pub(crate) mod tasks;
+#[cfg(test)]
+mod tests;
 pub(crate) mod unrecorded;

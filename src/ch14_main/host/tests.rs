@@ -1,8 +1,8 @@
 //! Chapter 5 in the command line: every run writes its session, and a later command finds it
 //! again. The runs go through `run`, exactly as `main` calls it, against the demo model.
 
-use super::host::sessions_table::sessions_table;
-use super::*;
+use super::sessions_table::sessions_table;
+use crate::ch14_main::*;
 use mini_agent::ch05_sessions::SessionStore;
 use mini_agent::temp_dir::TempDir;
 
