@@ -89,11 +89,12 @@ impl Parts {
             if let Some(filter) = &sockets {
                 seccompiler::apply_filter(filter).map_err(|_| io::Error::last_os_error())?;
             }
+            no_inherited_descriptors();
             Ok(())
         };
         // SAFETY: `confine` allocates nothing and makes only async-signal-safe system calls
-        // (open, write, setns, chdir, prctl, landlock_restrict_self, seccomp, close) on data
-        // built above.
+        // (open, write, setns, chdir, prctl, landlock_restrict_self, seccomp, close,
+        // close_range) on data built above.
         unsafe { command.pre_exec(confine) };
         Ok(())
     }
@@ -130,3 +131,19 @@ fn first_for_the_oom_killer() {
     }
 }
 // ANCHOR_END: oom
+
+/// Descriptors the agent itself inherited from whatever started it (an editor's socket, an open
+/// log, a wrapper's pipe) would reach the command through `exec`, past every rule: Landlock
+/// checks paths when they are opened, and these are open already. Everything above stdin,
+/// stdout and stderr is marked close-on-exec (`close_range`, Linux 5.11; before it, the first
+/// 1,024 one by one).
+fn no_inherited_descriptors() {
+    // SAFETY: close_range and fcntl on descriptor numbers: async-signal-safe, no allocation.
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) != 0 {
+            for fd in 3..1024 {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+    }
+}

@@ -67,7 +67,7 @@ impl Drop for PrivateTemp {
 /// thousands of them costs one start a bounded pause, not a long one.
 const SWEEP_AT_MOST: usize = 64;
 
-/// Removes, from `temp_dir`, up to `at_most` private temp dirs whose run is gone: named by a
+/// Removes, from `temp_dir`, private temp dirs whose run is gone, trying at most `at_most`: named by a
 /// run in this pid namespace (a container sharing `/tmp` numbers its processes apart), a real
 /// directory (not a symlink) owned by this user, and no process has that pid any more. A live
 /// process with the pid (ours, another user's, or a reused number) keeps its directory; so
@@ -78,9 +78,11 @@ pub fn sweep_dead_runs(temp_dir: &Path, at_most: usize) -> usize {
     let Ok(entries) = std::fs::read_dir(temp_dir) else { return 0 };
     // SAFETY: getuid cannot fail and touches no memory.
     let me = unsafe { libc::getuid() };
-    let mut removed = 0;
+    // Tries, not successes, are bounded: a leftover that cannot be removed (a tree deeper than
+    // the descriptors a process may hold) would otherwise cost every later run its walk.
+    let (mut tried, mut removed) = (0, 0);
     for entry in entries.flatten() {
-        if removed == at_most {
+        if tried == at_most {
             break;
         }
         let name = entry.file_name();
@@ -89,6 +91,7 @@ pub fn sweep_dead_runs(temp_dir: &Path, at_most: usize) -> usize {
         if !meta.is_dir() || meta.uid() != me || process_exists(pid) {
             continue;
         }
+        tried += 1;
         if std::fs::remove_dir_all(entry.path()).is_ok() {
             removed += 1;
         }

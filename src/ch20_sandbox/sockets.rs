@@ -28,7 +28,8 @@ use std::collections::BTreeMap;
 
 // ANCHOR: socket_filter
 /// The filter: `socket()` fails with `EPERM` for every family, or with `allow_net` for
-/// `AF_UNIX` alone; `io_uring_setup` fails too; everything else is allowed. `Err` on an
+/// `AF_UNIX` alone; so does a datagram `socketpair()`, whose ends may still `sendto` any
+/// socket path; `io_uring_setup` fails too; everything else is allowed. `Err` on an
 /// architecture seccompiler does not know.
 pub fn socket_filter(allow_net: bool) -> Result<BpfProgram, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|error| error.to_string())?;
@@ -42,7 +43,20 @@ pub fn socket_filter(allow_net: bool) -> Result<BpfProgram, String> {
         }
         false => vec![],
     };
-    let rules = BTreeMap::from([(libc::SYS_socket, socket_rules), (libc::SYS_io_uring_setup, vec![])]);
+    // The type, less its flags (SOCK_CLOEXEC, SOCK_NONBLOCK), is the low four bits.
+    let datagram = SeccompCondition::new(
+        1,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::MaskedEq(0xf),
+        libc::SOCK_DGRAM as u64,
+    )
+    .map_err(|error| error.to_string())?;
+    let pair_rules = vec![SeccompRule::new(vec![datagram]).map_err(|error| error.to_string())?];
+    let rules = BTreeMap::from([
+        (libc::SYS_socket, socket_rules),
+        (libc::SYS_socketpair, pair_rules),
+        (libc::SYS_io_uring_setup, vec![]),
+    ]);
     let refuse = SeccompAction::Errno(libc::EPERM as u32);
     let filter =
         SeccompFilter::new(rules, SeccompAction::Allow, refuse, arch).map_err(|error| error.to_string())?;

@@ -585,3 +585,33 @@ fn a_sandboxed_command_is_the_oom_killers_first_choice_and_the_agent_is_not() {
     let agent = std::fs::read_to_string("/proc/self/oom_score_adj").unwrap();
     assert_ne!(agent.trim(), "1000", "the agent keeps its own score");
 }
+
+#[test]
+fn a_descriptor_the_agent_inherited_does_not_reach_a_command() {
+    // As if whatever started the agent had left a descriptor open without close-on-exec.
+    let outside = TempDir::new("inherited");
+    let file = std::fs::File::create(outside.path().join("log")).unwrap();
+    let fd = 217;
+    // SAFETY: dup2 onto an unused high number, without close-on-exec, in this test process.
+    assert_eq!(unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&file), fd) }, fd);
+    let (_root, mut workspace, _sandbox) = sandboxed(Mode::Workspace, false);
+    let output = bash(&mut workspace, &format!("echo leaked >&{fd} && echo wrote"));
+    let unconfined_root = TempDir::new("sandbox");
+    let unconfined = bash(&mut plain(&unconfined_root), &format!("echo leaked >&{fd} && echo wrote"));
+    // SAFETY: closing the number dup2 made above.
+    unsafe { libc::close(fd) };
+    assert!(!output.content.contains("wrote"), "{}", output.content);
+    assert!(unconfined.content.contains("wrote"), "unconfined, it does: {}", unconfined.content);
+    assert_eq!(std::fs::read_to_string(outside.path().join("log")).unwrap(), "leaked\n");
+}
+
+#[test]
+fn a_datagram_socketpair_is_refused_and_a_stream_pair_is_not() {
+    let python = "import socket\ntry:\n    socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n    print('dgram made')\nexcept OSError as e:\n    print('dgram refused', e.errno)\na, b = socket.socketpair()\na.send(b'ok')\nprint('stream', b.recv(2).decode())";
+    for allow_net in [false, true] {
+        let (_root, mut workspace, _sandbox) = sandboxed(Mode::Workspace, allow_net);
+        let output = bash(&mut workspace, &format!("python3 -c \"{python}\""));
+        assert!(output.content.contains(&format!("dgram refused {}", libc::EPERM)), "{}", output.content);
+        assert!(output.content.contains("stream ok"), "{}", output.content);
+    }
+}
