@@ -441,6 +441,16 @@ fn protected_paths(root: &Path, config_dir: Option<PathBuf>) -> Protected {
     if let Some(config) = config_dir.filter(|dir| dir.starts_with(root) && private(dir).is_ok()) {
         read_only.extend(config.canonicalize().ok());
     }
+    // A `.git/hooks` or `.git/config` that is a symlink to somewhere in the root (hooks kept in
+    // `.githooks/`) is protected where it leads: left out, its hooks were the command's. One
+    // that leads out of the root needs nothing here: Landlock keeps commands from writing there.
+    for path in &mut read_only {
+        if path.symlink_metadata().is_ok_and(|meta| meta.is_symlink())
+            && let Ok(target) = path.canonicalize()
+        {
+            *path = target;
+        }
+    }
     // Only what exists, as itself: a symlink would be followed by the mount, elsewhere.
     let real = |path: &PathBuf| {
         path.starts_with(root) && path.symlink_metadata().is_ok_and(|meta| !meta.is_symlink())

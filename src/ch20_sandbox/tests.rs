@@ -614,4 +614,20 @@ fn a_datagram_socketpair_is_refused_and_a_stream_pair_is_not() {
         assert!(output.content.contains(&format!("dgram refused {}", libc::EPERM)), "{}", output.content);
         assert!(output.content.contains("stream ok"), "{}", output.content);
     }
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn hooks_kept_elsewhere_in_the_root_through_a_symlink_are_read_only_too() {
+    let root = TempDir::new("sandbox");
+    let git = |args: &[&str]| Command::new("git").args(args).current_dir(root.path()).output().unwrap();
+    assert!(git(&["init", "-q"]).status.success());
+    std::fs::remove_dir_all(root.path().join(".git/hooks")).unwrap();
+    std::fs::create_dir(root.path().join(".githooks")).unwrap();
+    std::os::unix::fs::symlink("../.githooks", root.path().join(".git/hooks")).unwrap();
+    let sandbox = Arc::new(Sandbox::new(root.path(), Mode::Workspace, false).unwrap());
+    assert!(sandbox.coverage().state, "build.rs made a user namespace: {}", sandbox.start_up_line());
+    assert!(sandbox.start_up_line().contains(".githooks"), "{}", sandbox.start_up_line());
+    let mut workspace = plain(&root).confined(sandbox);
+    let output = bash(&mut workspace, "echo y > .git/hooks/pre-commit; echo z > .githooks/post-commit");
+    assert!(!root.path().join(".githooks/pre-commit").exists(), "{}", output.content);
+    assert!(!root.path().join(".githooks/post-commit").exists(), "{}", output.content);
+    assert!(output.content.contains("Read-only file system"), "{}", output.content);
 }
