@@ -614,6 +614,9 @@ fn a_datagram_socketpair_is_refused_and_a_stream_pair_is_not() {
         assert!(output.content.contains(&format!("dgram refused {}", libc::EPERM)), "{}", output.content);
         assert!(output.content.contains("stream ok"), "{}", output.content);
     }
+}
+
+#[test]
 #[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
 fn hooks_kept_elsewhere_in_the_root_through_a_symlink_are_read_only_too() {
     let root = TempDir::new("sandbox");
