@@ -435,6 +435,12 @@ fn protected_paths(root: &Path, config_dir: Option<PathBuf>) -> Protected {
     let git = root.join(".git");
     if git.symlink_metadata().is_ok_and(|meta| meta.is_dir()) {
         let _ = std::fs::create_dir(git.join("hooks"));
+        // Hooks that `core.hooksPath` keeps in the work tree (husky's `.husky/_`) are the
+        // repository's hooks as much as `.git/hooks` is; made if missing where its parent is.
+        if let Some(hooks) = hooks_path(root, &git.join("config")) {
+            let _ = std::fs::create_dir(&hooks);
+            read_only.push(hooks);
+        }
     }
     let config_dir =
         config_dir.and_then(|dir| Some(dir.parent()?.canonicalize().ok()?.join(dir.file_name()?)));
@@ -459,6 +465,42 @@ fn protected_paths(root: &Path, config_dir: Option<PathBuf>) -> Protected {
     read_only.dedup();
     let pinned = if real(&git) && git.is_dir() { vec![git] } else { Vec::new() };
     Protected { pinned, read_only }
+}
+
+/// Where `.git/config` (`config`) puts the repository's hooks with `core.hooksPath`, when that
+/// is in the root: relative to the work tree, as git takes it. Read without git, which would
+/// obey what it reads; the last setting wins, as in git. An include or the user's own config
+/// may set it too: those are not read (a path outside the root needs nothing here).
+fn hooks_path(root: &Path, config: &Path) -> Option<PathBuf> {
+    const MAX_CONFIG_BYTES: u64 = 1 << 20;
+    // Not a FIFO or a device: the config is read before any command runs.
+    let meta = config.symlink_metadata().ok()?;
+    if !meta.is_file() || meta.len() > MAX_CONFIG_BYTES {
+        return None;
+    }
+    let text = std::fs::read_to_string(config).ok()?;
+    let mut in_core = false;
+    let mut found = None;
+    for line in text.lines().map(str::trim) {
+        if let Some(section) = line.strip_prefix('[') {
+            let name = section.split([']', ' ', '"', '.']).next().unwrap_or_default();
+            in_core = name.eq_ignore_ascii_case("core");
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else { continue };
+        if in_core && key.trim().eq_ignore_ascii_case("hookspath") {
+            let value = value.trim();
+            let value = match value.strip_prefix('"') {
+                Some(quoted) => quoted.split('"').next().unwrap_or_default(),
+                None => value.split(['#', ';']).next().unwrap_or_default().trim(),
+            };
+            found = Some(value.to_string());
+        }
+    }
+    let path = root.join(found.filter(|value| !value.is_empty() && !value.starts_with('~'))?);
+    let parent = path.parent()?.canonicalize().ok()?;
+    let path = parent.join(path.file_name()?);
+    path.starts_with(root).then_some(path)
 }
 
 /// A path as the start-up line shows it: short, relative to `~` when it can be.

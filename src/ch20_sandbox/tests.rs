@@ -634,3 +634,46 @@ fn hooks_kept_elsewhere_in_the_root_through_a_symlink_are_read_only_too() {
     assert!(!root.path().join(".githooks/post-commit").exists(), "{}", output.content);
     assert!(output.content.contains("Read-only file system"), "{}", output.content);
 }
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn hooks_that_core_hookspath_keeps_in_the_work_tree_are_read_only() {
+    let root = TempDir::new("sandbox");
+    let git = |args: &[&str]| Command::new("git").args(args).current_dir(root.path()).output().unwrap();
+    assert!(git(&["init", "-q"]).status.success());
+    // As husky sets it up: a hooks folder in the work tree, ignored by its own .gitignore.
+    assert!(git(&["config", "core.hooksPath", ".husky/_"]).status.success());
+    std::fs::create_dir(root.path().join(".husky")).unwrap();
+    let sandbox = Arc::new(Sandbox::new(root.path(), Mode::Workspace, false).unwrap());
+    assert!(sandbox.coverage().state, "build.rs made a user namespace: {}", sandbox.start_up_line());
+    let mut workspace = plain(&root).confined(sandbox);
+    let output = bash(&mut workspace, "echo y > .husky/_/pre-commit; echo done");
+    assert!(!root.path().join(".husky/_/pre-commit").exists(), "{}", output.content);
+    assert!(output.content.contains("Read-only file system"), "{}", output.content);
+    // Elsewhere in .husky the work goes on.
+    let output = bash(&mut workspace, "echo ok > .husky/notes && cat .husky/notes");
+    assert!(output.content.contains("ok"), "{}", output.content);
+}
+
+#[test]
+fn hooks_path_is_read_as_git_reads_it_and_only_inside_the_root() {
+    let root = TempDir::new("hooks-path");
+    let root_path = root.path().canonicalize().unwrap();
+    std::fs::create_dir(root_path.join("tools")).unwrap();
+    let config = root_path.join("config");
+    let case = |text: &str| {
+        std::fs::write(&config, text).unwrap();
+        super::hooks_path(&root_path, &config)
+    };
+    assert_eq!(case("[core]\n\thooksPath = tools/hooks\n"), Some(root_path.join("tools/hooks")));
+    assert_eq!(case("[CORE]\n\tHOOKSPATH = \"tools/h #1\" ; note\n"), Some(root_path.join("tools/h #1")));
+    assert_eq!(
+        case("[core]\nhooksPath = a\n[core]\nhooksPath = tools/last # why\n"),
+        Some(root_path.join("tools/last"))
+    );
+    assert_eq!(case("[alias]\n\thooksPath = tools/hooks\n"), None, "another section's key");
+    assert_eq!(case("[core]\n\thooksPath = ../outside\n"), None);
+    assert_eq!(case("[core]\n\thooksPath = /etc/hooks\n"), None);
+    assert_eq!(case("[core]\n\thooksPath = ~/hooks\n"), None);
+    assert_eq!(case("[core]\n\tbare = false\n"), None);
+}
