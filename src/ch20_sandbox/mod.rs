@@ -441,6 +441,10 @@ fn protected_paths(root: &Path, config_dir: Option<PathBuf>) -> Protected {
             let _ = std::fs::create_dir(&hooks);
             read_only.push(hooks);
         }
+        // The gitdirs of this repository's other worktrees (`git worktree add` elsewhere): a
+        // `commondir` or `config.worktree` rewritten there is obeyed by git run in that
+        // checkout, outside the root. Commands here never need to write them.
+        read_only.push(git.join("worktrees"));
     }
     let config_dir =
         config_dir.and_then(|dir| Some(dir.parent()?.canonicalize().ok()?.join(dir.file_name()?)));

@@ -677,3 +677,32 @@ fn hooks_path_is_read_as_git_reads_it_and_only_inside_the_root() {
     assert_eq!(case("[core]\n\thooksPath = ~/hooks\n"), None);
     assert_eq!(case("[core]\n\tbare = false\n"), None);
 }
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn the_gitdirs_of_other_worktrees_are_read_only() {
+    let root = TempDir::new("sandbox");
+    let elsewhere = TempDir::new("linked");
+    let linked = elsewhere.path().join("lw");
+    let git = |args: &[&str]| Command::new("git").args(args).current_dir(root.path()).output().unwrap();
+    assert!(git(&["init", "-q"]).status.success());
+    assert!(
+        git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "i"])
+            .status
+            .success()
+    );
+    assert!(git(&["worktree", "add", "-q", linked.to_str().unwrap(), "-b", "lw"]).status.success());
+    let sandbox = Arc::new(Sandbox::new(root.path(), Mode::Workspace, false).unwrap());
+    assert!(sandbox.coverage().state, "build.rs made a user namespace: {}", sandbox.start_up_line());
+    let mut workspace = plain(&root).confined(sandbox);
+    let output =
+        bash(&mut workspace, "echo planted > .git/worktrees/lw/commondir; cat .git/worktrees/lw/commondir");
+    assert!(output.content.contains("Read-only file system"), "{}", output.content);
+    assert!(!output.content.contains("planted\n"), "{}", output.content);
+    // The main checkout's own git work goes on.
+    let output = bash(
+        &mut workspace,
+        "echo hi > a.txt && git add a.txt && git -c user.name=t -c user.email=t@t commit -qm one && echo committed",
+    );
+    assert!(output.content.contains("committed"), "{}", output.content);
+}
