@@ -6,19 +6,13 @@
 use super::dir_fd::Dir;
 use super::git_index;
 use super::git_watch::GitWatch;
+use super::tests::bash;
 use super::*;
-use crate::ch02_loop::{ToolCall, ToolOutput, Tools};
 use crate::ch03_tools::Workspace;
 use crate::temp_dir::TempDir;
-use serde_json::json;
 use std::collections::BTreeSet;
 use std::process::Command;
 use std::sync::Arc;
-
-fn bash(workspace: &mut Workspace, command: &str) -> ToolOutput {
-    let arguments = json!({"command": command}).to_string();
-    workspace.run(&ToolCall { id: "1".into(), name: "bash".into(), arguments })
-}
 
 fn git(root: &Path, args: &[&str]) -> std::process::Output {
     let output = Command::new("git")

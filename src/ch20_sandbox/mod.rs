@@ -36,6 +36,8 @@
 #[cfg(target_os = "linux")]
 mod confine;
 pub mod dir_fd;
+#[cfg(all(test, target_os = "linux"))]
+mod escape_tests;
 pub mod git_index;
 #[cfg(all(test, target_os = "linux"))]
 mod git_tests;
