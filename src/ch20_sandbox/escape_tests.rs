@@ -195,6 +195,7 @@ fn hooks_path_is_read_as_git_reads_it_and_only_inside_the_root() {
     assert_eq!(case("[core]\n\thooksPath = /etc/hooks\n"), None);
     assert_eq!(case("[core]\n\thooksPath = ~/hooks\n"), None);
     assert_eq!(case("[core]\n\tbare = false\n"), None);
+    assert_eq!(case("[core]\n\thooksPath = .\n"), None, "the root is not made read-only");
 }
 
 #[test]

@@ -506,7 +506,8 @@ fn hooks_path(root: &Path, config: &Path) -> Option<PathBuf> {
     let path = root.join(found.filter(|value| !value.is_empty() && !value.starts_with('~'))?);
     let parent = path.parent()?.canonicalize().ok()?;
     let path = parent.join(path.file_name()?);
-    path.starts_with(root).then_some(path)
+    // The root itself (`hooksPath = .`) is no hooks folder: read-only, it would stop all work.
+    (path.starts_with(root) && path != root).then_some(path)
 }
 
 /// A path as the start-up line shows it: short, relative to `~` when it can be.
