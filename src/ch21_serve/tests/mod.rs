@@ -226,6 +226,18 @@ fn events(body: &str) -> Vec<(Option<u64>, String, Value)> {
         .collect()
 }
 
+/// Sends `message` to session `id` on a thread of its own, for a turn the test will hold up
+/// (an approval, a gate); join it for the answer.
+fn send_in_background(
+    server: &Server,
+    id: &str,
+    message: &str,
+) -> std::thread::JoinHandle<(u16, String, String)> {
+    let (address, path, body) =
+        (server.address(), format!("/sessions/{id}/messages"), json!({"message": message}));
+    std::thread::spawn(move || request(address, "POST", &path, Some(&body), ""))
+}
+
 fn new_session(server: &Server) -> String {
     let (status, body) = call(server, "POST", "/sessions", None);
     assert_eq!(status, 201, "{body}");

@@ -162,11 +162,7 @@ fn cancel_interrupts_the_running_turn_and_drops_the_queued_ones() {
     let (fake, started) = Fake::new();
     let server = server(&fake);
     let id = new_session(&server);
-    let address = server.address();
-    let send = |message: &'static str| {
-        let path = format!("/sessions/{id}/messages");
-        std::thread::spawn(move || request(address, "POST", &path, Some(&json!({"message": message})), ""))
-    };
+    let send = |message: &'static str| send_in_background(&server, &id, message);
     let running = send("block");
     started.recv().unwrap();
     let queued = send("hello");
@@ -218,11 +214,7 @@ fn approvals_wait_for_an_answer_over_http_without_holding_a_slot() {
     let (fake, started) = Fake::new();
     let server = serve(&fake, 1, Limits::default());
     let (a, b) = (new_session(&server), new_session(&server));
-    let address = server.address();
-    let ask = || {
-        let path = format!("/sessions/{a}/messages");
-        std::thread::spawn(move || request(address, "POST", &path, Some(&json!({"message": "ask"})), ""))
-    };
+    let ask = || send_in_background(&server, &a, "ask");
     let asking = ask();
     started.recv().unwrap();
     let approvals = format!("/sessions/{a}/approvals");
@@ -260,10 +252,7 @@ fn a_cancelled_turn_stops_waiting_for_its_approval() {
     let (fake, started) = Fake::new();
     let server = server(&fake);
     let id = new_session(&server);
-    let address = server.address();
-    let path = format!("/sessions/{id}/messages");
-    let asking =
-        std::thread::spawn(move || request(address, "POST", &path, Some(&json!({"message": "ask"})), ""));
+    let asking = send_in_background(&server, &id, "ask");
     started.recv().unwrap();
     until("the call waits for approval", || activity(&server, &id).0 == "approval");
     call(&server, "POST", &format!("/sessions/{id}/cancel"), None);
@@ -276,10 +265,7 @@ fn a_busy_session_is_not_deleted() {
     let (fake, started) = Fake::new();
     let server = server(&fake);
     let id = new_session(&server);
-    let address = server.address();
-    let path = format!("/sessions/{id}/messages");
-    let running =
-        std::thread::spawn(move || request(address, "POST", &path, Some(&json!({"message": "block"})), ""));
+    let running = send_in_background(&server, &id, "block");
     started.recv().unwrap();
     assert_eq!(call(&server, "DELETE", &format!("/sessions/{id}"), None).0, 409);
     fake.open_gate();
@@ -293,10 +279,7 @@ fn stopping_cancels_running_turns_and_waits_for_them() {
     let (fake, started) = Fake::new();
     let server = server(&fake);
     let id = new_session(&server);
-    let address = server.address();
-    let path = format!("/sessions/{id}/messages");
-    let running =
-        std::thread::spawn(move || request(address, "POST", &path, Some(&json!({"message": "block"})), ""));
+    let (address, running) = (server.address(), send_in_background(&server, &id, "block"));
     started.recv().unwrap();
     server.stop();
     server.wait();
