@@ -202,6 +202,13 @@ fn a_message_for_a_session_a_terminal_holds_is_a_409_and_records_nothing() {
         terminal.id()
     );
     assert_eq!((status, body), (409, json!({"error": expected})));
+    // Nor can it be deleted from under the terminal.
+    let (status, body) = served.call("DELETE", &format!("/sessions/{id}"), None);
+    let in_use = format!(
+        "session {id} is in use by another mini-agent process (pid {}); finish or quit that one first",
+        terminal.id()
+    );
+    assert_eq!((status, body), (409, json!({"error": in_use})));
     assert_eq!(std::fs::read(&journal).expect("the journal"), before, "nothing was recorded");
     let (_, session) = served.call("GET", &format!("/sessions/{id}"), None);
     assert_eq!(session["activity"], "idle", "{session}");
@@ -210,6 +217,22 @@ fn a_message_for_a_session_a_terminal_holds_is_a_409_and_records_nothing() {
     assert!(terminal.wait().expect("wait for mini-agent -r").success());
     let (status, body) = served.call("POST", &path, Some(json!({"message": "list files"})));
     assert_eq!((status, &body["code"]), (200, &json!(0)), "{body}");
+}
+
+/// A journal too damaged to open (a torn middle) is still the person's to delete.
+#[test]
+fn a_damaged_session_can_be_deleted() {
+    let served = Served::start(&["--demo"]);
+    let id = served.new_session();
+    let journal = served.dir.path().join(format!(".mini_agent/sessions/{id}.jsonl"));
+    let mut text = std::fs::read_to_string(&journal).expect("the session's journal");
+    text.push_str("{not a record\n{\"seq\": 99}\n");
+    std::fs::write(&journal, text).expect("damage the journal");
+    let (status, _) = served.call("GET", &format!("/sessions/{id}"), None);
+    assert_ne!(status, 200, "a damaged journal does not read as a session");
+    let (status, body) = served.call("DELETE", &format!("/sessions/{id}"), None);
+    assert_eq!((status, body), (200, json!({"deleted": id})));
+    assert!(!journal.exists(), "the journal is gone");
 }
 
 #[test]

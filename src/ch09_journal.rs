@@ -107,6 +107,16 @@ impl Journal {
     }
     // ANCHOR_END: journal_open
 
+    /// Holds the session at `path` for removing it: its lock, without reading a record, so a
+    /// journal too damaged to open can still be removed, and one another process holds
+    /// ([`SessionInUse`]) cannot. Keep the file until the removal is done.
+    pub fn hold_for_removal(path: &Path) -> Result<File, Error> {
+        let file = crate::ch03_tools::Workspace::open_no_follow(path, false)
+            .map_err(|e| Error::io(format!("cannot open session {}", path.display()), e))?;
+        lock(&file, path, &id_of(path))?;
+        Ok(file)
+    }
+
     pub fn id(&self) -> &str {
         &self.id
     }

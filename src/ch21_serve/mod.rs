@@ -219,13 +219,19 @@ fn dispatcher(service: Arc<Service>) -> Dispatch {
             let _ = busy.response().write_to(&mut stream);
             return;
         }
+        // A thread that cannot start still leaves the client an answer, on a second handle.
+        let answer_here = stream.try_clone();
         let for_thread = service.clone();
         let started = std::thread::Builder::new().name("serve-request".into()).spawn(move || {
             api::handle(&for_thread, request, &mut stream);
             for_thread.handlers.fetch_sub(1, Ordering::SeqCst);
         });
-        if started.is_err() {
+        if let Err(error) = started {
             service.handlers.fetch_sub(1, Ordering::SeqCst);
+            let busy = Refusal::new(503, format!("could not start a thread for the request: {error}"));
+            if let Ok(mut stream) = answer_here {
+                let _ = busy.response().write_to(&mut stream);
+            }
         }
     })
 }

@@ -316,8 +316,10 @@ impl Backend for AgentBackend {
     fn delete_session(&self, id: &str) -> Result<(), Refusal> {
         let path = self.journal(id).ok_or_else(|| Refusal::not_found("session"))?;
         // Locked while it is removed: a terminal that has it open keeps it (a 409).
-        let (_journal, _) =
-            mini_agent::ch09_journal::Journal::open(&path).map_err(|error| refusal(409, &error))?;
+        let _held = mini_agent::ch09_journal::Journal::hold_for_removal(&path).map_err(|error| {
+            let status = if error.failure::<SessionInUse>().is_some() { 409 } else { 500 };
+            refusal(status, &error)
+        })?;
         std::fs::remove_file(&path)
             .map_err(|error| Refusal::new(500, format!("removing {}: {error}", path.display())))?;
         self.elsewhere.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
