@@ -17,6 +17,7 @@
 //! * [`run`] — the loop itself, with its seams: [`run::Attempts`], [`verify::Verifier`],
 //!   [`run::TaskEvents`].
 //! * [`recover`] — a task left in progress by a crash.
+//! * [`layers`] — what later chapters add around the seams ([`layers::TaskLayer`]), registered.
 
 use crate::ch02_loop::command_line::{Flag, Help, MAX_TURNS_CEILING, Registry, SHOW_HELP, Takes};
 
@@ -25,6 +26,7 @@ pub mod git;
 pub mod git_process;
 #[cfg(test)]
 mod git_tests;
+pub mod layers;
 pub mod pick;
 pub mod recover;
 pub mod run;
@@ -35,6 +37,7 @@ mod tests;
 pub mod verify;
 
 pub use file::{DEFAULT_TASKS_FILE, Task, TaskFile, TaskStatus};
+pub use layers::{RegisterTaskLayers, Shared, TaskLayer, TaskRun};
 pub use run::{Attempts, Loop, RunEnd, Settings, TaskEvent, TaskEvents};
 /// The flags of `tasks run` (the agent's own flags come after them: the model, permissions…).
 pub const ITERATIONS: Flag =

@@ -69,6 +69,8 @@ pub enum TaskEvent<'a> {
 /// Observes the loop (chapter 16's hooks and chapter 17's notifications are observers too).
 pub trait TaskEvents {
     fn event(&mut self, event: TaskEvent<'_>);
+    /// The run is over, however it ended (an observer that wraps another passes it on).
+    fn run_ended(&mut self) {}
 }
 
 /// The knobs of `tasks run`.

@@ -24,8 +24,9 @@ pub use run::Ran;
 pub use tasks::WithHooks;
 pub use turns::HookTurns;
 
-use crate::ch02_loop::command_line::{Flag, Help, Registry};
+use crate::ch02_loop::command_line::{Flag, Help};
 use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
+use crate::ch15_tasks::RegisterTaskLayers;
 use crate::text::shorten;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -275,9 +276,11 @@ pub const TRUST_HOOKS: Flag =
     Flag::switch(16, "--trust-hooks", &["run the workspace's hooks for this run without asking"]);
 pub const TRUST_TASKS: Flag = Flag::switch(16, "--trust-tasks", &[]).of("tasks run");
 
-pub fn register(registry: &mut dyn Registry) {
+/// Chapter 16's command line: its two flags, its help, and its layer of the task loop.
+pub fn register(registry: &mut impl RegisterTaskLayers) {
     registry.flag(TRUST_HOOKS);
     registry.flag(TRUST_TASKS);
+    registry.task_layer(tasks::layer);
     registry.help(Help {
         chapter: 16,
         page: "",

@@ -90,7 +90,7 @@ pub fn check(
 /// The harness's verifier, running only the commands approved for this run: the task list is
 /// read afresh every iteration, and a command that changed since the start is not run.
 pub struct ApprovedOnly<'a> {
-    pub inner: &'a mut dyn Verifier,
+    pub inner: Box<dyn Verifier + 'a>,
     pub tasks: PathBuf,
     pub trusted: bool,
     /// What [`check`] approved (or found approved) at the start.
@@ -116,7 +116,7 @@ impl Verifier for ApprovedOnly<'_> {
 /// (or `trusted`, `--trust-tasks`), asking at the terminal when `can_ask` and the list holds
 /// others.
 pub fn approved_only<'a>(
-    verifier: &'a mut dyn Verifier,
+    verifier: Box<dyn Verifier + 'a>,
     path: &Path,
     trusted: bool,
     can_ask: bool,

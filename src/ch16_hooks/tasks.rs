@@ -1,11 +1,15 @@
 //! The task loop's events (chapter 15) as hook events: the loop tells its [`TaskEvents`]
 //! observers, and [`Hooks`] is one of them. A task that passed fires `TaskCompleted`, one out
 //! of attempts `TaskFailed`, and the loop stopping for a person `NeedsHuman`, each with the
-//! task object (and the reason) on the hook's stdin.
+//! task object (and the reason) on the hook's stdin. This chapter's [`layer`] of the loop puts
+//! them beside the screen, and the approval of verify commands around the verifier.
 
-use super::{HookEvent, Hooks};
+use super::task_approval::approved_only;
+use super::{HookEvent, Hooks, TRUST_TASKS};
+use crate::ch02_loop::Error;
 use crate::ch04_terminal::sanitize::sanitize;
-use crate::ch15_tasks::{TaskEvent, TaskEvents};
+use crate::ch15_tasks::verify::Verifier;
+use crate::ch15_tasks::{Shared, TaskEvent, TaskEvents, TaskLayer, TaskRun};
 use serde_json::{Map, json};
 
 // ANCHOR: task_events
@@ -32,7 +36,7 @@ impl TaskEvents for Hooks {
 /// The task loop's observer with the hooks beside it. A task event comes between sessions, so
 /// its hooks have no journal to go to: each is reported on stderr instead.
 pub struct WithHooks<'a> {
-    pub inner: &'a mut dyn TaskEvents,
+    pub inner: Box<dyn TaskEvents + 'a>,
     pub hooks: Hooks,
 }
 
@@ -45,5 +49,39 @@ impl TaskEvents for WithHooks<'_> {
             eprintln!("mini-agent: {}", sanitize(&line));
         }
     }
+
+    fn run_ended(&mut self) {
+        self.inner.run_ended();
+    }
 }
 // ANCHOR_END: with_hooks
+
+// ANCHOR: layer
+/// This chapter's layer of `tasks run`: the verifier runs only the commands a person approved
+/// (or `--trust-tasks`), asking at the terminal before the first attempt when one is there;
+/// the observer fires the task hooks of the run (the hooks its sessions have, approved once).
+pub fn layer<'a>(run: &TaskRun<'a>) -> Result<Box<dyn TaskLayer + 'a>, Error> {
+    Ok(Box::new(TaskHooks(*run)))
+}
+
+struct TaskHooks<'a>(TaskRun<'a>);
+
+impl TaskLayer for TaskHooks<'_> {
+    fn verifier<'v>(
+        &mut self,
+        inner: Box<dyn Verifier + 'v>,
+        _: &Shared,
+    ) -> Result<Box<dyn Verifier + 'v>, Error> {
+        let TaskRun { tasks, extra, can_ask, .. } = self.0;
+        Ok(Box::new(approved_only(inner, tasks, extra.has(&TRUST_TASKS), can_ask)?))
+    }
+
+    fn events<'v>(
+        &mut self,
+        inner: Box<dyn TaskEvents + 'v>,
+        shared: &Shared,
+    ) -> Result<Box<dyn TaskEvents + 'v>, Error> {
+        Ok(Box::new(WithHooks { inner, hooks: shared.get::<Hooks>()?.clone() }))
+    }
+}
+// ANCHOR_END: layer

@@ -13,6 +13,7 @@
 
 use crate::ch02_loop::command_line::{Flag, Help, Takes};
 use crate::ch03_tools::secrets::RegisterSecrets;
+use crate::ch15_tasks::RegisterTaskLayers;
 
 pub mod metrics;
 pub mod notifier;
@@ -29,10 +30,12 @@ pub const WEBHOOK: Flag = Flag::value(17, "--webhook", Takes::NonEmpty("URL"), &
 pub const METRICS: Flag = Flag::value(17, "--metrics", Takes::NonEmpty("FILE"), &[]).of("tasks run");
 
 /// Chapter 17's command line: two flags of `tasks run`, the webhook's secret (taken out of
-/// the environment like a key), and `--webhook`'s URL, which is a credential itself.
-pub fn register(registry: &mut dyn RegisterSecrets) {
+/// the environment like a key), `--webhook`'s URL, which is a credential itself, and its layer
+/// of the task loop.
+pub fn register(registry: &mut (impl RegisterSecrets + RegisterTaskLayers)) {
     registry.flag(WEBHOOK);
     registry.flag(METRICS);
+    registry.task_layer(tasks_run::layer);
     registry.secret(webhook::SECRET_VARIABLE);
     registry.capability_flag(WEBHOOK.long);
     let help = |page, section, lines| Help { chapter: 17, page, section, lines };

@@ -11,7 +11,8 @@ use super::{METRICS, MetricsOut, Notifier, SharedMetrics, WEBHOOK, Webhook, Webh
 use crate::ch02_loop::Error;
 use crate::ch02_loop::command_line::Settings;
 use crate::ch03_tools::secrets::Keys;
-use crate::ch15_tasks::{TaskEvent, TaskEvents};
+use crate::ch07_context::Stats;
+use crate::ch15_tasks::{Shared, TaskEvent, TaskEvents, TaskLayer, TaskRun};
 use crate::ch16_hooks::Hooks;
 use std::path::{Path, PathBuf};
 
@@ -64,15 +65,11 @@ pub fn notifier(
 }
 // ANCHOR_END: build
 
-/// Adds one attempt's model requests and tokens, as the session counted them.
-pub fn add_usage(counters: &SharedMetrics, stats: &crate::ch07_context::Stats) {
-    counters.add_usage(stats.requests, stats.prompt_tokens, stats.completion_tokens);
-}
-
-/// The loop's observers in order: the screen (and hooks), then the notifier.
+/// The loop's observers in order: the screen (and hooks), then the notifier, which writes the
+/// metrics once more when the run ends, however it ends.
 pub struct WithNotifier<'a> {
-    pub inner: &'a mut dyn TaskEvents,
-    pub notifier: &'a mut Notifier,
+    pub inner: Box<dyn TaskEvents + 'a>,
+    pub notifier: Notifier,
 }
 
 impl TaskEvents for WithNotifier<'_> {
@@ -80,4 +77,49 @@ impl TaskEvents for WithNotifier<'_> {
         self.inner.event(event);
         self.notifier.event(event);
     }
+
+    fn run_ended(&mut self) {
+        self.inner.run_ended();
+        self.notifier.write_metrics();
+    }
 }
+
+// ANCHOR: layer
+/// This chapter's layer of `tasks run`: `--metrics` is read (and checked) as the run starts,
+/// since git must leave the file out; the notifier is built after the hooks were approved,
+/// and each attempt's session adds its requests and tokens (chapter 7's `Stats`) to it.
+pub fn layer<'a>(run: &TaskRun<'a>) -> Result<Box<dyn TaskLayer + 'a>, Error> {
+    let metrics = metrics_file(run.extra)?;
+    Ok(Box::new(Notifications { run: *run, metrics, usage: None }))
+}
+
+struct Notifications<'a> {
+    run: TaskRun<'a>,
+    metrics: Option<PathBuf>,
+    /// The notifier's counters, once it is built.
+    usage: Option<SharedMetrics>,
+}
+
+impl TaskLayer for Notifications<'_> {
+    fn harness_file(&self) -> Option<&Path> {
+        self.metrics.as_deref()
+    }
+
+    fn events<'v>(
+        &mut self,
+        inner: Box<dyn TaskEvents + 'v>,
+        shared: &Shared,
+    ) -> Result<Box<dyn TaskEvents + 'v>, Error> {
+        let TaskRun { extra, tasks, keys, .. } = self.run;
+        let notifier = notifier(extra, self.metrics.take(), shared.get::<Hooks>()?, tasks, keys)?;
+        self.usage = Some(notifier.counters.clone());
+        Ok(Box::new(WithNotifier { inner, notifier }))
+    }
+
+    fn attempt_ended(&self, stats: &Stats) {
+        if let Some(counters) = &self.usage {
+            counters.add_usage(stats.requests, stats.prompt_tokens, stats.completion_tokens);
+        }
+    }
+}
+// ANCHOR_END: layer

@@ -11,10 +11,11 @@
 
 use super::{Mode, Sandbox};
 use crate::ch02_loop::Error;
-use crate::ch02_loop::command_line::{Flag, Help, Registry, Settings, Takes};
+use crate::ch02_loop::command_line::{Flag, Help, Settings, Takes, VERBOSE};
 use crate::ch03_tools::Workspace;
 use crate::ch03_tools::confinement::Confinement;
 use crate::ch05_sessions::{Append, Body};
+use crate::ch15_tasks::{RegisterTaskLayers, Shared, TaskLayer, TaskRun};
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -34,9 +35,10 @@ pub const ALLOW_NET: Flag = Flag::switch(20, "--allow-net", &["let sandboxed com
 /// The default for `--sandbox`.
 pub const SANDBOX_VARIABLE: &str = "MINI_AGENT_SANDBOX";
 
-pub fn register(registry: &mut dyn Registry) {
+pub fn register(registry: &mut impl RegisterTaskLayers) {
     registry.flag(SANDBOX);
     registry.flag(ALLOW_NET);
+    registry.task_layer(task_layer);
     let help = |section, lines| Help { chapter: 20, page: "", section, lines };
     registry.help(help(
         "PERMISSIONS",
@@ -164,6 +166,26 @@ impl RunSandbox {
         Ok(())
     }
 }
+
+// ANCHOR: task_layer
+/// This chapter's layer of `tasks run`: verify commands start in the run's sandbox, as `bash`
+/// does, and the start-up line is said once, before the first attempt.
+pub fn task_layer<'a>(run: &TaskRun<'a>) -> Result<Box<dyn TaskLayer + 'a>, Error> {
+    Ok(Box::new(ConfinedVerify(*run)))
+}
+
+struct ConfinedVerify<'a>(TaskRun<'a>);
+
+impl TaskLayer for ConfinedVerify<'_> {
+    fn workspace(&mut self, workspace: Workspace, shared: &Shared) -> Result<Workspace, Error> {
+        let sandbox = shared.get::<RunSandbox>()?;
+        if let Some(line) = sandbox.start_up_line(self.0.settings.has(&VERBOSE)) {
+            (self.0.say)(&line);
+        }
+        sandbox.confine(workspace)
+    }
+}
+// ANCHOR_END: task_layer
 
 /// `--sandbox off`: nothing is confined; the question still says so.
 struct Off;

@@ -28,12 +28,14 @@ use mini_agent::ch04_terminal::{Screen, TerminalObserver, install_interrupt_hand
 use mini_agent::ch10_recovery::ACKNOWLEDGE_UNKNOWN;
 use mini_agent::ch15_tasks::file::{TaskFile, touch, update};
 use mini_agent::ch15_tasks::git::Git;
+use mini_agent::ch15_tasks::layers::NewTaskLayer;
 use mini_agent::ch15_tasks::pick::{counts, next_id};
 use mini_agent::ch15_tasks::recover::{recover, stale_tasks};
 use mini_agent::ch15_tasks::template::load_template;
-use mini_agent::ch15_tasks::verify::{CommandVerifier, VERIFY_TIMEOUT_SECS, summary, tail};
+use mini_agent::ch15_tasks::verify::{CommandVerifier, VERIFY_TIMEOUT_SECS, Verifier, summary, tail};
 use mini_agent::ch15_tasks::{
-    Attempts, DEFAULT_TASKS_FILE, Loop, RunEnd, Task, TaskEvent, TaskEvents, TaskStatus,
+    Attempts, DEFAULT_TASKS_FILE, Loop, RegisterTaskLayers, RunEnd, Shared, Task, TaskEvent, TaskEvents,
+    TaskLayer, TaskRun, TaskStatus,
 };
 use serde_json::json;
 use std::fmt::Write as _;
@@ -53,7 +55,7 @@ pub fn main(words: &[String], registry: &'static Registry, keys: &Keys) -> Resul
         Action::Status => status(&tasks_path(root.as_deref(), file.as_deref())?),
         Action::Show(id) => show(&tasks_path(root.as_deref(), file.as_deref())?, &id),
         Action::Reset(id) => reset(&tasks_path(root.as_deref(), file.as_deref())?, &id),
-        Action::Run(run) => run_tasks(&run, &tasks_path(root.as_deref(), file.as_deref())?, keys),
+        Action::Run(run) => run_tasks(&run, registry, &tasks_path(root.as_deref(), file.as_deref())?, keys),
     });
     if json {
         // As for -p: the last line is always an `exit` event, with the reason when not 0.
@@ -268,17 +270,27 @@ pub(crate) fn reset_task(path: &Path, id: &str) -> Result<(), Error> {
     })
 }
 
-fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -> Result<u8, Error> {
+fn run_tasks(
+    run: &RunOptions,
+    registry: &Registry,
+    (root, path): &(PathBuf, PathBuf),
+    keys: &Keys,
+) -> Result<u8, Error> {
     let settings = &run.agent;
-    // The harness's own files are never committed: the task list, and the metrics file.
-    #[cfg(feature = "ch17")]
-    let metrics = mini_agent::ch17_notify::tasks_run::metrics_file(&run.extra)?;
-    let harness_files = [
-        Some(path.as_path()),
-        #[cfg(feature = "ch17")]
-        metrics.as_deref(),
-    ];
-    let harness_files: Vec<&Path> = harness_files.into_iter().flatten().collect();
+    let task_run = TaskRun {
+        root,
+        tasks: path,
+        settings,
+        extra: &run.extra,
+        keys,
+        can_ask: super::start::can_ask(settings),
+        say,
+    };
+    let mut layers = registry.task_layers.iter().map(|new| new(&task_run)).collect::<Result<Vec<_>, _>>()?;
+    // The harness's own files are never committed: the task list, and the layers' (metrics).
+    let harness_files: Vec<&Path> = std::iter::once(path.as_path())
+        .chain(layers.iter().filter_map(|layer| layer.harness_file()))
+        .collect();
     let git = if run.commits() { Git::open(root, &harness_files)? } else { None };
     // ANCHOR: run_tasks
     install_interrupt_handler();
@@ -303,53 +315,29 @@ fn run_tasks(run: &RunOptions, (root, path): &(PathBuf, PathBuf), keys: &Keys) -
     // ANCHOR_END: run_tasks
     // ANCHOR: run_tasks_loop
     let config = Config::new(&connection, settings, root)?;
-    // Verify commands start in the run's sandbox, as `bash` does, said once (chapter 20).
-    #[cfg(feature = "ch20")]
-    let workspace = {
-        if let Some(line) = config.sandbox.start_up_line(settings.has(&VERBOSE)) {
-            say(&line);
-        }
-        config.sandbox.confine(workspace)?
-    };
-    let mut verifier = CommandVerifier { workspace: &workspace, timeout_secs: VERIFY_TIMEOUT_SECS };
-    // Chapter 16: only the verify commands a person approved (or `--trust-tasks`) run.
-    #[cfg(feature = "ch16")]
-    let mut verifier = mini_agent::ch16_hooks::task_approval::approved_only(
-        &mut verifier,
-        path,
-        run.extra.has(&mini_agent::ch16_hooks::TRUST_TASKS),
-        super::start::can_ask(settings),
-    )?;
-    let mut events = Report { json: json_wanted(settings) };
-    #[cfg(feature = "ch16")]
-    let mut events = mini_agent::ch16_hooks::WithHooks { inner: &mut events, hooks: config.hooks.clone() };
-    #[cfg(feature = "ch17")]
-    let mut notifier =
-        mini_agent::ch17_notify::tasks_run::notifier(&run.extra, metrics, &config.hooks, path, keys)?;
-    let mut attempts = SessionAttempts {
-        connection: &connection,
-        config,
-        agent: None,
-        #[cfg(feature = "ch17")]
-        usage: notifier.counters.clone(),
-    };
-    #[cfg(feature = "ch17")]
-    let mut events =
-        mini_agent::ch17_notify::tasks_run::WithNotifier { inner: &mut events, notifier: &mut notifier };
+    // The layers later chapters registered, folded in chapter order around the verify command
+    // and the report (see `TaskLayer`): each finds the run's parts it shares with the sessions.
+    let shared = shared(&config);
+    let workspace = layers.iter_mut().try_fold(workspace, |inner, layer| layer.workspace(inner, &shared))?;
+    let verifier: Box<dyn Verifier> =
+        Box::new(CommandVerifier { workspace: &workspace, timeout_secs: VERIFY_TIMEOUT_SECS });
+    let mut verifier = layers.iter_mut().try_fold(verifier, |inner, layer| layer.verifier(inner, &shared))?;
+    let report: Box<dyn TaskEvents> = Box::new(Report { json: json_wanted(settings) });
+    let mut events = layers.iter_mut().try_fold(report, |inner, layer| layer.events(inner, &shared))?;
+    let mut attempts = SessionAttempts { connection: &connection, config, agent: None, layers: &layers };
     let end = Loop {
         tasks: path,
         template: &template,
         attempts: &mut attempts,
-        verifier: &mut verifier,
+        verifier: verifier.as_mut(),
         git: git.as_ref(),
-        events: &mut events,
+        events: events.as_mut(),
         settings: run.loop_settings(),
     }
     .run();
     // ANCHOR_END: run_tasks_loop
-    // The metrics say how the run ended, however it ended (chapter 17).
-    #[cfg(feature = "ch17")]
-    notifier.write_metrics();
+    // The layers learn how the run ended, however it ended (chapter 17 writes the metrics).
+    events.run_ended();
     let end = end?;
     match end {
         RunEnd::Finished { failed: 0, done: 0 } => {
@@ -403,9 +391,8 @@ struct SessionAttempts<'a> {
     /// (chapter 18) belong to the run, as in the REPL.
     config: Config,
     agent: Option<Agent>,
-    /// Where each attempt's requests and tokens are added up for `--metrics` (chapter 17).
-    #[cfg(feature = "ch17")]
-    usage: mini_agent::ch17_notify::SharedMetrics,
+    /// The run's layers, told what each attempt's session counted (chapter 17's `--metrics`).
+    layers: &'a [Box<dyn TaskLayer + 'a>],
 }
 
 impl Attempts for SessionAttempts<'_> {
@@ -437,12 +424,33 @@ impl Attempts for SessionAttempts<'_> {
         let mut display = TerminalObserver::new(Screen::stdio(settings.has(&VERBOSE)).stderr_only(), None);
         let mut json = json_wanted(settings).then_some(JsonEvents);
         let outcome = agent.turn_on(prompt, &mut display, json.as_mut().map(|j| j as &mut dyn Observer));
-        #[cfg(feature = "ch17")]
-        mini_agent::ch17_notify::tasks_run::add_usage(&self.usage, &agent.config.context.stats.snapshot());
+        let stats = agent.config.context.stats.snapshot();
+        for layer in self.layers {
+            layer.attempt_ended(&stats);
+        }
         if let (Some(json), Outcome::Completed(answer)) = (&json, &outcome) {
             json.final_answer(answer);
         }
         outcome
+    }
+}
+
+/// The run's parts its sessions share with the task loop's layers: the hooks, approved once
+/// (chapter 16), and the sandbox, built once (chapter 20).
+fn shared(config: &Config) -> Shared<'_> {
+    let _ = config; // read from chapter 16
+    Shared(vec![
+        #[cfg(feature = "ch16")]
+        &config.hooks,
+        #[cfg(feature = "ch20")]
+        &config.sandbox,
+    ])
+}
+
+/// Where the chapters of this state hand over their layers of the task loop.
+impl RegisterTaskLayers for Registry {
+    fn task_layer(&mut self, layer: NewTaskLayer) {
+        self.task_layers.push(layer);
     }
 }
 

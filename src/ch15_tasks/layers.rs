@@ -1,0 +1,96 @@
+//! The task loop's layers: what later chapters add around its seams, registered.
+//!
+//! `tasks run` hands the loop a [`Verifier`] and a [`TaskEvents`] observer. Later chapters
+//! wrap them: chapter 16 runs only the verify commands a person approved and fires the task
+//! hooks, chapter 17 sends the webhook and writes the metrics, chapter 20 confines the
+//! verify commands. Each hands over a constructor of its [`TaskLayer`] in its `register`
+//! function; the command line builds them when a run starts and folds them in chapter order
+//! (the order they registered in), so it names no chapter after this one. Every method has a
+//! default that leaves its seam as it was: a layer says only what it adds.
+
+use super::run::TaskEvents;
+use super::verify::Verifier;
+use crate::ch02_loop::Error;
+use crate::ch02_loop::command_line::{Registry, Settings};
+use crate::ch03_tools::Workspace;
+use crate::ch03_tools::secrets::Keys;
+use crate::ch07_context::Stats;
+use std::any::Any;
+use std::path::Path;
+
+// ANCHOR: layer
+/// One `tasks run`, as its layers are built from it.
+#[derive(Clone, Copy)]
+pub struct TaskRun<'a> {
+    pub root: &'a Path,
+    /// The task list.
+    pub tasks: &'a Path,
+    /// The agent's own flags (the model, permissions, `--sandbox`…).
+    pub settings: &'a Settings,
+    /// The flags of `tasks run` itself (`--trust-tasks`, `--webhook`…).
+    pub extra: &'a Settings,
+    /// The secrets taken out of the environment at start-up.
+    pub keys: &'a Keys,
+    /// Whether a person is at the terminal to answer a question.
+    pub can_ask: bool,
+    /// How the command line says a line on stderr (sanitised, secrets redacted).
+    pub say: fn(&str),
+}
+
+/// A chapter's layer of the task loop, built when a run starts. The command line calls each
+/// method once, on every layer in chapter order, at the point of the run its comment names.
+pub trait TaskLayer {
+    /// A file of the harness that no task's commit may hold (chapter 17's metrics file); asked
+    /// before git is opened.
+    fn harness_file(&self) -> Option<&Path> {
+        None
+    }
+    /// The workspace verify commands run in (chapter 20 confines it).
+    fn workspace(&mut self, workspace: Workspace, _shared: &Shared) -> Result<Workspace, Error> {
+        Ok(workspace)
+    }
+    /// The verifier, wrapped (chapter 16 runs only approved commands).
+    fn verifier<'v>(
+        &mut self,
+        inner: Box<dyn Verifier + 'v>,
+        _shared: &Shared,
+    ) -> Result<Box<dyn Verifier + 'v>, Error> {
+        Ok(inner)
+    }
+    /// The loop's observer, wrapped: the screen first, then each chapter's (16's hooks, 17's
+    /// notifications).
+    fn events<'v>(
+        &mut self,
+        inner: Box<dyn TaskEvents + 'v>,
+        _shared: &Shared,
+    ) -> Result<Box<dyn TaskEvents + 'v>, Error> {
+        Ok(inner)
+    }
+    /// After each attempt's session, what it counted (chapter 17 adds its tokens to the metrics).
+    fn attempt_ended(&self, _stats: &Stats) {}
+}
+
+/// What a chapter registers: its layer, built from the run.
+pub type NewTaskLayer = for<'a> fn(&TaskRun<'a>) -> Result<Box<dyn TaskLayer + 'a>, Error>;
+
+/// Where the chapters hand over their layers of the task loop.
+pub trait RegisterTaskLayers: Registry {
+    fn task_layer(&mut self, layer: NewTaskLayer);
+}
+// ANCHOR_END: layer
+
+/// The run's parts that its sessions share with the loop, loaded and approved once (chapter
+/// 16's hooks, chapter 20's sandbox): a layer finds its own by its type.
+pub struct Shared<'a>(pub Vec<&'a dyn Any>);
+
+impl Shared<'_> {
+    /// The shared part of type `T`; an error names it when the command line shared none.
+    pub fn get<T: Any>(&self) -> Result<&T, Error> {
+        self.0.iter().find_map(|part| part.downcast_ref::<T>()).ok_or_else(|| {
+            Error::Config(format!(
+                "the task loop has no {} of the run to share; the command line must share it",
+                std::any::type_name::<T>()
+            ))
+        })
+    }
+}
