@@ -19,24 +19,6 @@ use std::any::Any;
 use std::path::Path;
 
 // ANCHOR: layer
-/// One `tasks run`, as its layers are built from it.
-#[derive(Clone, Copy)]
-pub struct TaskRun<'a> {
-    pub root: &'a Path,
-    /// The task list.
-    pub tasks: &'a Path,
-    /// The agent's own flags (the model, permissions, `--sandbox`…).
-    pub settings: &'a Settings,
-    /// The flags of `tasks run` itself (`--trust-tasks`, `--webhook`…).
-    pub extra: &'a Settings,
-    /// The secrets taken out of the environment at start-up.
-    pub keys: &'a Keys,
-    /// Whether a person is at the terminal to answer a question.
-    pub can_ask: bool,
-    /// How the command line says a line on stderr (sanitised, secrets redacted).
-    pub say: fn(&str),
-}
-
 /// A chapter's layer of the task loop, built when a run starts. The command line calls each
 /// method once, on every layer in chapter order, at the point of the run its comment names.
 pub trait TaskLayer {
@@ -69,6 +51,26 @@ pub trait TaskLayer {
     /// After each attempt's session, what it counted (chapter 17 adds its tokens to the metrics).
     fn attempt_ended(&self, _stats: &Stats) {}
 }
+// ANCHOR_END: layer
+
+// ANCHOR: register
+/// One `tasks run`, as its layers are built from it.
+#[derive(Clone, Copy)]
+pub struct TaskRun<'a> {
+    pub root: &'a Path,
+    /// The task list.
+    pub tasks: &'a Path,
+    /// The agent's own flags (the model, permissions, `--sandbox`…).
+    pub settings: &'a Settings,
+    /// The flags of `tasks run` itself (`--trust-tasks`, `--webhook`…).
+    pub extra: &'a Settings,
+    /// The secrets taken out of the environment at start-up.
+    pub keys: &'a Keys,
+    /// Whether a person is at the terminal to answer a question.
+    pub can_ask: bool,
+    /// How the command line says a line on stderr (sanitised, secrets redacted).
+    pub say: fn(&str),
+}
 
 /// What a chapter registers: its layer, built from the run.
 pub type NewTaskLayer = for<'a> fn(&TaskRun<'a>) -> Result<Box<dyn TaskLayer + 'a>, Error>;
@@ -77,7 +79,7 @@ pub type NewTaskLayer = for<'a> fn(&TaskRun<'a>) -> Result<Box<dyn TaskLayer + '
 pub trait RegisterTaskLayers: Registry {
     fn task_layer(&mut self, layer: NewTaskLayer);
 }
-// ANCHOR_END: layer
+// ANCHOR_END: register
 
 /// The run's parts that its sessions share with the loop, loaded and approved once (chapter
 /// 16's hooks, chapter 20's sandbox): a layer finds its own by its type.

@@ -167,7 +167,6 @@ impl RunSandbox {
     }
 }
 
-// ANCHOR: task_layer
 /// This chapter's layer of `tasks run`: verify commands start in the run's sandbox, as `bash`
 /// does, and the start-up line is said once, before the first attempt.
 pub fn task_layer<'a>(run: &TaskRun<'a>) -> Result<Box<dyn TaskLayer + 'a>, Error> {
@@ -185,7 +184,6 @@ impl TaskLayer for ConfinedVerify<'_> {
         sandbox.confine(workspace)
     }
 }
-// ANCHOR_END: task_layer
 
 /// `--sandbox off`: nothing is confined; the question still says so.
 struct Off;
