@@ -23,9 +23,10 @@
 //! failed together do not all come back at the same instant. Every retry is an event, so the
 //! terminal shows it and the journal records it.
 
-use crate::ch02_loop::command_line::{Help, Registry};
+use crate::ch02_loop::command_line::Help;
 use crate::ch02_loop::{Error, Event, Model, Notice, Observer, Reply, Request, interrupted};
 use crate::ch02_model::errors::output_not_parsed;
+use crate::ch02_model::layers::{ModelLayer, OPENAI_API, RegisterModel};
 use crate::ch04_terminal::sanitize::sanitize;
 use crate::ch05_sessions::Body;
 use crate::random::XorShift;
@@ -254,8 +255,15 @@ pub(crate) fn sleep_interruptibly(duration: Duration) -> Result<(), Error> {
 }
 // ANCHOR_END: backoff
 
-/// Chapter 8's command line: how many times a failed request is tried again.
-pub fn register(registry: &mut dyn Registry) {
+// ANCHOR: register
+/// Chapter 8's part: how many times a failed request is tried again, and the layer that tries
+/// it, around chapter 2's Chat Completions client (a chapter that brings another wire format
+/// retries it with its own statuses).
+pub fn register(registry: &mut dyn RegisterModel) {
+    registry.model_layer(ModelLayer::Retries, |model, context| match context.wire {
+        OPENAI_API => retrying(model?, RETRY_STATUSES),
+        _ => model,
+    });
     registry.help(Help {
         chapter: 8,
         page: "",
@@ -265,6 +273,8 @@ pub fn register(registry: &mut dyn Registry) {
         ],
     });
 }
+// ANCHOR_END: register
+
 /// Chapter 8's layer: `model`, retried as `MINI_AGENT_REQUEST_MAX_RETRIES` says (default 2) on
 /// these statuses.
 pub fn retrying(model: Box<dyn Model>, statuses: &'static [u16]) -> Result<Box<dyn Model>, Error> {

@@ -20,9 +20,11 @@
 //! - [`reply`]: reading the reply, field by field;
 //! - [`errors`]: turning HTTP and transport failures into messages that say where to look;
 //! - [`waiting`]: how long a reply may take to begin, and to go on;
-//! - [`text_calls`]: noticing a tool call the server left as text.
+//! - [`text_calls`]: noticing a tool call the server left as text;
+//! - [`layers`]: the model of a run as a fold of the layers the chapters register.
 
 pub mod errors;
+pub mod layers;
 pub mod reply;
 #[cfg(test)]
 mod tests;
@@ -99,6 +101,16 @@ impl Keys {
 
     pub fn base_url(&self) -> Option<String> {
         self.base_url.clone()
+    }
+}
+
+impl layers::KeySource for Keys {
+    fn value_of(&self, variable: &str) -> Option<String> {
+        match variable {
+            "OPENAI_API_KEY" => self.api_key(),
+            "OPENAI_BASE_URL" => self.base_url(),
+            _ => None,
+        }
     }
 }
 

@@ -54,10 +54,12 @@ pub mod url_credentials;
 mod walk;
 
 use crate::ch02_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools};
+use crate::ch02_model::layers::ModelLayer;
 use crate::ch03_tools::confinement::Confinement;
 use crate::ch03_tools::secrets::redactor;
 use crate::text::shorten;
 pub use files::{Change, change_stat};
+use secrets::RegisterSecrets;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -102,6 +104,15 @@ const PIPE_GRACE: Duration = Duration::from_millis(200);
 // Open flags, an errno and signals std does not name. Their values differ between platforms
 // (O_NOFOLLOW alone has three), so they come from libc, never written by hand.
 use libc::{ELOOP, O_NOFOLLOW, O_NONBLOCK, SIGKILL, SIGTERM};
+
+/// Chapter 3's part of the composition root: what the model sends back is redacted at the
+/// seam (around the retries, so every try is), and so is every line the command line prints,
+/// once the run's redactor is installed.
+pub fn register(registry: &mut dyn RegisterSecrets) {
+    registry.model_layer(ModelLayer::Redaction, |model, _| Ok(secrets::redacted(model?)));
+    registry.redactor(secrets::install_for_run, |line| redactor().redact_line(line).into_owned());
+}
+
 /// The six tools, confined to one directory tree.
 pub struct Workspace {
     root: PathBuf,

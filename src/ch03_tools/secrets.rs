@@ -26,8 +26,8 @@
 //! What it does not promise: the server receives the key (that is its purpose), and a model
 //! can still reason about a secret it never sees. See README "Honest limits".
 
-use crate::ch02_loop::command_line::Registry;
 use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request};
+use crate::ch02_model::layers::{KeySource, RegisterModel};
 use std::borrow::Cow;
 use std::process::Command;
 use std::sync::OnceLock;
@@ -69,12 +69,15 @@ pub const OPENAI_BASE_URL: SecretVariable = base_url_secret("OPENAI_BASE_URL");
 pub const SECRETS: &[SecretVariable] = &[OPENAI_API_KEY, OPENAI_BASE_URL];
 // ANCHOR_END: key_variables
 
-/// What a chapter registers from this one on: chapter 2's flags and help, and its secrets. A
-/// capability flag takes a URL that is its own credential (whoever knows it may use it), so
-/// the command line wipes its path from what `ps` shows.
-pub trait RegisterSecrets: Registry {
+/// What a chapter registers from this one on: chapter 2's flags, help and model layers, and
+/// its secrets. A capability flag takes a URL that is its own credential (whoever knows it may
+/// use it), so the command line wipes its path from what `ps` shows. This chapter registers the
+/// redactor: `install` makes the run's (its keys, its base URL), `line` cleans a line the
+/// command line prints.
+pub trait RegisterSecrets: RegisterModel {
     fn secret(&mut self, variable: SecretVariable);
     fn capability_flag(&mut self, long: &'static str);
+    fn redactor(&mut self, install: fn(&Keys, &str), line: fn(&str) -> String);
 }
 
 /// Every list [`Keys::take`] was given, so that [`remove_keys`] knows the later chapters' too.
@@ -122,6 +125,14 @@ impl Keys {
         self.get(OPENAI_BASE_URL)
     }
 
+    /// The secret variables as they are, left in the environment: the command line takes
+    /// them instead ([`Keys::take`]); a library user may not want to.
+    pub fn from_environment() -> Keys {
+        let read = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
+        let taken = secret_variables().filter_map(|variable| Some((variable.name, read(variable.name)?)));
+        Keys { taken: taken.collect() }
+    }
+
     /// Keys as if these variables had been set (for tests and library users).
     pub fn with(mut self, variable: SecretVariable, value: &str) -> Keys {
         self.taken.push((variable.name, value.to_string()));
@@ -162,6 +173,31 @@ impl Keys {
     }
 }
 // ANCHOR_END: take
+
+impl KeySource for Keys {
+    fn value_of(&self, variable: &str) -> Option<String> {
+        self.taken.iter().find(|(name, _)| *name == variable).map(|(_, value)| value.clone())
+    }
+}
+
+/// Start-up, first thing in `main`: the credentials of `words` wiped from what `ps` shows,
+/// the secret `variables` (chapter 3's and the later chapters') taken out of the environment,
+/// and this process's memory closed to the user's other processes.
+///
+/// # Safety
+/// Changes the environment and the argument block: call it before any thread starts.
+pub unsafe fn take_at_start_up(
+    words: &[String],
+    (variables, capability_flags): &(Vec<SecretVariable>, Vec<&'static str>),
+) -> Keys {
+    // SAFETY: the caller's promise, passed on.
+    let keys = unsafe {
+        wipe_credentials_in_command_line(words, capability_flags);
+        Keys::take(variables)
+    };
+    seal_memory();
+    keys
+}
 
 /// Makes this process non-dumpable (Linux). Without Yama (`ptrace_scope` 0: Debian's
 /// default, most containers) any process of the same user may open `/proc/<pid>/mem` and
@@ -374,6 +410,11 @@ static NONE: Redactor = Redactor { secrets: Vec::new() };
 /// Makes `redactor` the one every output of this process goes through. The first call wins.
 pub fn install(redactor: Redactor) -> &'static Redactor {
     PROCESS.get_or_init(|| redactor)
+}
+
+/// Installs the redactor of a run: its keys, and the credentials of its base URL.
+pub fn install_for_run(keys: &Keys, base_url: &str) {
+    install(Redactor::for_run(keys, base_url));
 }
 
 /// The process's redactor: the installed one, else one that knows no secrets (it still

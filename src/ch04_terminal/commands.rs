@@ -4,6 +4,7 @@
 //! it, and the host routes it by name. Parsing is a pure function over the table, so it is
 //! tested without a terminal.
 
+use crate::ch02_loop::command_line::Settings;
 use crate::ch03_tools::secrets::RegisterSecrets;
 
 // ANCHOR: commands
@@ -19,9 +20,15 @@ pub struct SlashCommand {
     pub help: &'static str,
 }
 
-/// What a chapter registers from this one on: flags, help, secrets, and slash commands.
+/// What a chapter registers from this one on: flags, help, model layers, secrets, and slash
+/// commands. This chapter also registers how the terminal is kept safe and what stops a run:
+/// `visible` makes control characters visible in what the command line prints, `stop_signal`
+/// says which signal (SIGTERM 15, SIGHUP 1) stopped the run, if one did. A chapter whose flag
+/// sends the replies' text to stdout as it arrives says when (`answer_streamed`; chapter 11).
 pub trait RegisterCommands: RegisterSecrets {
     fn command(&mut self, command: SlashCommand);
+    fn terminal(&mut self, visible: fn(&str) -> String, stop_signal: fn() -> Option<i32>);
+    fn answer_streamed(&mut self, when: fn(&Settings) -> bool);
 }
 
 /// A slash command typed at the prompt.

@@ -72,6 +72,7 @@ pub fn register(registry: &mut dyn RegisterCommands) {
         &["  130  interrupted (Ctrl+C)", "  143  stopped by SIGTERM (129: SIGHUP), handled like Ctrl+C"],
     ));
     registry.command(commands::NEW);
+    registry.terminal(sanitize::sanitize, signals::stop_signal);
 }
 
 #[cfg(test)]

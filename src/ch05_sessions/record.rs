@@ -146,8 +146,8 @@ pub struct Origin {
 
 /// The endpoint recorded for the built-in demo model, whose port changes every run.
 pub const DEMO_ENDPOINT: &str = "demo";
-/// The only wire format so far: OpenAI's Chat Completions.
-pub const OPENAI_API: &str = "openai";
+/// The only wire format so far: OpenAI's Chat Completions (chapter 2's client).
+pub use crate::ch02_model::layers::OPENAI_API;
 
 impl Origin {
     /// The origin of a session about to start against `base_url` (credentials removed).

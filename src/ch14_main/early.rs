@@ -42,7 +42,7 @@ impl Agent {
 pub fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
     let root = workspace_root(settings.value(&ROOT).map(Path::new))?;
     let task = settings.value(&PROMPT).map(read_prompt).transpose()?;
-    let connection = super::endpoint::connect(settings, keys)?;
+    let connection = super::endpoint::connect_afresh(settings, keys)?;
     let mut agent = Agent::start(build_model(&connection, settings)?, &root, settings)?;
     match task {
         #[cfg(feature = "ch04")]

@@ -16,7 +16,7 @@ use mini_agent::ch05_sessions::{DEMO_ENDPOINT, Origin};
 #[cfg(all(feature = "ch10", not(feature = "ch19")))]
 use mini_agent::ch10_recovery::command_line::one_api::{api_of, configured_endpoint, default_model};
 #[cfg(feature = "ch19")]
-use mini_agent::ch19_anthropic::choice::{Api, api_of, configured_endpoint, default_model};
+use mini_agent::ch19_anthropic::choice::{api_of, configured_endpoint, default_model};
 use mini_agent::demo::start_demo_server;
 use mini_agent::scripted_server::ScriptedServer;
 
@@ -26,23 +26,13 @@ pub struct Connection {
     pub endpoint: ClientConfig,
     #[cfg(feature = "ch05")]
     pub origin: Origin,
-    /// The wire format, and for Anthropic's the credential it sends (chapter 19).
-    #[cfg(feature = "ch19")]
-    pub api: Api,
+    /// The wire format, as sessions record it: chapter 2's `openai`, or from chapter 19
+    /// `anthropic`.
+    pub wire: &'static str,
+    /// The run's secrets, when they may go to this endpoint: only where the user sends the key,
+    /// never to the demo model (a client other than chapter 2's finds its credential here).
+    pub sent_keys: Option<Keys>,
     _demo: Option<ScriptedServer>,
-}
-
-impl Connection {
-    /// The statuses worth another try with this run's wire format (chapter 8; chapter 19's
-    /// Messages API adds 500 and 529).
-    #[cfg(feature = "ch08")]
-    pub fn retry_statuses(&self) -> &'static [u16] {
-        #[cfg(feature = "ch19")]
-        if let Api::Anthropic(_) = self.api {
-            return mini_agent::ch19_anthropic::RETRY_STATUSES;
-        }
-        mini_agent::ch08_retry::RETRY_STATUSES
-    }
 }
 
 /// Chooses the endpoint (see [`choose_endpoint`]), starts the demo model if that is the one,
@@ -66,29 +56,36 @@ pub fn connect(
         .map_err(|e| Error::io("starting the demo model", e))?;
     let endpoint = client_config(&chosen, keys, demo.as_ref().map(|server| server.url.as_str()));
     // One redactor for everything that leaves the process from now on (chapter 3).
-    #[cfg(feature = "ch03")]
-    mini_agent::ch03_tools::secrets::install(mini_agent::ch03_tools::secrets::Redactor::for_run(
-        keys,
-        &endpoint.base_url,
-    ));
+    if let Some(install_redactor) = super::registry().hooks.install_redactor {
+        install_redactor(keys, &endpoint.base_url);
+    }
     // What a session records of where its model lives: never a key.
     #[cfg(feature = "ch05")]
     let origin = {
         let recorded_url = if chosen.demo { DEMO_ENDPOINT } else { endpoint.base_url.as_str() };
         Origin::new(&endpoint.model, chosen.api, recorded_url)
     };
-    // Anthropic's credential goes where the OpenAI key would: only where the user sends it,
-    // never to the demo model.
-    #[cfg(feature = "ch19")]
-    let api = Api::of_run(chosen.api, keys, chosen.send_key && demo.is_none());
+    // Another wire format's credential goes where the OpenAI key would: only where the user
+    // sends it, never to the demo model.
+    let sent_keys = (chosen.send_key && demo.is_none()).then(|| keys.clone());
     Ok(Connection {
         endpoint,
         #[cfg(feature = "ch05")]
         origin,
-        #[cfg(feature = "ch19")]
-        api,
+        wire: chosen.api,
+        sent_keys,
         _demo: demo,
     })
+}
+
+/// The connection of a run that goes back to no session (`-p`, the REPL, a task).
+pub fn connect_afresh(settings: &Settings, keys: &Keys) -> Result<Connection, Error> {
+    connect(
+        settings,
+        keys,
+        #[cfg(feature = "ch10")]
+        None,
+    )
 }
 
 // ANCHOR: endpoint
@@ -100,7 +97,6 @@ pub struct Chosen {
     /// Whether the key goes with the requests: never to an endpoint only a journal named.
     send_key: bool,
     /// The wire format sessions record: `openai`, or from chapter 19 `anthropic`.
-    #[cfg(feature = "ch05")]
     pub api: &'static str,
 }
 
@@ -185,12 +181,5 @@ pub fn choose_endpoint(settings: &Settings, keys: &Keys) -> Result<Chosen, Error
         .or_else(|| demo.then(|| "demo".to_string()))
         .or_else(|| env("MODEL_ID"))
         .unwrap_or_else(|| mini_agent::ch02_model::DEFAULT_MODEL.into());
-    Ok(Chosen {
-        demo,
-        base_url,
-        model,
-        send_key: true,
-        #[cfg(feature = "ch05")]
-        api: mini_agent::ch05_sessions::OPENAI_API,
-    })
+    Ok(Chosen { demo, base_url, model, send_key: true, api: mini_agent::ch02_model::layers::OPENAI_API })
 }

@@ -16,7 +16,6 @@
 //! needs: `--json` (`json_events.rs`) and the `sessions` subcommand.
 
 mod args;
-#[cfg(not(feature = "ch05"))]
 mod early;
 mod endpoint;
 mod help;
@@ -25,27 +24,59 @@ mod host;
 mod registry;
 
 use args::Command;
-#[cfg(not(feature = "ch05"))]
-use early::agent;
 use endpoint::{Connection, Keys};
-#[cfg(feature = "ch05")]
-use host::start::agent_with_events as agent;
 use mini_agent::ch02_loop::command_line::{MAX_TURNS, Settings};
 use mini_agent::ch02_loop::{Error, Model, Outcome, plural};
-use mini_agent::ch02_model::ChatClient;
-use mini_agent::ch02_model::text_calls::TextCallCheck;
+use mini_agent::ch02_model::layers::{KeySource, ModelContext};
 use mini_agent::ch02_model::waiting::Waits;
 use registry::Registry;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::OnceLock;
+
+/// The chapters' table, built once: it lives as long as the run, and the sessions of the REPL
+/// share it.
+fn registry() -> &'static Registry {
+    static CHAPTERS: OnceLock<Registry> = OnceLock::new();
+    CHAPTERS.get_or_init(registry::chapters)
+}
+
+// ANCHOR: hooks
+/// What a chapter does in place of the earlier behaviour, registered by it; unset, the earlier
+/// behaviour holds.
+#[derive(Default)]
+pub struct Hooks {
+    /// The agent, from chapter 5 a session kept on disk (else one conversation in memory,
+    /// `early.rs`).
+    pub agent: Option<Agent>,
+    /// What a usage error also says (chapter 14: `--json`'s `exit` event).
+    pub usage_error: Option<fn(&[String], &Registry, &str)>,
+    /// Takes the secrets out of the environment and the command line (chapter 3; else they
+    /// are read like any variable).
+    pub take_keys: Option<unsafe fn(&[String], &Registry) -> Keys>,
+    /// Installs the run's redactor, and redacts a line printed (chapter 3).
+    pub install_redactor: Option<fn(&Keys, &str)>,
+    pub redact_line: Option<fn(&str) -> String>,
+    /// Makes control characters visible (chapter 4's sanitiser), and says which signal stopped
+    /// the run (chapter 4 handles SIGTERM and SIGHUP; before it they end the process at once).
+    pub visible: Option<fn(&str) -> String>,
+    pub stop_signal: Option<fn() -> Option<i32>>,
+    /// Whether `-p` shows the replies' text on stdout as it arrives (chapter 11's `--stream`;
+    /// chapter 4's `-p` reads it).
+    #[cfg(feature = "ch04")]
+    pub answer_streamed: Option<fn(&Settings) -> bool>,
+}
+// ANCHOR_END: hooks
+
+/// The agent: its settings, the table, the run's secrets; its exit code.
+pub type Agent = fn(&Settings, &'static Registry, &Keys) -> Result<u8, Error>;
 
 // ANCHOR: main
 pub fn main() -> ExitCode {
     let words: Vec<String> =
         std::env::args_os().skip(1).map(|word| word.to_string_lossy().into_owned()).collect();
-    // The chapters' table lives as long as the run; the sessions of the REPL share it.
-    let registry: &'static Registry = Box::leak(Box::new(registry::chapters()));
+    let registry = registry();
     let keys = take_keys(&words, registry);
     let result = run(&words, registry, &keys);
     match (&result, stopped_by_signal()) {
@@ -64,27 +95,17 @@ pub fn main() -> ExitCode {
 /// environment and the command line before anything runs, and no other process of the user
 /// may read this one's memory. Before chapter 3 the key is read like any variable.
 fn take_keys(words: &[String], registry: &Registry) -> Keys {
-    #[cfg(feature = "ch03")]
-    // SAFETY: first thing in main, before any thread exists (chapter 3's secrets).
-    let keys = unsafe {
-        let (variables, capability_flags) = &registry.secrets;
-        mini_agent::ch03_tools::secrets::wipe_credentials_in_command_line(words, capability_flags);
-        let keys = Keys::take(variables);
-        mini_agent::ch03_tools::secrets::seal_memory();
-        keys
-    };
-    #[cfg(not(feature = "ch03"))]
-    let (keys, _) = (Keys::from_environment(), (words, registry));
-    keys
+    match registry.hooks.take_keys {
+        // SAFETY: first thing in main, before any thread exists (chapter 3's secrets).
+        Some(take) => unsafe { take(words, registry) },
+        None => Keys::from_environment(),
+    }
 }
 
 /// The signal (SIGTERM 15, SIGHUP 1) that stopped the run, if one did (chapter 4 handles them;
 /// before it they end the process at once).
 fn stopped_by_signal() -> Option<i32> {
-    #[cfg(feature = "ch04")]
-    return mini_agent::ch04_terminal::signals::stop_signal();
-    #[cfg(not(feature = "ch04"))]
-    None
+    registry().hooks.stop_signal.and_then(|stop_signal| stop_signal())
 }
 
 // ANCHOR: exit_code
@@ -112,8 +133,9 @@ fn run(words: &[String], registry: &'static Registry, keys: &Keys) -> Result<u8,
         Ok(command) => command,
         Err(message) => {
             // `--json` promises its `exit` event (chapter 14), also here.
-            #[cfg(feature = "ch05")]
-            host::json_events::usage_error(words, registry, &message);
+            if let Some(usage_error) = registry.hooks.usage_error {
+                usage_error(words, registry, &message);
+            }
             return Err(Error::Usage(message));
         }
     };
@@ -125,7 +147,8 @@ fn run(words: &[String], registry: &'static Registry, keys: &Keys) -> Result<u8,
             Some((_, run)) => run(&words, registry, keys),
             None => Err(Error::Usage(format!("mini-agent {name} is not in this state"))),
         },
-        Command::Agent(settings) => agent(&settings, registry, keys),
+        // One conversation in memory, until a chapter brings sessions.
+        Command::Agent(settings) => registry.hooks.agent.unwrap_or(early::agent)(&settings, registry, keys),
     }
 }
 // ANCHOR_END: main_run
@@ -154,38 +177,23 @@ fn evaluate(words: &[String], registry: &'static Registry, _: &Keys) -> Result<u
 // ANCHOR_END: eval
 
 // ANCHOR: models
-/// The model of this run, one line per chapter that wraps it: the client chapter 2 speaks (or
-/// chapter 11's streaming one, or chapter 19's Messages API), chapter 8's retries of failures
-/// that come before the first byte of a reply (so nothing shown is ever repeated), chapter 3's
-/// redaction of what comes back, and chapter 2's check for a tool call written as text.
-/// Chapter 7's compacting layer is added per session, by the agent.
+/// The model of this run: the layers the chapters registered, folded innermost first (by
+/// place, then chapter order): the client chapter 2 speaks (or chapter 11's streaming one, or
+/// chapter 19's Messages API), the retries of failures that come before the first byte of a
+/// reply (chapter 8, so nothing shown is ever repeated), chapter 3's redaction of what comes
+/// back, and chapter 2's check for a tool call written as text. Chapter 7's compacting layer is
+/// added per session, by the agent.
 fn build_model(connection: &Connection, settings: &Settings) -> Result<Box<dyn Model>, Error> {
-    let waits = Waits::from_environment()?;
-    let endpoint = connection.endpoint.clone();
-    // A chapter that chooses another client replaces this one, or the error building it met.
-    let model = ChatClient::new(endpoint).map(|client| {
-        let client = client
-            .with_idle_timeout(waits.idle)
-            .with_first_byte_timeout(waits.first_byte)
-            .with_request_limit(waits.limit);
-        Box::new(client) as Box<dyn Model>
-    });
-    #[cfg(feature = "ch11")]
-    let model = mini_agent::ch11_streaming::stream_if_asked(model, settings, &connection.endpoint, waits);
-    #[cfg(feature = "ch19")]
-    let model = mini_agent::ch19_anthropic::choice::anthropic_if_chosen(
-        model,
-        (&connection.endpoint, &connection.api),
+    let context = ModelContext {
+        endpoint: &connection.endpoint,
         settings,
-        waits,
-    );
-    let model = model?;
-    #[cfg(feature = "ch08")]
-    let model = mini_agent::ch08_retry::retrying(model, connection.retry_statuses())?;
-    #[cfg(feature = "ch03")]
-    let model = mini_agent::ch03_tools::secrets::redacted(model);
-    let _ = settings; // read by the chapters that choose another client
-    Ok(Box::new(TextCallCheck { inner: model }))
+        waits: Waits::from_environment()?,
+        wire: connection.wire,
+        keys: connection.sent_keys.as_ref().map(|keys| keys as &dyn KeySource),
+    };
+    let no_client = Err(Error::Config("no chapter of this state registered a model client".into()));
+    let layers = registry().model_layers.iter();
+    layers.fold(no_client, |model, (_place, layer)| layer(model, &context))
 }
 // ANCHOR_END: models
 
@@ -201,10 +209,7 @@ fn one_shot(
     let terminal = Screen::stdio(settings.has(&mini_agent::ch02_loop::command_line::VERBOSE));
     // Progress on stderr; stdout gets the final answer alone — or, with --stream, the
     // replies' text as it arrives.
-    #[cfg(feature = "ch11")]
-    let streams_to_stdout = settings.has(&mini_agent::ch11_streaming::STREAM);
-    #[cfg(not(feature = "ch11"))]
-    let streams_to_stdout = false;
+    let streams_to_stdout = registry().hooks.answer_streamed.is_some_and(|streamed| streamed(settings));
     let screen = if streams_to_stdout { terminal.clone() } else { terminal.stderr_only() };
     let mut display = TerminalObserver::new(screen, None);
     match turn(&mut display) {
@@ -306,18 +311,20 @@ fn say(line: &str) {
     // What the host says quotes the workspace (a path, a journal's id or model): shown, never
     // obeyed, like model text.
     let line = visible(line);
-    #[cfg(feature = "ch03")]
-    let line = mini_agent::ch03_tools::secrets::redactor().redact_line(&line);
+    let line = match registry().hooks.redact_line {
+        Some(redact) => redact(&line),
+        None => line,
+    };
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 // ANCHOR_END: output
 
 /// Control characters made visible (chapter 4's sanitiser).
 fn visible(text: &str) -> String {
-    #[cfg(feature = "ch04")]
-    return mini_agent::ch04_terminal::sanitize::sanitize(text);
-    #[cfg(not(feature = "ch04"))]
-    text.to_string()
+    match registry().hooks.visible {
+        Some(visible) => visible(text),
+        None => text.to_string(),
+    }
 }
 
 // ANCHOR: one_line

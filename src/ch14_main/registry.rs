@@ -7,20 +7,34 @@
 //! `/help` and the start-up that takes the secrets out of the environment all read the
 //! [`Registry`] it fills. It runs first thing in `main`, before any thread exists.
 
+use super::Hooks;
 use super::endpoint::Keys;
 use mini_agent::ch02_loop::Error;
 use mini_agent::ch02_loop::command_line::{self, Check, Flag, Help};
+use mini_agent::ch02_model::layers::{Layer, ModelLayer};
 
 // ANCHOR: chapters
 /// What the chapters of this state registered.
 pub fn chapters() -> Registry {
     let mut registry = Registry::default();
     command_line::register(&mut registry);
+    mini_agent::ch02_model::layers::register(&mut registry);
+    #[cfg(feature = "ch03")]
+    {
+        mini_agent::ch03_tools::register(&mut registry);
+        // SAFETY (of the hook): `main` calls it first thing, before any thread exists.
+        registry.hooks.take_keys = Some(|words, registry| unsafe {
+            mini_agent::ch03_tools::secrets::take_at_start_up(words, &registry.secrets)
+        });
+    }
     #[cfg(feature = "ch04")]
     mini_agent::ch04_terminal::register(&mut registry);
     #[cfg(feature = "ch05")]
     {
         mini_agent::ch05_sessions::register(&mut registry);
+        registry.hooks.agent = Some(super::host::start::agent_with_events);
+        // Heard from chapter 14 on, when `--json` is in the table.
+        registry.hooks.usage_error = Some(super::host::json_events::usage_error);
         registry.handlers.push(("list", super::host::app::Agent::list));
     }
     #[cfg(feature = "ch06")]
@@ -80,6 +94,10 @@ pub struct Registry {
     pub flags: Vec<Flag>,
     pub help: Vec<Help>,
     pub checks: Vec<Check>,
+    /// The model's layers, by place (chapter order within one): `build_model` folds them.
+    pub model_layers: Vec<(ModelLayer, Layer)>,
+    /// What a chapter does in place of the earlier behaviour (see [`Hooks`]).
+    pub hooks: Hooks,
     /// Whether a person's own question is answered where no session can be recorded (a
     /// read-only checkout): chapter 14 says yes. From chapter 5, which brings sessions.
     #[cfg(feature = "ch05")]
@@ -126,12 +144,29 @@ impl mini_agent::ch03_tools::secrets::RegisterSecrets for Registry {
     fn capability_flag(&mut self, long: &'static str) {
         self.secrets.1.push(long);
     }
+    fn redactor(&mut self, install: fn(&Keys, &str), line: fn(&str) -> String) {
+        (self.hooks.install_redactor, self.hooks.redact_line) = (Some(install), Some(line));
+    }
 }
 
 #[cfg(feature = "ch04")]
 impl mini_agent::ch04_terminal::RegisterCommands for Registry {
     fn command(&mut self, command: mini_agent::ch04_terminal::SlashCommand) {
         self.commands.push(command);
+    }
+    fn terminal(&mut self, visible: fn(&str) -> String, stop_signal: fn() -> Option<i32>) {
+        (self.hooks.visible, self.hooks.stop_signal) = (Some(visible), Some(stop_signal));
+    }
+    fn answer_streamed(&mut self, when: fn(&command_line::Settings) -> bool) {
+        self.hooks.answer_streamed = Some(when);
+    }
+}
+
+impl mini_agent::ch02_model::layers::RegisterModel for Registry {
+    /// Kept sorted by place; a layer goes after those of earlier chapters in its place.
+    fn model_layer(&mut self, place: ModelLayer, layer: Layer) {
+        let at = self.model_layers.partition_point(|(earlier, _)| *earlier <= place);
+        self.model_layers.insert(at, (place, layer));
     }
 }
 

@@ -9,8 +9,8 @@
 use super::{ANTHROPIC_API, API, AnthropicClient, AnthropicKeys, Auth, parse_max_tokens};
 use crate::ch02_loop::command_line::Settings;
 use crate::ch02_loop::{Error, Model};
-use crate::ch02_model::waiting::Waits;
-use crate::ch02_model::{ClientConfig, DEFAULT_BASE_URL, DEFAULT_MODEL};
+use crate::ch02_model::layers::{KeySource, ModelContext};
+use crate::ch02_model::{DEFAULT_BASE_URL, DEFAULT_MODEL};
 use crate::ch03_tools::secrets::Keys;
 use crate::ch05_sessions::{OPENAI_API, Origin};
 use crate::ch11_streaming::STREAM;
@@ -26,10 +26,10 @@ pub enum Api {
 
 impl Api {
     /// The wire format `api` (as sessions record it) of this run; Anthropic's credential goes
-    /// where the OpenAI key would: only where the user sends it (`send_key`).
-    pub fn of_run(api: &str, keys: &Keys, send_key: bool) -> Api {
+    /// where the OpenAI key would: only where the user sends it (`keys` is `None` elsewhere).
+    pub fn of_run(api: &str, keys: Option<&dyn KeySource>) -> Api {
         match api {
-            ANTHROPIC_API => Api::Anthropic(AnthropicKeys::from_keys(keys).auth().filter(|_| send_key)),
+            ANTHROPIC_API => Api::Anthropic(keys.and_then(|keys| AnthropicKeys::from_keys(keys).auth())),
             _ => Api::OpenAi,
         }
     }
@@ -93,12 +93,11 @@ pub fn default_model(api: &str) -> &'static str {
 /// `OPENAI_API_KEY`): that failure is not this run's.
 pub fn anthropic_if_chosen(
     model: Result<Box<dyn Model>, Error>,
-    (endpoint, api): (&ClientConfig, &Api),
-    settings: &Settings,
-    waits: Waits,
+    context: &ModelContext,
 ) -> Result<Box<dyn Model>, Error> {
-    let Api::Anthropic(auth) = api else { return model };
-    let mut client = AnthropicClient::new(&endpoint.base_url, auth.clone(), &endpoint.model)?;
+    let Api::Anthropic(auth) = Api::of_run(context.wire, context.keys) else { return model };
+    let (endpoint, settings, waits) = (context.endpoint, context.settings, context.waits);
+    let mut client = AnthropicClient::new(&endpoint.base_url, auth, &endpoint.model)?;
     client.idle_timeout = waits.idle;
     client.first_byte_timeout = waits.first_byte;
     client.request_limit = waits.limit;

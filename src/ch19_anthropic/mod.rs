@@ -29,11 +29,12 @@ mod tests;
 use crate::ch02_loop::command_line::{Flag, Help, Takes};
 use crate::ch02_loop::{Error, Model, Observer, Reply, Request};
 use crate::ch02_model::errors::MESSAGES_API_ERROR;
+use crate::ch02_model::layers::{KeySource, ModelLayer};
 use crate::ch02_model::waiting::{backstop, first_byte_timeout, read_counted, run_watched};
 use crate::ch02_model::{
     DEFAULT_IDLE_TIMEOUT, api_key_required, error_from_response, network_error, new_agent,
 };
-use crate::ch03_tools::secrets::{Keys, RegisterSecrets, SecretVariable, base_url_secret, secret};
+use crate::ch03_tools::secrets::{RegisterSecrets, SecretVariable, base_url_secret, secret};
 use crate::ch05_sessions::OPENAI_API;
 use crate::ch11_streaming::{receive, start_worker};
 use std::sync::atomic::Ordering;
@@ -87,11 +88,11 @@ pub enum Auth {
 }
 
 impl AnthropicKeys {
-    pub fn from_keys(keys: &Keys) -> AnthropicKeys {
+    pub fn from_keys(keys: &dyn KeySource) -> AnthropicKeys {
         AnthropicKeys {
-            api_key: keys.get(API_KEY),
-            auth_token: keys.get(AUTH_TOKEN),
-            base_url: keys.get(BASE_URL),
+            api_key: keys.value_of(API_KEY.name),
+            auth_token: keys.value_of(AUTH_TOKEN.name),
+            base_url: keys.value_of(BASE_URL.name),
         }
     }
 
@@ -262,8 +263,16 @@ pub const API: Flag = Flag::value(
     ],
 );
 
+// ANCHOR: register
+/// Chapter 19's part: `--api`, Anthropic's secrets, the Messages API client in place of the one
+/// before it when the run speaks it, and chapter 8's retries around it with its statuses.
 pub fn register(registry: &mut dyn RegisterSecrets) {
     registry.flag(API);
+    registry.model_layer(ModelLayer::Client, choice::anthropic_if_chosen);
+    registry.model_layer(ModelLayer::Retries, |model, context| match context.wire {
+        ANTHROPIC_API => crate::ch08_retry::retrying(model?, RETRY_STATUSES),
+        _ => model,
+    });
     for variable in SECRETS {
         registry.secret(*variable);
     }
@@ -281,3 +290,4 @@ pub fn register(registry: &mut dyn RegisterSecrets) {
         ],
     });
 }
+// ANCHOR_END: register

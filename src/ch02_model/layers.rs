@@ -1,0 +1,78 @@
+//! Chapter 2 — the model of a run is a fold.
+//!
+//! The loop takes one [`Model`]; what stands behind it grows chapter by chapter: another
+//! client in place of this chapter's (chapter 11's streaming one, chapter 19's Messages API),
+//! retries around it (chapter 8), redaction around those (chapter 3), and this chapter's check
+//! for a tool call written as text around it all. Each of those chapters registers its layer
+//! with its [place](ModelLayer); the composition root sorts what was registered by place
+//! (chapter order within one) and folds it, so it names no chapter, and a layer never knows
+//! which others are there. A layer is a plain function: it gets the model so far (or the error
+//! building it met) and what it needs to know of the run, a [`ModelContext`].
+
+use super::ClientConfig;
+use super::waiting::Waits;
+use crate::ch02_loop::command_line::{Registry, Settings};
+use crate::ch02_loop::{Error, Model};
+
+/// The wire format of chapter 2's client, OpenAI's Chat Completions, as sessions record it.
+pub const OPENAI_API: &str = "openai";
+
+// ANCHOR: model_layer
+/// Where a layer goes around the model, innermost first. Not chapter order: chapter 3's
+/// redaction must see what chapter 8's retries let through, whichever client a later chapter
+/// chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ModelLayer {
+    /// The client: chapter 2's, or one a later chapter puts in its place, given the one
+    /// before it or the error building it met (a client is judged only if it is the one used).
+    Client,
+    /// Another try of a request that failed before the first byte of a reply (chapter 8).
+    Retries,
+    /// Secrets removed from what comes back (chapter 3).
+    Redaction,
+    /// A final answer that is a tool call written as text fails the turn (chapter 2).
+    TextCalls,
+}
+
+/// What a layer knows of the run.
+pub struct ModelContext<'a> {
+    /// Where the model is, which one, and the key sent with chapter 2's requests.
+    pub endpoint: &'a ClientConfig,
+    pub settings: &'a Settings,
+    pub waits: Waits,
+    /// The wire format, as sessions record it: [`OPENAI_API`], or a later chapter's.
+    pub wire: &'static str,
+    /// The run's secrets when they may go to this endpoint: never to the demo model, nor to
+    /// an endpoint only a session file named.
+    pub keys: Option<&'a dyn KeySource>,
+}
+
+/// One layer: the model so far, or the error building it met, in; the model with this layer
+/// out.
+pub type Layer = fn(Result<Box<dyn Model>, Error>, &ModelContext) -> Result<Box<dyn Model>, Error>;
+
+/// What a chapter registers from this one on: its model layers, beside its flags and help.
+pub trait RegisterModel: Registry {
+    fn model_layer(&mut self, place: ModelLayer, layer: Layer);
+}
+// ANCHOR_END: model_layer
+
+/// Where a client finds a secret of the run by its variable's name: chapter 2's `Keys`, read
+/// from the environment, or chapter 3's, taken out of it.
+pub trait KeySource {
+    fn value_of(&self, variable: &str) -> Option<String>;
+}
+
+/// Chapter 2's layers: its client, innermost, and the text-call check, outermost.
+pub fn register(registry: &mut dyn RegisterModel) {
+    registry.model_layer(ModelLayer::Client, |_, context| {
+        let client = super::ChatClient::new(context.endpoint.clone())?
+            .with_idle_timeout(context.waits.idle)
+            .with_first_byte_timeout(context.waits.first_byte)
+            .with_request_limit(context.waits.limit);
+        Ok(Box::new(client))
+    });
+    registry.model_layer(ModelLayer::TextCalls, |model, _| {
+        Ok(Box::new(super::text_calls::TextCallCheck { inner: model? }))
+    });
+}
