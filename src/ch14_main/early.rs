@@ -3,6 +3,9 @@
 //! Ctrl+D, and `/new` forgets the conversation. The model, the endpoint and the exit codes are
 //! the composition root's, as in every state; from chapter 5 on, `start.rs` and `app.rs` take
 //! over, and every run is a session kept on disk.
+//!
+//! What chapter 4 changes here it registers (see [`Early`]): the terminal that shows a task,
+//! and the REPL.
 
 use super::endpoint::Keys;
 use super::registry::Registry;
@@ -14,6 +17,16 @@ use mini_agent::ch02_loop::{Error, Limits, Message, Model, Observer, Outcome, ru
 #[cfg(feature = "ch03")]
 use mini_agent::ch03_tools::Workspace;
 use std::path::Path;
+
+/// What chapter 4 replaces here; unset, chapter 2's way holds.
+#[derive(Default)]
+pub struct Early {
+    /// One task (`-p`) shown: progress lines, then the answer as written; from chapter 4, the
+    /// terminal's.
+    pub one_shot: Option<fn(&mut Agent, String, &Settings) -> Result<u8, Error>>,
+    /// No task: the REPL, from chapter 4.
+    pub repl: Option<fn(Agent, &Path, &Registry, &Settings) -> Result<u8, Error>>,
+}
 
 /// The model, the workspace's tools, and the conversation so far.
 pub struct Agent {
@@ -44,24 +57,19 @@ pub fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> R
     let task = settings.value(&PROMPT).map(read_prompt).transpose()?;
     let connection = super::endpoint::connect_afresh(settings, keys)?;
     let mut agent = Agent::start(build_model(&connection, settings)?, &root, settings)?;
+    let early = &registry.hooks.early;
     match task {
-        #[cfg(feature = "ch04")]
-        Some(task) => super::one_shot(settings, |display| agent.ask(task, display)),
-        #[cfg(not(feature = "ch04"))]
-        Some(task) => before_the_terminal::one_shot(&mut agent, task, settings),
-        #[cfg(feature = "ch04")]
-        None => terminal::repl(agent, &root, registry, settings),
-        #[cfg(not(feature = "ch04"))]
-        None => {
-            let _ = registry; // its slash commands are the REPL's, from chapter 4
-            Err(Error::Usage("give the task with -p \"…\"".into()))
-        }
+        Some(task) => early.one_shot.unwrap_or(before_the_terminal::one_shot)(&mut agent, task, settings),
+        None => match early.repl {
+            Some(repl) => repl(agent, &root, registry, settings),
+            None => Err(Error::Usage("give the task with -p \"…\"".into())),
+        },
     }
 }
 
-/// Chapter 4: the REPL, with this conversation as its host.
+/// Chapter 4: a task shown by the terminal, and the REPL, with this conversation as its host.
 #[cfg(feature = "ch04")]
-mod terminal {
+pub mod terminal {
     use super::{Agent, Path, Registry, Settings};
     use mini_agent::ch02_loop::command_line::VERBOSE;
     use mini_agent::ch02_loop::{Error, Outcome};
@@ -84,6 +92,10 @@ mod terminal {
         }
     }
 
+    pub fn one_shot(agent: &mut Agent, task: String, settings: &Settings) -> Result<u8, Error> {
+        super::super::one_shot(settings, |display| agent.ask(task, display))
+    }
+
     pub fn repl(
         mut agent: Agent,
         root: &Path,
@@ -101,7 +113,6 @@ mod terminal {
 }
 
 /// Before chapter 4's terminal: progress lines on stderr, the answer as the model wrote it.
-#[cfg(not(feature = "ch04"))]
 mod before_the_terminal {
     use super::super::{print_stdout, stopped_early};
     use super::{Agent, Settings};

@@ -48,8 +48,9 @@ fn registry() -> &'static Registry {
 #[derive(Default)]
 pub struct Hooks {
     /// The agent, from chapter 5 a session kept on disk (else one conversation in memory,
-    /// `early.rs`).
+    /// `early.rs`, with what chapters 3 and 4 change there).
     pub agent: Option<Agent>,
+    pub early: early::Early,
     /// What a usage error also says (chapter 14: `--json`'s `exit` event).
     pub usage_error: Option<fn(&[String], &Registry, &str)>,
     /// Takes the secrets out of the environment and the command line (chapter 3; else they

@@ -28,7 +28,11 @@ pub fn chapters() -> Registry {
         });
     }
     #[cfg(feature = "ch04")]
-    mini_agent::ch04_terminal::register(&mut registry);
+    {
+        mini_agent::ch04_terminal::register(&mut registry);
+        registry.hooks.early.one_shot = Some(super::early::terminal::one_shot);
+        registry.hooks.early.repl = Some(super::early::terminal::repl);
+    }
     #[cfg(feature = "ch05")]
     {
         mini_agent::ch05_sessions::register(&mut registry);
