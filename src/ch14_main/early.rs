@@ -23,10 +23,15 @@ use std::path::Path;
 pub struct Early {
     /// One task (`-p`) shown: progress lines, then the answer as written; from chapter 4, the
     /// terminal's.
-    pub one_shot: Option<fn(&mut Agent, String, &Settings) -> Result<u8, Error>>,
+    pub one_shot: Option<OneShot>,
     /// No task: the REPL, from chapter 4.
-    pub repl: Option<fn(Agent, &Path, &Registry, &Settings) -> Result<u8, Error>>,
+    pub repl: Option<Repl>,
 }
+
+/// One task to its exit code.
+pub type OneShot = fn(&mut Agent, String, &Settings) -> Result<u8, Error>;
+/// The REPL in `root` to its exit code.
+pub type Repl = fn(Agent, &Path, &Registry, &Settings) -> Result<u8, Error>;
 
 /// The model, the workspace's tools, and the conversation so far.
 pub struct Agent {
@@ -82,7 +87,7 @@ pub mod terminal {
 
         /// `/new` forgets the conversation (there is no session yet to start afresh).
         fn command(&mut self, command: HostCommand) -> Result<String, Error> {
-            match &*command.name {
+            match command.name {
                 "new" => {
                     self.history.truncate(1);
                     Ok("new conversation: the earlier messages are forgotten".into())
