@@ -117,7 +117,7 @@ pub struct Registry {
     /// The layers of the task loop (chapter 15): chapter 16's approval and hooks, chapter 17's
     /// notifications, chapter 20's sandbox, in chapter order.
     #[cfg(feature = "ch15")]
-    pub task_layers: Vec<mini_agent::ch15_tasks::layers::NewTaskLayer>,
+    pub task_layers: mini_agent::ch15_tasks::TaskLayers,
     /// What runs each on the session's agent (chapter 5; `/new` and the reports of a
     /// session's tools, `/skills` and `/mcp`, are the agent's own).
     #[cfg(feature = "ch05")]

@@ -8,6 +8,7 @@
 //! (the order they registered in), so it names no chapter after this one. Every method has a
 //! default that leaves its seam as it was: a layer says only what it adds.
 
+use super::file::Task;
 use super::run::TaskEvents;
 use super::verify::Verifier;
 use crate::ch02_loop::Error;
@@ -75,11 +76,23 @@ pub struct TaskRun<'a> {
 /// What a chapter registers: its layer, built from the run.
 pub type NewTaskLayer = for<'a> fn(&TaskRun<'a>) -> Result<Box<dyn TaskLayer + 'a>, Error>;
 
+/// What a chapter does when a person adds a task to the list at `tasks` (`tasks add`, the
+/// service): chapter 16 remembers its verify command as approved, since the person typed it.
+pub type TaskAdded = fn(tasks: &Path, task: &Task);
+
 /// Where the chapters hand over their layers of the task loop.
 pub trait RegisterTaskLayers: Registry {
     fn task_layer(&mut self, layer: NewTaskLayer);
+    fn task_added(&mut self, added: TaskAdded);
 }
 // ANCHOR_END: register
+
+/// What the chapters registered for the task loop, in chapter order.
+#[derive(Default)]
+pub struct TaskLayers {
+    pub layers: Vec<NewTaskLayer>,
+    pub added: Vec<TaskAdded>,
+}
 
 /// The run's parts that its sessions share with the loop, loaded and approved once (chapter
 /// 16's hooks, chapter 20's sandbox): a layer finds its own by its type.

@@ -281,6 +281,7 @@ pub fn register(registry: &mut impl RegisterTaskLayers) {
     registry.flag(TRUST_HOOKS);
     registry.flag(TRUST_TASKS);
     registry.task_layer(tasks::layer);
+    registry.task_added(task_approval::approve_added);
     registry.help(Help {
         chapter: 16,
         page: "",

@@ -33,6 +33,15 @@ pub fn approve(store: Option<&ApprovalStore>, tasks: &Path, command: &str) -> st
     store.map_or(Ok(()), |store| store.remember(&key(tasks, command)))
 }
 
+/// When a person adds a task (`tasks add --verify CMD`, the service): they typed its verify
+/// command, so it is approved for this task list. A store that cannot be written is a warning.
+pub fn approve_added(tasks: &Path, task: &Task) {
+    let Some(command) = &task.verify_command else { return };
+    if let Err(error) = approve(ApprovalStore::user().as_ref(), tasks, command) {
+        eprintln!("mini-agent: warning: the verify command's approval could not be remembered: {error}");
+    }
+}
+
 // ANCHOR: check
 /// Before `tasks run`: the verify commands of the tasks that may be attempted must be
 /// trusted, approved before, or approved now by the person at the terminal. Returns the

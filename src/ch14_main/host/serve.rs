@@ -57,7 +57,7 @@ pub fn main(words: &[String], registry: &'static Registry, keys: &Keys) -> Resul
     if let Some(line) = config.sandbox.start_up_line(true) {
         say(&line);
     }
-    let backend = Arc::new(AgentBackend::new(connection, config, store));
+    let backend = Arc::new(AgentBackend::new(connection, config, store, registry));
     install_interrupt_handler();
     let server = start(served, backend)?;
     say(&format!("mini-agent: serving {} (Ctrl+C stops)", root.display()));
@@ -159,6 +159,8 @@ fn address(own: &Settings) -> Result<SocketAddr, Error> {
 /// The agent behind the service: the run's connection and configuration, every session of
 /// the served root, and those made in its subdirectories since the service started.
 struct AgentBackend {
+    /// The chapters' table: what adding a task tells them (chapter 16 approves its check).
+    registry: &'static Registry,
     connection: Connection,
     config: Config,
     store: SessionStore,
@@ -170,9 +172,14 @@ struct AgentBackend {
 }
 
 impl AgentBackend {
-    fn new(connection: Connection, config: Config, store: SessionStore) -> AgentBackend {
+    fn new(
+        connection: Connection,
+        config: Config,
+        store: SessionStore,
+        registry: &'static Registry,
+    ) -> AgentBackend {
         let (elsewhere, summaries) = Default::default();
-        AgentBackend { connection, config, store, elsewhere, summaries }
+        AgentBackend { registry, connection, config, store, elsewhere, summaries }
     }
 
     /// The journal of session `id`.
@@ -335,7 +342,7 @@ impl Backend for AgentBackend {
     fn add_task(&self, request: &Value) -> Result<Value, Refusal> {
         let task = mini_agent::ch21_serve::api::task_from_json(request)
             .map_err(|message| Refusal::new(400, message))?;
-        let id = super::tasks::add_task(&self.config.root, &self.tasks_file(), task)
+        let id = super::tasks::add_task(self.registry, &self.config.root, &self.tasks_file(), task)
             .map_err(|error| refusal(400, &error))?;
         self.find_task(&id)
     }

@@ -50,7 +50,7 @@ pub fn main(words: &[String], registry: &'static Registry, keys: &Keys) -> Resul
     let json = words.first().is_some_and(|w| w == "run") && words.iter().any(|w| w == "--json");
     let result = parse(words, registry).map_err(Error::Usage).and_then(|(action, root, file)| match action {
         Action::Help => print_stdout(&help(registry)),
-        Action::Add(task) => add(&tasks_path(root.as_deref(), file.as_deref())?, *task),
+        Action::Add(task) => add(registry, &tasks_path(root.as_deref(), file.as_deref())?, *task),
         Action::List => list(&tasks_path(root.as_deref(), file.as_deref())?),
         Action::Status => status(&tasks_path(root.as_deref(), file.as_deref())?),
         Action::Show(id) => show(&tasks_path(root.as_deref(), file.as_deref())?, &id),
@@ -95,8 +95,13 @@ fn tasks_path(root: Option<&Path>, file: Option<&Path>) -> Result<(PathBuf, Path
 
 /// Adds `task` to the list at `path` (a new id if it has none) and returns its id. The person
 /// who asked for it (at the terminal, or over HTTP with the service's token) approved its
-/// verify command by asking (chapter 16).
-pub(crate) fn add_task(root: &Path, path: &Path, mut task: Task) -> Result<String, Error> {
+/// verify command by asking: the chapters that registered for it hear of it (chapter 16).
+pub(crate) fn add_task(
+    registry: &Registry,
+    root: &Path,
+    path: &Path,
+    mut task: Task,
+) -> Result<String, Error> {
     if *path == root.join(DEFAULT_TASKS_FILE) {
         let dir = root.join(".mini_agent");
         std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
@@ -118,19 +123,15 @@ pub(crate) fn add_task(root: &Path, path: &Path, mut task: Task) -> Result<Strin
         file.tasks.push(task.clone());
         Ok(id)
     })?;
-    #[cfg(feature = "ch16")]
-    if let Some(command) = &task.verify_command {
-        let store = mini_agent::ch16_hooks::approval::ApprovalStore::user();
-        if let Err(error) = mini_agent::ch16_hooks::task_approval::approve(store.as_ref(), path, command) {
-            eprintln!("mini-agent: warning: the verify command's approval could not be remembered: {error}");
-        }
+    for added in &registry.task_layers.added {
+        added(path, &task);
     }
     Ok(id)
 }
 
-fn add((root, path): &(PathBuf, PathBuf), task: Task) -> Result<u8, Error> {
+fn add(registry: &Registry, (root, path): &(PathBuf, PathBuf), task: Task) -> Result<u8, Error> {
     let verified = task.verify_command.is_some();
-    let id = add_task(root, path, task)?;
+    let id = add_task(registry, root, path, task)?;
     if !verified {
         say(&format!(
             "mini-agent: warning: task {id} has no --verify command, so it passes as soon as an attempt \
@@ -286,7 +287,8 @@ fn run_tasks(
         can_ask: super::start::can_ask(settings),
         say,
     };
-    let mut layers = registry.task_layers.iter().map(|new| new(&task_run)).collect::<Result<Vec<_>, _>>()?;
+    let mut layers =
+        registry.task_layers.layers.iter().map(|new| new(&task_run)).collect::<Result<Vec<_>, _>>()?;
     // The harness's own files are never committed: the task list, and the layers' (metrics).
     let harness_files: Vec<&Path> = std::iter::once(path.as_path())
         .chain(layers.iter().filter_map(|layer| layer.harness_file()))
@@ -450,7 +452,11 @@ fn shared(config: &Config) -> Shared<'_> {
 /// Where the chapters of this state hand over their layers of the task loop.
 impl RegisterTaskLayers for Registry {
     fn task_layer(&mut self, layer: NewTaskLayer) {
-        self.task_layers.push(layer);
+        self.task_layers.layers.push(layer);
+    }
+
+    fn task_added(&mut self, added: mini_agent::ch15_tasks::layers::TaskAdded) {
+        self.task_layers.added.push(added);
     }
 }
 
