@@ -194,8 +194,20 @@ impl Workspace {
                 "refused: `{shown_path}` is inside {dir}/, whose config and hooks git runs; \
                  the file tools never write there"
             )),
+            None if self.named_by_git_config(real) => Err(format!(
+                "refused: `{shown_path}` is named by .git/config (hooks, a filter, an include: \
+                 something git runs or reads); the file tools never write there"
+            )),
             None => Ok(()),
         }
+    }
+
+    /// Whether `.git/config` keeps hooks at `real` (`core.hooksPath`) or names it as a file
+    /// git runs or reads: those are code the person's next `git` runs, as `.git/hooks` is.
+    fn named_by_git_config(&self, real: &Path) -> bool {
+        let config = self.root.join(".git/config");
+        super::git_config::hooks_path(&self.root, &config).is_some_and(|hooks| real.starts_with(hooks))
+            || super::git_config::named_files(&self.root, &config).iter().any(|named| named == real)
     }
     // ANCHOR_END: protected
 

@@ -31,13 +31,15 @@
 //!   [`url_credentials`], the secrets a base URL can carry).
 //! * [`agent_dir`] — the `.gitignore` that keeps `.mini_agent/`'s private files out of git.
 //! * [`own_config`] — the agent's own configuration directory, which the file tools never
-//!   write, wherever the root is.
+//!   write, wherever the root is; [`git_config`] — the work-tree files `.git/config` makes git
+//!   run or read (hooks kept elsewhere, a filter's script), which they never write either.
 
 pub mod agent_dir;
 pub mod bounds;
 pub mod confinement;
 pub mod diff;
 mod files;
+pub mod git_config;
 pub mod glob;
 pub mod output;
 pub mod own_config;

@@ -182,7 +182,7 @@ fn hooks_path_is_read_as_git_reads_it_and_only_inside_the_root() {
     let config = root_path.join("config");
     let case = |text: &str| {
         std::fs::write(&config, text).unwrap();
-        super::hooks_path(&root_path, &config)
+        crate::ch03_tools::git_config::hooks_path(&root_path, &config)
     };
     assert_eq!(case("[core]\n\thooksPath = tools/hooks\n"), Some(root_path.join("tools/hooks")));
     assert_eq!(case("[CORE]\n\tHOOKSPATH = \"tools/h #1\" ; note\n"), Some(root_path.join("tools/h #1")));
@@ -225,4 +225,58 @@ fn the_gitdirs_of_other_worktrees_are_read_only() {
         "echo hi > a.txt && git add a.txt && git -c user.name=t -c user.email=t@t commit -qm one && echo committed",
     );
     assert!(output.content.contains("committed"), "{}", output.content);
+}
+
+#[test]
+fn the_files_git_config_names_are_found_by_any_word_of_any_value_inside_the_root_only() {
+    let root = TempDir::new("git-config");
+    let root_path = root.path().canonicalize().unwrap();
+    let outside = TempDir::new("git-config-outside");
+    std::fs::create_dir_all(root_path.join(".git")).unwrap();
+    std::fs::create_dir_all(root_path.join("scripts")).unwrap();
+    for file in ["scripts/fsmonitor.sh", "scripts/clean.py", "shared.gitconfig", "tools.sh"] {
+        std::fs::write(root_path.join(file), "#!/bin/sh\n").unwrap();
+    }
+    std::fs::write(outside.path().join("elsewhere.sh"), "x").unwrap();
+    let config = root_path.join(".git/config");
+    let escaped = outside.path().join("elsewhere.sh");
+    std::fs::write(
+        &config,
+        format!(
+            "[core]\n\tfsmonitor = scripts/fsmonitor.sh\n[filter \"x\"]\n\tclean = python3 scripts/clean.py --quiet\n\
+             [include]\n\tpath = ../shared.gitconfig\n[alias]\n\tt = \"!./tools.sh run\"\n\
+             [core]\n\tpager = {}\n\teditor = scripts/missing.sh\n[remote \"o\"]\n\turl = https://scripts/clean.py\n",
+            escaped.display()
+        ),
+    )
+    .unwrap();
+    let named = crate::ch03_tools::git_config::named_files(&root_path, &config);
+    let expected: Vec<_> = ["scripts/fsmonitor.sh", "scripts/clean.py", "shared.gitconfig", "tools.sh"]
+        .iter()
+        .map(|file| root_path.join(file))
+        .collect();
+    assert_eq!(named, expected);
+}
+
+#[test]
+#[cfg_attr(no_landlock, ignore = "this kernel has no Landlock")]
+fn a_script_that_git_config_names_in_the_work_tree_is_read_only() {
+    let root = TempDir::new("sandbox");
+    let git = |args: &[&str]| Command::new("git").args(args).current_dir(root.path()).output().unwrap();
+    assert!(git(&["init", "-q"]).status.success());
+    std::fs::create_dir(root.path().join("scripts")).unwrap();
+    std::fs::write(root.path().join("scripts/fsmonitor.sh"), "#!/bin/sh\n").unwrap();
+    assert!(git(&["config", "core.fsmonitor", "scripts/fsmonitor.sh"]).status.success());
+    let sandbox = Arc::new(Sandbox::new(root.path(), Mode::Workspace, false).unwrap());
+    assert!(sandbox.coverage().state, "build.rs made a user namespace: {}", sandbox.start_up_line());
+    let line = sandbox.start_up_line();
+    assert!(line.contains("1 work-tree file that .git/config names"), "{line}");
+    let mut workspace = plain(&root).confined(sandbox);
+    let output =
+        bash(&mut workspace, "echo 'touch /tmp/owned' >> scripts/fsmonitor.sh; rm -f scripts/fsmonitor.sh");
+    assert_eq!(std::fs::read_to_string(root.path().join("scripts/fsmonitor.sh")).unwrap(), "#!/bin/sh\n");
+    assert!(output.content.contains("Read-only file system"), "{}", output.content);
+    // Beside it the work goes on.
+    let output = bash(&mut workspace, "echo ok > scripts/other.sh && cat scripts/other.sh");
+    assert!(output.content.contains("ok"), "{}", output.content);
 }

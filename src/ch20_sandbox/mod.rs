@@ -58,6 +58,7 @@ mod tests;
 
 use crate::ch02_loop::Error;
 use crate::ch03_tools::confinement::Confinement;
+use crate::ch03_tools::git_config;
 use git_watch::Watched;
 use private_temp::PrivateTemp;
 pub use run::{ALLOW_NET, RunSandbox, SANDBOX, register};
@@ -263,7 +264,21 @@ impl Sandbox {
 
     /// The paths kept read-only, as the start-up line lists them: `.mini_agent/, .git/hooks`.
     fn state_paths(&self) -> String {
-        self.protected.read_only.iter().map(|path| shown(path)).collect::<Vec<_>>().join(", ")
+        let named = &self.protected.config_names;
+        let mut paths: Vec<String> = self
+            .protected
+            .read_only
+            .iter()
+            .filter(|path| !named.contains(path))
+            .map(|path| shown(path))
+            .collect();
+        if !named.is_empty() {
+            paths.push(format!(
+                "{} that .git/config names",
+                crate::text::plural(named.len(), "work-tree file")
+            ));
+        }
+        paths.join(", ")
     }
 
     /// What the sandbox enforces on this machine, in the start-up line's words: the facts
@@ -420,6 +435,8 @@ impl Drop for Sandbox {
 pub(crate) struct Protected {
     pinned: Vec<PathBuf>,
     read_only: Vec<PathBuf>,
+    /// Those of `read_only` that are there because `.git/config` names them.
+    config_names: Vec<PathBuf>,
 }
 
 fn protected_paths(root: &Path, config_dir: Option<PathBuf>) -> Protected {
@@ -435,14 +452,19 @@ fn protected_paths(root: &Path, config_dir: Option<PathBuf>) -> Protected {
     // `.git/hooks` that `git init` makes: a missing directory cannot be mounted read-only, and
     // a command could make it and fill it.
     let git = root.join(".git");
+    let mut config_names = Vec::new();
     if git.symlink_metadata().is_ok_and(|meta| meta.is_dir()) {
         let _ = std::fs::create_dir(git.join("hooks"));
         // Hooks that `core.hooksPath` keeps in the work tree (husky's `.husky/_`) are the
         // repository's hooks as much as `.git/hooks` is; made if missing where its parent is.
-        if let Some(hooks) = hooks_path(root, &git.join("config")) {
+        if let Some(hooks) = git_config::hooks_path(root, &git.join("config")) {
             let _ = std::fs::create_dir(&hooks);
             read_only.push(hooks);
         }
+        // And every script or file of the work tree it names (a `core.fsmonitor`, a filter,
+        // an include): git runs or reads them, as it runs hooks.
+        config_names = git_config::named_files(root, &git.join("config"));
+        read_only.extend(config_names.iter().cloned());
         // The gitdirs of this repository's other worktrees (`git worktree add` elsewhere): a
         // `commondir` or `config.worktree` rewritten there is obeyed by git run in that
         // checkout, outside the root. Commands here never need to write them.
@@ -468,46 +490,11 @@ fn protected_paths(root: &Path, config_dir: Option<PathBuf>) -> Protected {
         path.starts_with(root) && path.symlink_metadata().is_ok_and(|meta| !meta.is_symlink())
     };
     read_only.retain(real);
-    read_only.dedup();
+    let mut seen = std::collections::BTreeSet::new();
+    read_only.retain(|path| seen.insert(path.clone()));
+    config_names.retain(|path| read_only.contains(path));
     let pinned = if real(&git) && git.is_dir() { vec![git] } else { Vec::new() };
-    Protected { pinned, read_only }
-}
-
-/// Where `.git/config` (`config`) puts the repository's hooks with `core.hooksPath`, when that
-/// is in the root: relative to the work tree, as git takes it. Read without git, which would
-/// obey what it reads; the last setting wins, as in git. An include or the user's own config
-/// may set it too: those are not read (a path outside the root needs nothing here).
-fn hooks_path(root: &Path, config: &Path) -> Option<PathBuf> {
-    const MAX_CONFIG_BYTES: u64 = 1 << 20;
-    // Not a FIFO or a device: the config is read before any command runs.
-    let meta = config.symlink_metadata().ok()?;
-    if !meta.is_file() || meta.len() > MAX_CONFIG_BYTES {
-        return None;
-    }
-    let text = std::fs::read_to_string(config).ok()?;
-    let mut in_core = false;
-    let mut found = None;
-    for line in text.lines().map(str::trim) {
-        if let Some(section) = line.strip_prefix('[') {
-            let name = section.split([']', ' ', '"', '.']).next().unwrap_or_default();
-            in_core = name.eq_ignore_ascii_case("core");
-            continue;
-        }
-        let Some((key, value)) = line.split_once('=') else { continue };
-        if in_core && key.trim().eq_ignore_ascii_case("hookspath") {
-            let value = value.trim();
-            let value = match value.strip_prefix('"') {
-                Some(quoted) => quoted.split('"').next().unwrap_or_default(),
-                None => value.split(['#', ';']).next().unwrap_or_default().trim(),
-            };
-            found = Some(value.to_string());
-        }
-    }
-    let path = root.join(found.filter(|value| !value.is_empty() && !value.starts_with('~'))?);
-    let parent = path.parent()?.canonicalize().ok()?;
-    let path = parent.join(path.file_name()?);
-    // The root itself (`hooksPath = .`) is no hooks folder: read-only, it would stop all work.
-    (path.starts_with(root) && path != root).then_some(path)
+    Protected { pinned, read_only, config_names }
 }
 
 /// A path as the start-up line shows it: short, relative to `~` when it can be.
