@@ -62,8 +62,7 @@ fn settings(config: &Path) -> Vec<Setting> {
 /// the work tree, as git takes it; the last setting wins, as in git. The root itself
 /// (`hooksPath = .`) is no hooks folder: read-only, it would stop all work.
 pub fn hooks_path(root: &Path, config: &Path) -> Option<PathBuf> {
-    let setting =
-        settings(config).into_iter().filter(|s| s.section == "core" && s.key == "hookspath").next_back()?;
+    let setting = settings(config).into_iter().rfind(|s| s.section == "core" && s.key == "hookspath")?;
     let value = Some(setting.value).filter(|value| !value.is_empty() && !value.starts_with('~'))?;
     let path = inside(root, &root.join(value))?;
     (path != root).then_some(path)
