@@ -14,7 +14,8 @@
 
 use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
 use crate::ch03_tools::Workspace;
-use crate::ch04_terminal::{RegisterCommands, SlashCommand};
+use crate::ch04_terminal::SlashCommand;
+use crate::ch05_sessions::parts::{Layer, RegisterParts, RunPart, SessionInput, Stack, Toolbox};
 use crate::text::cut_bytes;
 use serde_json::{Value, json};
 use std::fmt;
@@ -365,7 +366,36 @@ impl<T: Tools> Tools for WithSkills<T> {
 // ANCHOR_END: with_skills_tools
 
 /// Chapter 6's command line: `/skills`, what went into the system prompt.
-pub fn register(registry: &mut dyn RegisterCommands) {
+// ANCHOR: part
+/// This chapter's part in every session: `load_skill` beside the tools, its system prompt (with
+/// `AGENTS.md` and the skills) in place of chapter 2's, what `/skills` shows, and the files
+/// that could not be read, for the person.
+#[derive(Clone)]
+pub struct SkillsPart;
+
+impl RunPart for SkillsPart {
+    fn layer(&self) -> Option<Layer> {
+        Some(Layer::Skills)
+    }
+    fn wrap(&self, mut toolbox: Toolbox, session: &SessionInput) -> Result<Toolbox, crate::ch02_loop::Error> {
+        let (system_prompt, skills) = build_system_prompt(session.root);
+        toolbox.warnings.extend(skills.warnings.iter().cloned());
+        let report = skills.to_string();
+        toolbox.reports.push(("skills", Box::new(move || report.clone())));
+        let tools = Stack::Boxed(Box::new(WithSkills::new(toolbox.tools.boxed(), skills)));
+        Ok(Toolbox { tools, system_prompt, ..toolbox })
+    }
+    fn clone_part(&self) -> Box<dyn RunPart> {
+        Box::new(SkillsPart)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+// ANCHOR_END: part
+
+pub fn register(registry: &mut dyn RegisterParts) {
+    registry.part("skills", |_| Ok(Box::new(SkillsPart)));
     registry.command(SlashCommand {
         chapter: 6,
         name: "skills",

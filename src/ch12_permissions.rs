@@ -11,12 +11,15 @@
 //! `Tools`. How the question is asked is a separate trait, [`Prompter`], so the REPL can ask
 //! through its own terminal handling and tests can answer from a script.
 
-use crate::ch02_loop::command_line::{Flag, Help, Registry, Settings};
+use crate::ch02_loop::command_line::{Flag, Help, Settings};
 use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
 use crate::ch03_tools::{Change, Workspace};
 use crate::ch04_terminal::TypeAhead;
+use crate::ch05_sessions::parts::{Answerer, Layer, RegisterParts, RunPart, SessionInput, Stack, Toolbox};
 pub use crate::ch12_question::{TerminalPrompter, ask_with, colour_wanted};
 use serde_json::Value;
+use serde_json::json;
+use std::any::Any;
 use std::io::IsTerminal;
 use std::sync::Arc;
 
@@ -220,9 +223,10 @@ pub const ALLOW_WRITE: Flag =
 pub const ALLOW_SHELL: Flag =
     Flag::switch(12, SHELL.flag, &["let the agent run shell commands without asking"]);
 
-pub fn register(registry: &mut dyn Registry) {
+pub fn register(registry: &mut dyn RegisterParts) {
     registry.flag(ALLOW_WRITE);
     registry.flag(ALLOW_SHELL);
+    registry.part("gate", |_| Ok(Box::new(GatePart)));
     let help = |section, lines| Help { chapter: 12, page: "", section, lines };
     registry.help(help(
         "EXAMPLES",
@@ -258,8 +262,8 @@ pub enum Asker {
     Tty,
     /// The REPL: ask through the queue that reads lines during a turn.
     TypeAhead(TypeAhead),
-    /// A prompter the root supplies, made afresh for each gate: `--json`'s reports the
-    /// question as an event and answers [`Answer::Nobody`] (chapter 14).
+    /// A prompter made afresh for each gate: `--json`'s reports the question as an event and
+    /// answers [`Answer::Nobody`] (chapter 14); the service's asks its client (chapter 21).
     Host(Arc<dyn Fn() -> Box<dyn Prompter> + Send + Sync>),
 }
 
@@ -275,6 +279,64 @@ pub fn gate<T: Guarded>(tools: T, settings: &Settings, asker: &Asker) -> Gate<T>
     Gate::new(tools, granted(settings), prompter)
 }
 // ANCHOR_END: asker
+
+// ANCHOR: gate_part
+impl Asker {
+    /// Who asks for the person or program the mode chose (chapter 5's [`Answerer`]).
+    pub fn of(answerer: &Answerer) -> Asker {
+        match answerer {
+            Answerer::Nobody => Asker::Nobody,
+            Answerer::Terminal => Asker::Tty,
+            Answerer::TypeAhead(queue) => Asker::TypeAhead(queue.clone()),
+            Answerer::Events(emit) => {
+                let emit = *emit;
+                Asker::Host(Arc::new(move || Box::new(ApprovalEvents(emit)) as Box<dyn Prompter>))
+            }
+            // The service's client (chapter 21) hands over an `Asker` of its own.
+            Answerer::Host(host) => host.downcast_ref::<Asker>().cloned().unwrap_or(Asker::Nobody),
+        }
+    }
+}
+
+/// This chapter's part in every session: the gate, right around the workspace, asking whoever
+/// the mode said answers.
+#[derive(Clone)]
+pub struct GatePart;
+
+impl RunPart for GatePart {
+    fn layer(&self) -> Option<Layer> {
+        Some(Layer::Permission)
+    }
+    fn wrap(&self, toolbox: Toolbox, session: &SessionInput) -> Result<Toolbox, crate::ch02_loop::Error> {
+        let workspace = toolbox.tools.workspace(Layer::Permission)?;
+        let gated = gate(workspace, session.settings, &Asker::of(session.answerer));
+        Ok(Toolbox { tools: Stack::Boxed(Box::new(gated)), ..toolbox })
+    }
+    fn clone_part(&self) -> Box<dyn RunPart> {
+        Box::new(GatePart)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+// ANCHOR_END: gate_part
+
+// ANCHOR: approvals
+/// `--json` asks nobody (a program reads stdout), but the program sees what a person would
+/// have been asked: an `approval` event with the question and the change as a unified diff
+/// (chapter 14). The call is then denied, naming the flag that would allow it.
+struct ApprovalEvents(fn(Value));
+
+impl Prompter for ApprovalEvents {
+    fn ask(&mut self, question: &Question) -> Answer {
+        (self.0)(json!({
+            "type": "approval", "call_id": question.call.id, "name": question.call.name,
+            "question": question.headline(), "diff": question.diff(),
+        }));
+        Answer::Nobody
+    }
+}
+// ANCHOR_END: approvals
 
 // ANCHOR: repl_prompter
 /// Asks for a permission during a REPL turn: the question on stderr, the answer from the

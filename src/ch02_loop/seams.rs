@@ -28,6 +28,17 @@ pub trait Tools {
 
 // ANCHOR_END: seams
 
+/// Boxed tools are tools, so a layer can wrap whatever the layers inside it made.
+impl<T: Tools + ?Sized> Tools for Box<T> {
+    fn schemas(&self) -> Vec<Value> {
+        (**self).schemas()
+    }
+
+    fn run(&mut self, call: &ToolCall) -> ToolOutput {
+        (**self).run(call)
+    }
+}
+
 // ANCHOR: events
 /// Everything that happens during a turn, in order. Events hold only references and
 /// numbers, so one event can be handed to several observers.

@@ -68,11 +68,14 @@
 //! - [`recorder`]: the observer that turns the loop's events into records;
 //! - `file`: the plain session file records are appended to (until chapter 9's journal);
 //! - [`ids`]: session ids that sort by time, and RFC 3339 timestamps without a date library;
-//! - [`store`]: the sessions of one root, found by id, prefix or "the latest".
+//! - [`store`]: the sessions of one root, found by id, prefix or "the latest";
+//! - [`parts`]: what a later chapter adds to every session (a layer of the tools, a part in
+//!   each turn), registered as a value the command line folds.
 
 pub mod file;
 pub mod ids;
 pub mod listing;
+pub mod parts;
 pub mod record;
 pub mod recorder;
 pub mod store;
@@ -82,6 +85,7 @@ pub(crate) mod tests;
 pub use file::SessionFile;
 pub use ids::{new_session_id, now_rfc3339, rfc3339};
 pub use listing::SessionSummary;
+pub use parts::{Answerer, Layer, Parts, RegisterParts, RunPart};
 pub(crate) use record::side_note;
 pub use record::{Body, DEMO_ENDPOINT, FORMAT_VERSION, OPENAI_API, Origin, Record, without_credentials};
 pub use recorder::{Recorder, Session};

@@ -31,7 +31,8 @@
 //! overflow errors), [`squeeze`] (the latest results, last) and [`repeats`] (a model stuck in a loop).
 
 use crate::ch02_loop::command_line::Help;
-use crate::ch04_terminal::{RegisterCommands, SlashCommand};
+use crate::ch04_terminal::SlashCommand;
+use crate::ch05_sessions::RegisterParts;
 
 pub mod compacting;
 pub mod cut;
@@ -55,7 +56,8 @@ pub use stats::{Recorded, SharedStats, Stats};
 pub use turns::{ContextTurns, Reopened};
 
 /// Chapter 7's command line: the context window, and the commands that show and shrink it.
-pub fn register(registry: &mut dyn RegisterCommands) {
+pub fn register(registry: &mut dyn RegisterParts) {
+    registry.part("context", |_| Ok(Box::new(ContextTurns::default())));
     registry.help(Help {
         chapter: 7,
         page: "",

@@ -7,6 +7,8 @@ use super::repeats::Repeats;
 use super::stats::{Recorded, SharedStats};
 use crate::ch02_loop::{Event, Message, Observer};
 use crate::ch05_sessions::TurnHook;
+use crate::ch05_sessions::parts::{Layer, RunPart, SessionInput, Stack, Toolbox};
+use std::any::Any;
 
 /// `/stats`'s counters and the repetition streak, in one session's turns. A run keeps one
 /// (the root clones it into each session), so the counters and the streak are the run's.
@@ -27,6 +29,33 @@ impl TurnHook for ContextTurns {
         Some(&mut self.stats)
     }
 }
+
+// ANCHOR: part
+/// This chapter's part in every session: the repetition notes around all the tools, outermost,
+/// and the counters and streak in each turn. A session the service runs beside others counts
+/// for itself.
+impl RunPart for ContextTurns {
+    fn layer(&self) -> Option<Layer> {
+        Some(Layer::Watch)
+    }
+    fn wrap(&self, toolbox: Toolbox, _: &SessionInput) -> Result<Toolbox, crate::ch02_loop::Error> {
+        let notes = super::repeats::RepeatNotes::sharing(toolbox.tools.boxed(), &self.repeats);
+        Ok(Toolbox { tools: Stack::Boxed(Box::new(notes)), ..toolbox })
+    }
+    fn turn_hook(&self) -> Option<Box<dyn TurnHook>> {
+        Some(Box::new(self.clone()))
+    }
+    fn clone_part(&self) -> Box<dyn RunPart> {
+        Box::new(self.clone())
+    }
+    fn for_another_session(&self) -> Box<dyn RunPart> {
+        Box::new(ContextTurns { stats: SharedStats::default(), repeats: self.repeats.clone() })
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+// ANCHOR_END: part
 
 /// What a reopened session brings back to chapter 7: the compaction in force when it stopped
 /// (the view the model is sent again) and what its file had counted (`/stats` counts it too).

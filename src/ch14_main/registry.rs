@@ -122,6 +122,9 @@ pub struct Registry {
     /// session's tools, `/skills` and `/mcp`, are the agent's own).
     #[cfg(feature = "ch05")]
     pub handlers: Vec<(&'static str, super::host::session::Handler)>,
+    /// What the chapters add to every session, each made once per run (chapter 5's parts).
+    #[cfg(feature = "ch05")]
+    pub parts: Vec<(&'static str, mini_agent::ch05_sessions::parts::MakePart)>,
 }
 
 /// A subcommand: its words after the name, the table, the run's secrets; its exit code.
@@ -171,6 +174,16 @@ impl mini_agent::ch02_model::layers::RegisterModel for Registry {
     fn model_layer(&mut self, place: ModelLayer, layer: Layer) {
         let at = self.model_layers.partition_point(|(earlier, _)| *earlier <= place);
         self.model_layers.insert(at, (place, layer));
+    }
+}
+
+/// A part registered under an earlier chapter's name replaces it, and is made in its own
+/// chapter's turn (after what it builds on).
+#[cfg(feature = "ch05")]
+impl mini_agent::ch05_sessions::RegisterParts for Registry {
+    fn part(&mut self, name: &'static str, make: mini_agent::ch05_sessions::parts::MakePart) {
+        self.parts.retain(|(registered, _)| *registered != name);
+        self.parts.push((name, make));
     }
 }
 

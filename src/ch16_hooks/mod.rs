@@ -22,10 +22,11 @@ mod turns;
 pub use load::{HOOKS_FILE, load_for_run, load_hooks};
 pub use run::Ran;
 pub use tasks::WithHooks;
-pub use turns::HookTurns;
+pub use turns::{HookTurns, part};
 
 use crate::ch02_loop::command_line::{Flag, Help};
 use crate::ch02_loop::{ToolCall, ToolOutput, ToolStatus, Tools};
+use crate::ch05_sessions::RegisterParts;
 use crate::ch15_tasks::RegisterTaskLayers;
 use crate::text::shorten;
 use serde::Deserialize;
@@ -276,8 +277,10 @@ pub const TRUST_HOOKS: Flag =
     Flag::switch(16, "--trust-hooks", &["run the workspace's hooks for this run without asking"]);
 pub const TRUST_TASKS: Flag = Flag::switch(16, "--trust-tasks", &[]).of("tasks run");
 
-/// Chapter 16's command line: its two flags, its help, and its layer of the task loop.
-pub fn register(registry: &mut impl RegisterTaskLayers) {
+/// Chapter 16's command line: its two flags, its help, its part in every session and its
+/// layer of the task loop.
+pub fn register(registry: &mut (impl RegisterParts + RegisterTaskLayers)) {
+    registry.part("hooks", |run| Ok(part(run, &[])));
     registry.flag(TRUST_HOOKS);
     registry.flag(TRUST_TASKS);
     registry.task_layer(tasks::layer);

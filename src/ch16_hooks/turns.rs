@@ -4,8 +4,39 @@
 use super::{HookEvent, Hooks};
 use crate::ch02_loop::{Message, Outcome, ToolCall};
 use crate::ch04_terminal::sanitize::sanitize;
+use crate::ch05_sessions::parts::{Layer, RunInput, RunPart, SessionInput, Stack, Toolbox};
 use crate::ch05_sessions::{Append, Body, TurnHook};
 use serde_json::{Map, json};
+use std::any::Any;
+
+// ANCHOR: part
+/// This chapter's part in every session: the hooks around the tools, outside chapter 12's gate
+/// so that a hook refuses a call before anyone is asked, and the `Stop` hooks in each turn.
+impl RunPart for Hooks {
+    fn layer(&self) -> Option<Layer> {
+        Some(Layer::Hooks)
+    }
+    fn wrap(&self, toolbox: Toolbox, _: &SessionInput) -> Result<Toolbox, crate::ch02_loop::Error> {
+        let hooked = super::Hooked::new(toolbox.tools.boxed(), self.clone());
+        Ok(Toolbox { tools: Stack::Boxed(Box::new(hooked)), ..toolbox })
+    }
+    fn turn_hook(&self) -> Option<Box<dyn TurnHook>> {
+        Some(Box::new(HookTurns(self.clone())))
+    }
+    fn clone_part(&self) -> Box<dyn RunPart> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The hooks of the run's root, if they may run, reading the `sections` later chapters add
+/// to the file (chapter 17's `webhook`): made once per run.
+pub fn part(run: &RunInput, sections: &[super::Section]) -> Box<dyn RunPart> {
+    Box::new(super::load_for_run(run.root, run.settings.has(&super::TRUST_HOOKS), run.can_ask, sections))
+}
+// ANCHOR_END: part
 
 // ANCHOR: turns
 /// The workspace's hooks, in one session's turns.

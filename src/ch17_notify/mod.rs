@@ -12,7 +12,7 @@
 //! * [`notifier`] — the observer that does both after each attempt.
 
 use crate::ch02_loop::command_line::{Flag, Help, Takes};
-use crate::ch03_tools::secrets::RegisterSecrets;
+use crate::ch05_sessions::RegisterParts;
 use crate::ch15_tasks::RegisterTaskLayers;
 
 pub mod metrics;
@@ -30,9 +30,10 @@ pub const WEBHOOK: Flag = Flag::value(17, "--webhook", Takes::NonEmpty("URL"), &
 pub const METRICS: Flag = Flag::value(17, "--metrics", Takes::NonEmpty("FILE"), &[]).of("tasks run");
 
 /// Chapter 17's command line: two flags of `tasks run`, the webhook's secret (taken out of
-/// the environment like a key), `--webhook`'s URL, which is a credential itself, and its layer
-/// of the task loop.
-pub fn register(registry: &mut (impl RegisterSecrets + RegisterTaskLayers)) {
+/// the environment like a key), `--webhook`'s URL, which is a credential itself, its layer
+/// of the task loop, and chapter 16's hooks reading its `webhook` section.
+pub fn register(registry: &mut (impl RegisterParts + RegisterTaskLayers)) {
+    registry.part("hooks", |run| Ok(crate::ch16_hooks::part(run, &[webhook::HOOKS_SECTION])));
     registry.flag(WEBHOOK);
     registry.flag(METRICS);
     registry.task_layer(tasks_run::layer);

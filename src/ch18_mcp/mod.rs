@@ -31,8 +31,10 @@ use crate::ch02_loop::{Error, ToolCall, ToolOutput, ToolStatus, Tools};
 use crate::ch03_tools::Change;
 use crate::ch03_tools::Workspace;
 use crate::ch03_tools::secrets::redactor;
+use crate::ch04_terminal::SlashCommand;
 use crate::ch04_terminal::sanitize::sanitize;
-use crate::ch04_terminal::{RegisterCommands, SlashCommand};
+use crate::ch05_sessions::RegisterParts;
+use crate::ch05_sessions::parts::{Layer, RunPart, SessionInput, Stack, Toolbox};
 use crate::ch12_permissions::{Guarded, Permission};
 use crate::ch16_hooks::approval::{ApprovalStore, Ask, ask_on_tty};
 use config::ServerConfig;
@@ -401,7 +403,39 @@ pub const TRUST_MCP: Flag =
     Flag::switch(18, "--trust-mcp", &["start the MCP servers of the workspace's .mcp.json without asking"]);
 pub const ALLOW_MCP: Flag = Flag::switch(18, MCP.flag, &["let the agent call MCP tools without asking"]);
 
-pub fn register(registry: &mut dyn RegisterCommands) {
+// ANCHOR: part
+/// This chapter's part in every session: the run's servers' tools beside the workspace's,
+/// *inside* chapter 12's gate (an MCP call is asked for like a shell command), and `/mcp`,
+/// which says how the servers are now. It takes the gate's place in the fold.
+#[derive(Clone)]
+pub struct McpPart(pub Arc<McpServers>);
+
+impl RunPart for McpPart {
+    fn layer(&self) -> Option<Layer> {
+        Some(Layer::Permission)
+    }
+    fn wrap(&self, mut toolbox: Toolbox, session: &SessionInput) -> Result<Toolbox, Error> {
+        let workspace = toolbox.tools.workspace(Layer::Permission)?;
+        let servers = self.0.clone();
+        toolbox.reports.push(("mcp", Box::new(move || servers.report())));
+        let with_mcp = WithMcp::new(workspace, self.0.clone(), Workspace::new(session.root)?);
+        let asker = crate::ch12_permissions::Asker::of(session.answerer);
+        let gated = crate::ch12_permissions::gate(with_mcp, session.settings, &asker);
+        Ok(Toolbox { tools: Stack::Boxed(Box::new(gated)), ..toolbox })
+    }
+    fn clone_part(&self) -> Box<dyn RunPart> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+// ANCHOR_END: part
+
+pub fn register(registry: &mut dyn RegisterParts) {
+    registry.part("gate", |run| {
+        Ok(Box::new(McpPart(load_servers(run.root, run.settings.has(&TRUST_MCP), run.can_ask)?)))
+    });
     registry.flag(TRUST_MCP);
     registry.flag(ALLOW_MCP);
     registry.help(Help {

@@ -10,6 +10,7 @@
 
 use crate::ch02_loop::{Error, Event, Observer, ToolStatus};
 use crate::ch05_sessions::TurnHook;
+use crate::ch05_sessions::parts::RunPart;
 use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
 
@@ -34,6 +35,19 @@ impl Observer for ToolFailures {
 impl TurnHook for ToolFailures {
     fn observer(&mut self) -> Option<&mut dyn Observer> {
         Some(self)
+    }
+}
+
+/// This chapter's part in every session: the failures noted in each turn.
+impl RunPart for ToolFailures {
+    fn turn_hook(&self) -> Option<Box<dyn TurnHook>> {
+        Some(Box::new(ToolFailures))
+    }
+    fn clone_part(&self) -> Box<dyn RunPart> {
+        Box::new(ToolFailures)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

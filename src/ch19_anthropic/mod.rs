@@ -34,8 +34,9 @@ use crate::ch02_model::waiting::{backstop, first_byte_timeout, read_counted, run
 use crate::ch02_model::{
     DEFAULT_IDLE_TIMEOUT, api_key_required, error_from_response, network_error, new_agent,
 };
-use crate::ch03_tools::secrets::{RegisterSecrets, SecretVariable, base_url_secret, secret};
+use crate::ch03_tools::secrets::{SecretVariable, base_url_secret, secret};
 use crate::ch05_sessions::OPENAI_API;
+use crate::ch05_sessions::RegisterParts;
 use crate::ch11_streaming::{receive, start_worker};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -265,8 +266,10 @@ pub const API: Flag = Flag::value(
 
 // ANCHOR: register
 /// Chapter 19's part: `--api`, Anthropic's secrets, the Messages API client in place of the one
-/// before it when the run speaks it, and chapter 8's retries around it with its statuses.
-pub fn register(registry: &mut dyn RegisterSecrets) {
+/// before it when the run speaks it, chapter 8's retries around it with its statuses, and the
+/// failures noted in each turn of a session.
+pub fn register(registry: &mut dyn RegisterParts) {
+    registry.part("failures", |_| Ok(Box::new(failures::ToolFailures)));
     registry.flag(API);
     registry.model_layer(ModelLayer::Client, choice::anthropic_if_chosen);
     registry.model_layer(ModelLayer::Retries, |model, context| match context.wire {

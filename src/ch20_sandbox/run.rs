@@ -14,8 +14,10 @@ use crate::ch02_loop::Error;
 use crate::ch02_loop::command_line::{Flag, Help, Settings, Takes, VERBOSE};
 use crate::ch03_tools::Workspace;
 use crate::ch03_tools::confinement::Confinement;
-use crate::ch05_sessions::{Append, Body};
+use crate::ch05_sessions::parts::{Layer, RunPart, SessionInput, Stack, Toolbox};
+use crate::ch05_sessions::{Append, Body, RegisterParts};
 use crate::ch15_tasks::{RegisterTaskLayers, Shared, TaskLayer, TaskRun};
+use std::any::Any;
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -35,7 +37,8 @@ pub const ALLOW_NET: Flag = Flag::switch(20, "--allow-net", &["let sandboxed com
 /// The default for `--sandbox`.
 pub const SANDBOX_VARIABLE: &str = "MINI_AGENT_SANDBOX";
 
-pub fn register(registry: &mut impl RegisterTaskLayers) {
+pub fn register(registry: &mut (impl RegisterParts + RegisterTaskLayers)) {
+    registry.part("sandbox", |run| Ok(Box::new(RunSandbox::for_run(run.root, run.settings)?)));
     registry.flag(SANDBOX);
     registry.flag(ALLOW_NET);
     registry.task_layer(task_layer);
@@ -70,6 +73,35 @@ pub struct RunSandbox {
     /// The sessions whose journal already says so in this run.
     recorded: Arc<Mutex<Vec<String>>>,
 }
+
+// ANCHOR: part
+/// This chapter's part in every session: the workspace's commands start in the sandbox (the
+/// innermost layer), each new journal says which, and so do the start-up line and `/stats`.
+impl RunPart for RunSandbox {
+    fn layer(&self) -> Option<Layer> {
+        Some(Layer::Confinement)
+    }
+    fn wrap(&self, toolbox: Toolbox, _: &SessionInput) -> Result<Toolbox, Error> {
+        let workspace = self.confine(toolbox.tools.workspace(Layer::Confinement)?)?;
+        Ok(Toolbox { tools: Stack::Workspace(workspace), ..toolbox })
+    }
+    fn record(&self, session: &str, log: &mut dyn Append) -> Result<(), Error> {
+        RunSandbox::record(self, session, log)
+    }
+    fn start_up_line(&self, asked: bool) -> Option<String> {
+        RunSandbox::start_up_line(self, asked)
+    }
+    fn stats_line(&self) -> Option<String> {
+        Some(format!("sandbox      {}", self.label()))
+    }
+    fn clone_part(&self) -> Box<dyn RunPart> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+// ANCHOR_END: part
 
 impl RunSandbox {
     /// The sandbox the flags (or `MINI_AGENT_SANDBOX`) ask for, built for `root` now: every

@@ -20,7 +20,8 @@ use crate::ch14_main::endpoint::Connection;
 use mini_agent::ch02_loop::command_line::Settings;
 use mini_agent::ch02_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, Tools, run_turn};
 use mini_agent::ch03_tools::Workspace;
-use mini_agent::ch05_sessions::{Origin, Recorder, Session, SessionStore, TurnHook};
+use mini_agent::ch05_sessions::parts::{RunInput, SessionInput, Stack, Toolbox as Layers};
+use mini_agent::ch05_sessions::{Answerer, Origin, Parts, Recorder, Session, SessionStore, TurnHook};
 use std::path::{Path, PathBuf};
 
 /// Where a session's records go: chapter 5's plain file, chapter 9's journal.
@@ -40,8 +41,8 @@ pub type AgentModel = Box<dyn Model>;
 pub type AgentModel = mini_agent::ch07_context::Compacting<Box<dyn Model>>;
 
 // ANCHOR: config
-/// What stays the same for the whole run, whichever session is current: the flags, the
-/// chapters' table, and what a chapter keeps for the whole run.
+/// What stays the same for the whole run, whichever session is current: the flags, who
+/// answers questions, and the parts the chapters made for the run.
 #[derive(Clone)]
 pub struct Config {
     pub settings: Settings,
@@ -49,61 +50,35 @@ pub struct Config {
     pub root: PathBuf,
     /// The model and endpoint this run talks to, recorded in each session it starts (chapter 5).
     pub origin: Origin,
-    /// What `/stats` counts from the moment a session is opened, and the streak of a model
-    /// repeating one call, shared by each session's tools and turns (chapter 7).
-    #[cfg(feature = "ch07")]
-    pub context: mini_agent::ch07_context::ContextTurns,
     /// Whether a new session may go on unrecorded when the root cannot be written (a
     /// person's own question, chapter 14; never `tasks run` or the service).
     pub may_go_unrecorded: bool,
-    /// Who answers "may this call run?" when the flags did not allow it (chapter 12).
-    #[cfg(feature = "ch12")]
-    pub asker: mini_agent::ch12_permissions::Asker,
-    /// The workspace's hooks, if they may run (chapter 16).
-    #[cfg(feature = "ch16")]
-    pub hooks: mini_agent::ch16_hooks::Hooks,
-    /// The MCP servers of this run, shared by every session (chapter 18).
-    #[cfg(feature = "ch18")]
-    pub mcp: std::sync::Arc<mini_agent::ch18_mcp::McpServers>,
-    /// The sandbox every shell command of the run starts in (chapter 20).
-    #[cfg(feature = "ch20")]
-    pub sandbox: mini_agent::ch20_sandbox::RunSandbox,
+    /// Who answers a question during a turn ("may this call run?", chapter 12): each mode
+    /// says (`-p`, the REPL, `--json`, the service); nobody until it does.
+    pub answerer: Answerer,
+    /// What the chapters add to every session (chapter 5's parts): the hooks and MCP servers
+    /// of `root` and the sandbox, loaded once per run, chapter 7's counters, the gate.
+    pub parts: Parts,
 }
 // ANCHOR_END: config
 
 impl Config {
-    /// The run's configuration: the flags, and what the chapters load once per run (the
-    /// hooks and MCP servers of `root`, asking at the terminal when someone can answer).
-    /// Nobody is asked about a call yet: each mode says who may be (`-p`, the REPL).
-    pub fn new(connection: &Connection, settings: &Settings, root: &Path) -> Result<Config, Error> {
-        let _ = connection; // read by later chapters
+    /// The run's configuration: the flags, and the parts the chapters registered, made for
+    /// `root` (asking at the terminal about its hooks and servers when someone can answer).
+    pub fn new(
+        connection: &Connection,
+        settings: &Settings,
+        root: &Path,
+        registry: &crate::ch14_main::registry::Registry,
+    ) -> Result<Config, Error> {
+        let run = RunInput { root, settings, can_ask: super::start::can_ask(settings) };
         Ok(Config {
             settings: settings.clone(),
             root: root.to_path_buf(),
             origin: connection.origin.clone(),
-            #[cfg(feature = "ch07")]
-            context: Default::default(),
             may_go_unrecorded: false,
-            #[cfg(feature = "ch12")]
-            asker: mini_agent::ch12_permissions::Asker::Nobody,
-            #[cfg(feature = "ch16")]
-            hooks: mini_agent::ch16_hooks::load_for_run(
-                root,
-                settings.has(&mini_agent::ch16_hooks::TRUST_HOOKS),
-                super::start::can_ask(settings),
-                &[
-                    #[cfg(feature = "ch17")]
-                    mini_agent::ch17_notify::webhook::HOOKS_SECTION,
-                ],
-            ),
-            #[cfg(feature = "ch18")]
-            mcp: mini_agent::ch18_mcp::load_servers(
-                root,
-                settings.has(&mini_agent::ch18_mcp::TRUST_MCP),
-                super::start::can_ask(settings),
-            )?,
-            #[cfg(feature = "ch20")]
-            sandbox: mini_agent::ch20_sandbox::RunSandbox::for_run(root, settings)?,
+            answerer: Answerer::Nobody,
+            parts: Parts::make(&registry.parts, &run)?,
         })
     }
 }
@@ -197,7 +172,7 @@ impl Agent {
         // (chapter 7).
         let model: &mut dyn Model = &mut self.model;
         #[cfg(feature = "ch07")]
-        let model = &mut self.config.context.repeats.answer_without_tools(model);
+        let model = &mut self.config.context().repeats.answer_without_tools(model);
         let outcome = run_turn(model, &mut *self.tools, &mut self.history, &mut Fanout(observers), &limits);
         if let Err(error) = self.session.end(&outcome, limits.max_turns) {
             crate::ch14_main::say(&format!(
@@ -219,21 +194,15 @@ impl Agent {
     }
 }
 
-/// The session to make current: its journal and the later chapters' parts in its turns. From
-/// chapter 20 its journal says which sandbox this run's commands start in.
+/// The session to make current: its journal, with what the parts record first (chapter 20's
+/// sandbox), and the later chapters' parts in its turns.
 fn current_session(
-    recorder: Recorder<SessionLog>,
+    mut recorder: Recorder<SessionLog>,
     hooks: Vec<Box<dyn TurnHook>>,
     config: &Config,
 ) -> Result<Session<SessionLog>, Error> {
     let id: String = recorder.log().id().into();
-    #[cfg(feature = "ch20")]
-    let recorder = {
-        let mut recorder = recorder;
-        config.sandbox.record(&id, recorder.log_mut())?;
-        recorder
-    };
-    let _ = config; // read by chapter 20
+    config.parts.record(&id, recorder.log_mut())?;
     Ok(Session { id, recorder, hooks })
 }
 
@@ -273,48 +242,36 @@ pub(crate) struct Toolbox {
     pub(crate) turns: Vec<Box<dyn TurnHook>>,
 }
 
-/// The tools of `root` for one session, one line per chapter that wraps them, from the inside
-/// out: MCP's tools join the six (18) inside the permission gate (12), which the hooks wrap
-/// (16) so that a hook refuses a call before anyone is asked; skills add `load_skill` (6)
-/// outside the gate, since reading a skill needs no permission; the repetition notes (7)
-/// watch everything. The chapters with a part in each turn add it on the way.
+/// The tools of `root` for one session: chapter 3's workspace with chapter 2's prompt, folded
+/// through each part's layer from the inside out, in the order of chapter 5's `Layer`: the
+/// sandbox (20) confines the workspace's commands; the gate (12), with MCP's tools inside it
+/// (18), asks whoever the mode said answers; the hooks (16) refuse a call before anyone is
+/// asked; skills (6) add `load_skill`, which needs no permission, and their prompt; the
+/// repetition notes (7) watch everything. Then each part's share of every turn.
 pub(crate) fn toolbox(config: &Config) -> Result<Toolbox, Error> {
     let root = &config.root;
     let (tools, system_prompt) = (Workspace::new(root)?, mini_agent::ch02_model::system_prompt(root));
-    #[cfg(feature = "ch20")]
-    let tools = config.sandbox.confine(tools)?;
-    let reports: Vec<Report> = Vec::new();
-    #[cfg(feature = "ch18")]
-    let (tools, reports) = super::session::with_mcp(tools, config, reports)?;
-    #[cfg(feature = "ch12")]
-    let tools = mini_agent::ch12_permissions::gate(tools, &config.settings, &config.asker);
-    #[cfg(feature = "ch16")]
-    let tools = mini_agent::ch16_hooks::Hooked::new(tools, config.hooks.clone());
-    #[cfg(feature = "ch06")]
-    let (tools, system_prompt, reports) = super::session::with_skills(tools, root, system_prompt, reports);
-    #[cfg(feature = "ch07")]
-    let tools = mini_agent::ch07_context::repeats::RepeatNotes::sharing(tools, &config.context.repeats);
+    let mut layers =
+        Layers { tools: Stack::Workspace(tools), system_prompt, reports: vec![], warnings: vec![] };
+    let session = SessionInput { root, settings: &config.settings, answerer: &config.answerer };
+    for part in config.parts.layers() {
+        layers = part.wrap(layers, &session)?;
+    }
+    for warning in &layers.warnings {
+        crate::ch14_main::say(&format!("mini-agent: warning: {warning}"));
+    }
     Ok(Toolbox {
-        tools: Box::new(tools),
-        system_prompt,
-        reports,
+        tools: layers.tools.boxed(),
+        system_prompt: layers.system_prompt,
+        reports: layers.reports,
         // Their parts in each turn: chapter 7 counts and stops a model repeating itself,
         // chapter 16 runs the `Stop` hooks, chapter 19 notes which results failed.
-        turns: vec![
-            #[cfg(feature = "ch07")]
-            Box::new(config.context.clone()),
-            #[cfg(feature = "ch16")]
-            Box::new(mini_agent::ch16_hooks::HookTurns(config.hooks.clone())),
-            #[cfg(feature = "ch19")]
-            Box::new(mini_agent::ch19_anthropic::failures::ToolFailures),
-        ],
+        turns: config.parts.turn_hooks(),
     })
 }
 // ANCHOR_END: build_tools
 
-/// What a chapter's slash command shows about the current session: the command's name, and
-/// how to say it (chapter 6's skills as loaded for the session, chapter 18's servers as they are).
-pub(crate) type Report = (&'static str, Box<dyn Fn() -> String + Send>);
+pub(crate) use mini_agent::ch05_sessions::parts::Report;
 
 // ANCHOR: fanout
 /// Hands each event to each observer in order: the journal first (chapter 9). An error

@@ -58,42 +58,11 @@ impl JsonEvents {
     }
 }
 
-/// With `--json` nobody is asked at a terminal; from chapter 12 on, the program reading the
-/// events sees each question.
+/// With `--json` nobody is asked at a terminal: the program reading the events sees each
+/// question (chapter 12's `approval` event), and the call is denied.
 pub fn asking(config: super::app::Config) -> super::app::Config {
-    #[cfg(feature = "ch12")]
-    let config = super::app::Config { asker: questions::approvals(), ..config };
-    config
-}
-
-/// The questions of chapter 12's gate, as events.
-#[cfg(feature = "ch12")]
-mod questions {
-    use super::JsonEvents;
-    use mini_agent::ch12_permissions::{Answer, Asker, Prompter, Question};
-    use serde_json::json;
-    use std::sync::Arc;
-
-    // ANCHOR: approvals
-    /// `--json` asks nobody (a program reads stdout), but the program sees what a person would
-    /// have been asked: an `approval` event with the question and the change as a unified diff
-    /// (chapter 12). The call is then denied, naming the flag that would allow it.
-    pub fn approvals() -> Asker {
-        Asker::Host(Arc::new(|| Box::new(ApprovalEvents) as Box<dyn Prompter>))
-    }
-
-    struct ApprovalEvents;
-
-    impl Prompter for ApprovalEvents {
-        fn ask(&mut self, question: &Question) -> Answer {
-            JsonEvents.emit(json!({
-                "type": "approval", "call_id": question.call.id, "name": question.call.name,
-                "question": question.headline(), "diff": question.diff(),
-            }));
-            Answer::Nobody
-        }
-    }
-    // ANCHOR_END: approvals
+    let answerer = mini_agent::ch05_sessions::Answerer::Events(|event| JsonEvents.emit(event));
+    super::app::Config { answerer, ..config }
 }
 
 /// `--json` promises an `exit` event as the last line, also for a command line that did not

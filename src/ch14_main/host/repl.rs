@@ -5,6 +5,7 @@ use crate::ch14_main::say;
 use mini_agent::ch02_loop::Error;
 use mini_agent::ch02_loop::command_line::VERBOSE;
 use mini_agent::ch04_terminal::{LineReader, Screen, history_file, run_repl};
+use mini_agent::ch05_sessions::Answerer;
 
 // ANCHOR: repl
 /// No `-p`: the REPL of chapter 4, with this session as its host.
@@ -31,11 +32,8 @@ pub fn repl(
         other => (other?, None),
     };
     // Permission questions need someone typing; a piped script is denied, naming the flag.
-    #[cfg(feature = "ch12")]
     let config = match reader.is_terminal() {
-        true => {
-            Config { asker: mini_agent::ch12_permissions::Asker::TypeAhead(reader.type_ahead()), ..config }
-        }
+        true => Config { answerer: Answerer::TypeAhead(reader.type_ahead()), ..config },
         false => config,
     };
     let mut agent = start(config)?;
@@ -67,11 +65,6 @@ fn banner(agent: &Agent) -> String {
     let (id, model) = (sanitize(agent.session_id()), sanitize(&agent.config.origin.model));
     let version = format!("mini-agent {} · {verb} session {id} · {model}", env!("CARGO_PKG_VERSION"));
     let line = format!("{version} · /help for commands\n");
-    // What the sandbox enforces on this machine, once, under the banner (chapter 20).
-    #[cfg(feature = "ch20")]
-    let line = match agent.config.sandbox.start_up_line(true) {
-        Some(sandbox) => format!("{line}{sandbox}\n"),
-        None => line,
-    };
-    line
+    // What the parts say at start-up, once, under the banner (chapter 20's sandbox).
+    agent.config.parts.start_up_lines(true).fold(line, |banner, part| format!("{banner}{part}\n"))
 }

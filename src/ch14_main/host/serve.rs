@@ -19,6 +19,7 @@ use mini_agent::ch02_loop::command_line::{PROMPT, ROOT, SHOW_HELP, Settings};
 use mini_agent::ch02_loop::{Error, Event, Observer, Outcome, interrupted, with_turn_flag};
 use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch04_terminal::install_interrupt_handler;
+use mini_agent::ch05_sessions::Answerer;
 use mini_agent::ch05_sessions::{CONTINUE, RESUME, SessionStore};
 use mini_agent::ch09_journal::SessionInUse;
 use mini_agent::ch10_recovery::{STATUS, resume};
@@ -51,10 +52,10 @@ pub fn main(words: &[String], registry: &'static Registry, keys: &Keys) -> Resul
     let connection = connect(&settings, keys, None)?;
     let store = sessions_of(&root)?;
     ensure_recordable(&store)?;
-    let config = Config::new(&connection, &settings, &root)?;
+    let config = Config::new(&connection, &settings, &root, registry)?;
     // What the sandbox enforces on this machine (chapter 20): always said, as a service's log
     // is read after the fact.
-    if let Some(line) = config.sandbox.start_up_line(true) {
+    for line in config.parts.start_up_lines(true) {
         say(&line);
     }
     let backend = Arc::new(AgentBackend::new(connection, config, store, registry));
@@ -193,12 +194,12 @@ impl AgentBackend {
     fn config_for(&self, root: &Path, turn: Option<&Turn>) -> Config {
         let mut config = self.config.clone();
         config.root = root.to_path_buf();
-        config.context.stats = Default::default();
-        config.asker = match turn.cloned() {
-            Some(turn) => {
-                Asker::Host(Arc::new(move || Box::new(AskOverHttp(turn.clone())) as Box<dyn Prompter>))
-            }
-            None => Asker::Nobody,
+        config.parts = config.parts.for_another_session();
+        config.answerer = match turn.cloned() {
+            Some(turn) => Answerer::Host(Arc::new(Asker::Host(Arc::new(move || {
+                Box::new(AskOverHttp(turn.clone())) as Box<dyn Prompter>
+            })))),
+            None => Answerer::Nobody,
         };
         config
     }

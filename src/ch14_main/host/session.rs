@@ -79,40 +79,6 @@ impl Agent {
     }
 }
 
-/// Chapter 6's layer: `load_skill` beside the tools, its system prompt (with `AGENTS.md` and
-/// the skills) in place of chapter 2's, and what `/skills` shows; files that could not be read
-/// are named on stderr.
-#[cfg(feature = "ch06")]
-pub fn with_skills<T: mini_agent::ch02_loop::Tools>(
-    tools: T,
-    root: &std::path::Path,
-    _chapter_2_prompt: String,
-    mut reports: Vec<super::app::Report>,
-) -> (impl mini_agent::ch02_loop::Tools + use<T>, String, Vec<super::app::Report>) {
-    let (system_prompt, skills) = mini_agent::ch06_skills::build_system_prompt(root);
-    for warning in &skills.warnings {
-        crate::ch14_main::say(&format!("mini-agent: warning: {warning}"));
-    }
-    let report = skills.to_string();
-    reports.push(("skills", Box::new(move || report.clone())));
-    (mini_agent::ch06_skills::WithSkills::new(tools, skills), system_prompt, reports)
-}
-
-/// Chapter 18's layer: the run's MCP servers' tools beside the workspace's (inside the
-/// permission gate), and `/mcp`, which says how the servers are now.
-#[cfg(feature = "ch18")]
-pub fn with_mcp(
-    tools: mini_agent::ch03_tools::Workspace,
-    config: &super::app::Config,
-    mut reports: Vec<super::app::Report>,
-) -> Result<(mini_agent::ch18_mcp::WithMcp<mini_agent::ch03_tools::Workspace>, Vec<super::app::Report>), Error>
-{
-    let servers = config.mcp.clone();
-    reports.push(("mcp", Box::new(move || servers.report())));
-    let workspace = mini_agent::ch03_tools::Workspace::new(&config.root)?;
-    Ok((mini_agent::ch18_mcp::WithMcp::new(tools, config.mcp.clone(), workspace), reports))
-}
-
 /// Chapter 7's layers: the model compacts what it sends when a request would pass 80% of
 /// `MINI_AGENT_CONTEXT_TOKENS`; the tools note a call repeated with the same result, and
 /// the session's turns count and stop a model that goes on repeating it.
@@ -121,6 +87,14 @@ pub fn compacting(model: Box<dyn mini_agent::ch02_loop::Model>) -> Result<super:
     use mini_agent::ch07_context::{Compacting, parse_context_tokens};
     let tokens = parse_context_tokens(std::env::var("MINI_AGENT_CONTEXT_TOKENS").ok().as_deref())?;
     Ok(Compacting::new(model, tokens))
+}
+
+#[cfg(feature = "ch07")]
+impl super::app::Config {
+    /// Chapter 7's part of this session: `/stats`'s counters and the repetition streak.
+    pub(crate) fn context(&self) -> mini_agent::ch07_context::ContextTurns {
+        self.parts.find::<mini_agent::ch07_context::ContextTurns>().cloned().unwrap_or_default()
+    }
 }
 
 #[cfg(feature = "ch07")]
@@ -136,12 +110,12 @@ impl Agent {
             Some(record) => state.restore(record),
             None => state.clear(),
         }
-        self.config.context.stats.restart(&self.history, reopened.recorded);
+        self.config.context().stats.restart(&self.history, reopened.recorded);
     }
 
     /// `/compact`: the conversation so far replaced by a summary, now.
     pub(crate) fn compact(&mut self, _: &str) -> Result<String, Error> {
-        let mut stats = self.config.context.stats.clone();
+        let mut stats = self.config.context().stats;
         let mut observers: Vec<&mut dyn Observer> = vec![&mut self.session.recorder, &mut stats];
         let mut fanout = super::app::Fanout(std::mem::take(&mut observers));
         match self.model.compact(&self.history, &mut fanout)? {
@@ -162,14 +136,16 @@ impl Agent {
     pub(crate) fn stats_report(&mut self, _: &str) -> Result<String, Error> {
         let next_prompt =
             self.model.estimate_prompt(&self.history, &mini_agent::ch02_loop::Tools::schemas(&*self.tools));
-        let report = format!(
+        let mut report = format!(
             "session      {}\n{}\ncontext      about {next_prompt} of {} tokens in the next request",
             self.session_id(),
-            self.config.context.stats.snapshot(),
+            self.config.context().stats.snapshot(),
             self.model.context_tokens()
         );
-        #[cfg(feature = "ch20")]
-        let report = format!("{report}\nsandbox      {}", self.config.sandbox.label());
+        // What the later chapters' parts add (chapter 20's sandbox).
+        for line in self.config.parts.stats_lines() {
+            report = format!("{report}\n{line}");
+        }
         Ok(report)
     }
 }

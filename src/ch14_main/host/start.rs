@@ -9,7 +9,8 @@ use crate::ch14_main::endpoint::Keys;
 use crate::ch14_main::registry::Registry;
 use crate::ch14_main::{build_model, one_shot, read_prompt, workspace_root};
 use mini_agent::ch02_loop::Error;
-use mini_agent::ch02_loop::command_line::{Flag, PROMPT, ROOT, Settings};
+use mini_agent::ch02_loop::command_line::{Flag, PROMPT, ROOT, Settings, VERBOSE};
+use mini_agent::ch05_sessions::Answerer;
 use std::path::Path;
 
 /// `--json` (chapter 14): a program reads the events, and nobody is there to answer.
@@ -22,7 +23,6 @@ pub(crate) fn json_wanted(settings: &Settings) -> bool {
 
 /// Whether a person can be asked a question at the terminal (chapter 12's permissions, and
 /// the approvals of later chapters): stdin is one, and no program reads the events (`--json`).
-#[cfg(feature = "ch12")]
 pub(crate) fn can_ask(settings: &Settings) -> bool {
     std::io::IsTerminal::is_terminal(&std::io::stdin()) && !json_wanted(settings)
 }
@@ -30,13 +30,12 @@ pub(crate) fn can_ask(settings: &Settings) -> bool {
 // ANCHOR: ask_at_the_terminal
 /// `-p` asks at the terminal only when a person is there to answer (DESIGN: scripts and tests
 /// get a denial that names the flag).
-#[cfg(feature = "ch12")]
 fn asking_at_the_terminal(config: Config) -> Config {
-    let asker = match can_ask(&config.settings) {
-        true => mini_agent::ch12_permissions::Asker::Tty,
-        false => mini_agent::ch12_permissions::Asker::Nobody,
+    let answerer = match can_ask(&config.settings) {
+        true => Answerer::Terminal,
+        false => Answerer::Nobody,
     };
-    Config { asker, ..config }
+    Config { answerer, ..config }
 }
 // ANCHOR_END: ask_at_the_terminal
 
@@ -73,17 +72,14 @@ pub(crate) fn agent(settings: &Settings, registry: &'static Registry, keys: &Key
     // ANCHOR_END: agent
     // ANCHOR: agent_run
     let model = build_model(&connection, settings)?;
-    let config = Config::new(&connection, settings, &root)?;
+    let config = Config::new(&connection, settings, &root, registry)?;
     // A person's own question is answered even where no session can be recorded (14).
     let config = Config { may_go_unrecorded: registry.answers_unrecorded, ..config };
     let start = |config| Agent::start(model, opened, config);
     match task {
         Some(task) => {
-            // What the sandbox enforces here: said when it falls short, or under -v (chapter 20).
-            #[cfg(feature = "ch20")]
-            if let Some(line) =
-                config.sandbox.start_up_line(settings.has(&mini_agent::ch02_loop::command_line::VERBOSE))
-            {
+            // What the parts say at start-up: chapter 20's sandbox when it falls short, or under -v.
+            for line in config.parts.start_up_lines(settings.has(&VERBOSE)) {
                 crate::ch14_main::say(&line);
             }
             // With `--json` the events go to stdout, and the questions to the program (14).
@@ -91,7 +87,6 @@ pub(crate) fn agent(settings: &Settings, registry: &'static Registry, keys: &Key
                 let agent = start(super::json_events::asking(config))?;
                 return super::json_events::one_shot(agent, task, settings);
             }
-            #[cfg(feature = "ch12")]
             let config = asking_at_the_terminal(config);
             let mut agent = start(config)?;
             one_shot(settings, |display| agent.turn_on(task, display, None))

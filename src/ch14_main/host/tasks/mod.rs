@@ -316,7 +316,7 @@ fn run_tasks(
     let connection = connect(settings, keys, None)?;
     // ANCHOR_END: run_tasks
     // ANCHOR: run_tasks_loop
-    let config = Config::new(&connection, settings, root)?;
+    let config = Config::new(&connection, settings, root, registry)?;
     // The layers later chapters registered, folded in chapter order around the verify command
     // and the report (see `TaskLayer`): each finds the run's parts it shares with the sessions.
     let shared = shared(&config);
@@ -426,7 +426,7 @@ impl Attempts for SessionAttempts<'_> {
         let mut display = TerminalObserver::new(Screen::stdio(settings.has(&VERBOSE)).stderr_only(), None);
         let mut json = json_wanted(settings).then_some(JsonEvents);
         let outcome = agent.turn_on(prompt, &mut display, json.as_mut().map(|j| j as &mut dyn Observer));
-        let stats = agent.config.context.stats.snapshot();
+        let stats = agent.config.context().stats.snapshot();
         for layer in self.layers {
             layer.attempt_ended(&stats);
         }
@@ -438,15 +438,9 @@ impl Attempts for SessionAttempts<'_> {
 }
 
 /// The run's parts its sessions share with the task loop's layers: the hooks, approved once
-/// (chapter 16), and the sandbox, built once (chapter 20).
+/// (chapter 16), and the sandbox, built once (chapter 20), among the others.
 fn shared(config: &Config) -> Shared<'_> {
-    let _ = config; // read from chapter 16
-    Shared(vec![
-        #[cfg(feature = "ch16")]
-        &config.hooks,
-        #[cfg(feature = "ch20")]
-        &config.sandbox,
-    ])
+    Shared(config.parts.0.iter().map(|part| part.as_any()).collect())
 }
 
 /// Where the chapters of this state hand over their layers of the task loop.
