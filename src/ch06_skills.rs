@@ -366,7 +366,6 @@ impl<T: Tools> Tools for WithSkills<T> {
 // ANCHOR_END: with_skills_tools
 
 /// Chapter 6's command line: `/skills`, what went into the system prompt.
-// ANCHOR: part
 /// This chapter's part in every session: `load_skill` beside the tools, its system prompt (with
 /// `AGENTS.md` and the skills) in place of chapter 2's, what `/skills` shows, and the files
 /// that could not be read, for the person.
@@ -392,7 +391,6 @@ impl RunPart for SkillsPart {
         self
     }
 }
-// ANCHOR_END: part
 
 pub fn register(registry: &mut dyn RegisterParts) {
     registry.part("skills", |_| Ok(Box::new(SkillsPart)));

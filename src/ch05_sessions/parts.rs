@@ -90,7 +90,6 @@ pub struct Toolbox {
     pub warnings: Vec<String>,
 }
 
-// ANCHOR: answerer
 /// Who answers a question a part asks during a turn (chapter 12's "may this call run?"),
 /// chosen by the mode once the run's parts are made.
 #[derive(Clone)]
@@ -108,7 +107,6 @@ pub enum Answerer {
     /// client, chapter 21): that chapter downcasts it, and asks nobody if it cannot.
     Host(Arc<dyn Any + Send + Sync>),
 }
-// ANCHOR_END: answerer
 
 /// What a part's constructor reads, once per run.
 pub struct RunInput<'a> {
@@ -169,14 +167,12 @@ pub trait RunPart: Send + Sync {
 /// A chapter's constructor of its part, called once per run.
 pub type MakePart = fn(&RunInput) -> Result<Box<dyn RunPart>, Error>;
 
-// ANCHOR: register_parts
 /// Where a chapter registers its part. A later chapter may register under an earlier one's
 /// name: its constructor then builds that part with what the later chapter adds (chapter 17's
 /// `webhook` section in chapter 16's hooks, chapter 18's servers inside chapter 12's gate).
 pub trait RegisterParts: RegisterCommands {
     fn part(&mut self, name: &'static str, make: MakePart);
 }
-// ANCHOR_END: register_parts
 
 /// The parts of one run, in registration (chapter) order.
 #[derive(Default)]

@@ -30,7 +30,6 @@ impl TurnHook for ContextTurns {
     }
 }
 
-// ANCHOR: part
 /// This chapter's part in every session: the repetition notes around all the tools, outermost,
 /// and the counters and streak in each turn. A session the service runs beside others counts
 /// for itself.
@@ -55,7 +54,6 @@ impl RunPart for ContextTurns {
         self
     }
 }
-// ANCHOR_END: part
 
 /// What a reopened session brings back to chapter 7: the compaction in force when it stopped
 /// (the view the model is sent again) and what its file had counted (`/stats` counts it too).

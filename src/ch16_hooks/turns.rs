@@ -9,7 +9,6 @@ use crate::ch05_sessions::{Append, Body, TurnHook};
 use serde_json::{Map, json};
 use std::any::Any;
 
-// ANCHOR: part
 /// This chapter's part in every session: the hooks around the tools, outside chapter 12's gate
 /// so that a hook refuses a call before anyone is asked, and the `Stop` hooks in each turn.
 impl RunPart for Hooks {
@@ -36,7 +35,6 @@ impl RunPart for Hooks {
 pub fn part(run: &RunInput, sections: &[super::Section]) -> Box<dyn RunPart> {
     Box::new(super::load_for_run(run.root, run.settings.has(&super::TRUST_HOOKS), run.can_ask, sections))
 }
-// ANCHOR_END: part
 
 // ANCHOR: turns
 /// The workspace's hooks, in one session's turns.

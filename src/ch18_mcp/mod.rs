@@ -403,7 +403,6 @@ pub const TRUST_MCP: Flag =
     Flag::switch(18, "--trust-mcp", &["start the MCP servers of the workspace's .mcp.json without asking"]);
 pub const ALLOW_MCP: Flag = Flag::switch(18, MCP.flag, &["let the agent call MCP tools without asking"]);
 
-// ANCHOR: part
 /// This chapter's part in every session: the run's servers' tools beside the workspace's,
 /// *inside* chapter 12's gate (an MCP call is asked for like a shell command), and `/mcp`,
 /// which says how the servers are now. It takes the gate's place in the fold.
@@ -430,7 +429,6 @@ impl RunPart for McpPart {
         self
     }
 }
-// ANCHOR_END: part
 
 pub fn register(registry: &mut dyn RegisterParts) {
     registry.part("gate", |run| {

@@ -74,35 +74,6 @@ pub struct RunSandbox {
     recorded: Arc<Mutex<Vec<String>>>,
 }
 
-// ANCHOR: part
-/// This chapter's part in every session: the workspace's commands start in the sandbox (the
-/// innermost layer), each new journal says which, and so do the start-up line and `/stats`.
-impl RunPart for RunSandbox {
-    fn layer(&self) -> Option<Layer> {
-        Some(Layer::Confinement)
-    }
-    fn wrap(&self, toolbox: Toolbox, _: &SessionInput) -> Result<Toolbox, Error> {
-        let workspace = self.confine(toolbox.tools.workspace(Layer::Confinement)?)?;
-        Ok(Toolbox { tools: Stack::Workspace(workspace), ..toolbox })
-    }
-    fn record(&self, session: &str, log: &mut dyn Append) -> Result<(), Error> {
-        RunSandbox::record(self, session, log)
-    }
-    fn start_up_line(&self, asked: bool) -> Option<String> {
-        RunSandbox::start_up_line(self, asked)
-    }
-    fn stats_line(&self) -> Option<String> {
-        Some(format!("sandbox      {}", self.label()))
-    }
-    fn clone_part(&self) -> Box<dyn RunPart> {
-        Box::new(self.clone())
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-// ANCHOR_END: part
-
 impl RunSandbox {
     /// The sandbox the flags (or `MINI_AGENT_SANDBOX`) ask for, built for `root` now: every
     /// probe and the namespaces are made once, before any command or thread needs them.
@@ -245,5 +216,32 @@ impl Confinement for Off {
 
     fn after_command(&self) -> Option<String> {
         None
+    }
+}
+
+/// This chapter's part in every session: the workspace's commands start in the sandbox (the
+/// innermost layer), each new journal says which, and so do the start-up line and `/stats`.
+impl RunPart for RunSandbox {
+    fn layer(&self) -> Option<Layer> {
+        Some(Layer::Confinement)
+    }
+    fn wrap(&self, toolbox: Toolbox, _: &SessionInput) -> Result<Toolbox, Error> {
+        let workspace = self.confine(toolbox.tools.workspace(Layer::Confinement)?)?;
+        Ok(Toolbox { tools: Stack::Workspace(workspace), ..toolbox })
+    }
+    fn record(&self, session: &str, log: &mut dyn Append) -> Result<(), Error> {
+        RunSandbox::record(self, session, log)
+    }
+    fn start_up_line(&self, asked: bool) -> Option<String> {
+        RunSandbox::start_up_line(self, asked)
+    }
+    fn stats_line(&self) -> Option<String> {
+        Some(format!("sandbox      {}", self.label()))
+    }
+    fn clone_part(&self) -> Box<dyn RunPart> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }
