@@ -110,14 +110,17 @@ fn a_descriptor_the_agent_inherited_does_not_reach_a_command() {
     // As if whatever started the agent had left a descriptor open without close-on-exec.
     let outside = TempDir::new("inherited");
     let file = std::fs::File::create(outside.path().join("log")).unwrap();
-    let fd = 217;
-    // SAFETY: dup2 onto an unused high number, without close-on-exec, in this test process.
-    assert_eq!(unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&file), fd) }, fd);
+    // A free number of 217 or above, taken atomically and without close-on-exec. Not `dup2`
+    // onto a fixed number: in a test process other tests' sockets may hold it, and dup2 would
+    // silently close one of them (a serve test once lost its connection that way).
+    // SAFETY: F_DUPFD of a descriptor we own returns a new one, or -1.
+    let fd = unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&file), libc::F_DUPFD, 217) };
+    assert!(fd >= 217, "{}", std::io::Error::last_os_error());
     let (_root, mut workspace, _sandbox) = sandboxed(Mode::Workspace, false);
     let output = bash(&mut workspace, &format!("echo leaked >&{fd} && echo wrote"));
     let unconfined_root = TempDir::new("sandbox");
     let unconfined = bash(&mut plain(&unconfined_root), &format!("echo leaked >&{fd} && echo wrote"));
-    // SAFETY: closing the number dup2 made above.
+    // SAFETY: closing the descriptor F_DUPFD made above, ours alone.
     unsafe { libc::close(fd) };
     assert!(!output.content.contains("wrote"), "{}", output.content);
     assert!(unconfined.content.contains("wrote"), "unconfined, it does: {}", unconfined.content);
