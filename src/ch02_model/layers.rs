@@ -51,11 +51,35 @@ pub struct ModelContext<'a> {
 /// out.
 pub type Layer = fn(Result<Box<dyn Model>, Error>, &ModelContext) -> Result<Box<dyn Model>, Error>;
 
-/// What a chapter registers from this one on: its model layers, beside its flags and help.
+/// What a chapter registers from this one on: its model layers, beside its flags and help,
+/// and the choice of wire format (a later chapter's replaces an earlier one's).
 pub trait RegisterModel: Registry {
     fn model_layer(&mut self, place: ModelLayer, layer: Layer);
+    fn wire(&mut self, wire: Wire);
 }
 // ANCHOR_END: model_layer
+
+/// How the endpoint chooses a run's wire format, and what follows from it: chapter 2 speaks
+/// Chat Completions alone ([`CHAT_COMPLETIONS`]); chapter 10 refuses a session recorded with
+/// another; chapter 19 chooses between two.
+#[derive(Clone, Copy)]
+pub struct Wire {
+    /// The wire format of this run, given the one a resumed session recorded, if any.
+    pub choose: fn(&Settings, Option<&str>) -> Result<&'static str, Error>,
+    /// Where the user sends the key of a wire format: its base-URL variable, else its default.
+    pub configured_endpoint: fn(&str, &dyn KeySource) -> String,
+    /// The model when nothing names one.
+    pub default_model: fn(&str) -> &'static str,
+}
+
+/// Chapter 2's: Chat Completions, at `OPENAI_BASE_URL` or OpenAI's.
+pub const CHAT_COMPLETIONS: Wire = Wire {
+    choose: |_, _| Ok(OPENAI_API),
+    configured_endpoint: |_, keys| {
+        keys.value_of("OPENAI_BASE_URL").unwrap_or_else(|| super::DEFAULT_BASE_URL.to_string())
+    },
+    default_model: |_| super::DEFAULT_MODEL,
+};
 
 /// Where a client finds a secret of the run by its variable's name: chapter 2's `Keys`, read
 /// from the environment, or chapter 3's, taken out of it.

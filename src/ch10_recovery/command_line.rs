@@ -1,7 +1,9 @@
 //! Chapter 10's part of the command line: `--status`, `--acknowledge-unknown`, `/resume`, and
 //! what `--help` says about a resumed session's model and endpoint.
 
+use crate::ch02_loop::Error;
 use crate::ch02_loop::command_line::{Flag, Help};
+use crate::ch02_model::layers::{CHAT_COMPLETIONS, OPENAI_API, Wire};
 use crate::ch04_terminal::{RegisterCommands, SlashCommand};
 use crate::ch05_sessions::{CONTINUE, RESUME};
 /// `--status` prints where a session stopped; `--acknowledge-unknown` lets it go on.
@@ -15,6 +17,7 @@ pub const ACKNOWLEDGE_UNKNOWN: Flag = Flag::switch(
 pub fn register(registry: &mut dyn RegisterCommands) {
     registry.flag(STATUS);
     registry.flag(ACKNOWLEDGE_UNKNOWN);
+    registry.wire(ONE_API);
     registry.help(Help {
         chapter: 10,
         page: "",
@@ -42,34 +45,13 @@ pub fn register(registry: &mut dyn RegisterCommands) {
 }
 
 /// Before chapter 19 a run speaks one wire format, chapter 2's Chat Completions: a session
-/// recorded with another is refused, and the record of one with it is kept. (Chapter 19's
-/// `choice` has the same three functions for two formats.)
-pub mod one_api {
-    use crate::ch02_loop::Error;
-    use crate::ch02_loop::command_line::Settings;
-    use crate::ch03_tools::secrets::Keys;
-    use crate::ch05_sessions::{OPENAI_API, Origin};
-
-    /// The API of this run, and the session's record: refused if it is of another API.
-    pub fn api_of<'a>(
-        _: &Settings,
-        recorded: Option<&'a Origin>,
-    ) -> Result<(&'static str, Option<&'a Origin>), Error> {
-        if let Some(origin) = recorded.filter(|origin| origin.api != OPENAI_API) {
-            return Err(Error::Config(format!(
-                "this session was recorded with the '{}' API, which this mini-agent does not speak",
-                origin.api
-            )));
-        }
-        Ok((OPENAI_API, recorded))
-    }
-
-    /// Where the user sends the key: the environment's URL, else the default.
-    pub fn configured_endpoint(_: &str, keys: &Keys) -> String {
-        keys.base_url().unwrap_or_else(|| crate::ch02_model::DEFAULT_BASE_URL.to_string())
-    }
-
-    pub fn default_model(_: &str) -> &'static str {
-        crate::ch02_model::DEFAULT_MODEL
-    }
-}
+/// recorded with another is refused. (Chapter 19 registers a choice of two.)
+pub const ONE_API: Wire = Wire {
+    choose: |_, recorded| match recorded {
+        Some(api) if api != OPENAI_API => Err(Error::Config(format!(
+            "this session was recorded with the '{api}' API, which this mini-agent does not speak"
+        ))),
+        _ => Ok(OPENAI_API),
+    },
+    ..CHAT_COMPLETIONS
+};

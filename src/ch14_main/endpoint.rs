@@ -8,15 +8,11 @@ use mini_agent::ch02_model::ClientConfig;
 /// chapter 3 on taken out of it at start-up.
 #[cfg(not(feature = "ch03"))]
 pub use mini_agent::ch02_model::Keys;
+use mini_agent::ch02_model::layers::CHAT_COMPLETIONS;
 #[cfg(feature = "ch03")]
 pub use mini_agent::ch03_tools::secrets::Keys;
 #[cfg(feature = "ch05")]
 use mini_agent::ch05_sessions::{DEMO_ENDPOINT, Origin};
-// The wire formats a resumed session may have recorded: one before chapter 19, two with it.
-#[cfg(all(feature = "ch10", not(feature = "ch19")))]
-use mini_agent::ch10_recovery::command_line::one_api::{api_of, configured_endpoint, default_model};
-#[cfg(feature = "ch19")]
-use mini_agent::ch19_anthropic::choice::{api_of, configured_endpoint, default_model};
 use mini_agent::demo::start_demo_server;
 use mini_agent::scripted_server::ScriptedServer;
 
@@ -110,8 +106,11 @@ pub struct Chosen {
 pub fn choose_endpoint(settings: &Settings, keys: &Keys, recorded: Option<&Origin>) -> Result<Chosen, Error> {
     use mini_agent::{ch02_model::api_key_required, ch05_sessions::without_credentials};
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
-    // The wire format, and the record only if it is of that one (chapter 19 brings a second).
-    let (api, recorded) = api_of(settings, recorded)?;
+    // The wire format (chapter 19 brings a second), and the record only if it is of that one:
+    // a session moved to the other continues its history, not its endpoint or model.
+    let wire = super::registry().hooks.wire.unwrap_or(CHAT_COMPLETIONS);
+    let api = (wire.choose)(settings, recorded.map(|origin| origin.api.as_str()))?;
+    let recorded = recorded.filter(|origin| origin.api == api);
     let moved = settings.has(&DEMO) || settings.has(&BASE_URL);
     let kept = recorded.filter(|_| !moved);
     let kept_endpoint = kept.and_then(|origin| origin.endpoint.as_deref());
@@ -119,7 +118,7 @@ pub fn choose_endpoint(settings: &Settings, keys: &Keys, recorded: Option<&Origi
     // ANCHOR_END: endpoint
     // ANCHOR: endpoint_url
     // Where the user sends the key: the environment's URL, else the default.
-    let configured = configured_endpoint(api, keys);
+    let configured = (wire.configured_endpoint)(api, keys);
     let (base_url, send_key) = match (settings.value(&BASE_URL), kept_endpoint) {
         (Some(flag), _) => (flag.to_string(), true),
         // The record has no password; the environment's URL may hold it for the same server.
@@ -147,7 +146,7 @@ pub fn choose_endpoint(settings: &Settings, keys: &Keys, recorded: Option<&Origi
         .or_else(|| kept.map(|origin| origin.model.clone()))
         .or_else(|| demo.then(|| "demo".to_string()))
         .or_else(|| env("MODEL_ID"))
-        .unwrap_or_else(|| default_model(api).into());
+        .unwrap_or_else(|| (wire.default_model)(api).into());
     Ok(Chosen { demo, base_url, model, send_key, api })
 }
 
@@ -169,17 +168,16 @@ pub fn client_config(chosen: &Chosen, keys: &Keys, demo_url: Option<&str>) -> Cl
 #[cfg(not(feature = "ch10"))]
 pub fn choose_endpoint(settings: &Settings, keys: &Keys) -> Result<Chosen, Error> {
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
-    let base_url = settings
-        .value(&BASE_URL)
-        .map(str::to_string)
-        .or_else(|| keys.base_url())
-        .unwrap_or(mini_agent::ch02_model::DEFAULT_BASE_URL.into());
+    let wire = super::registry().hooks.wire.unwrap_or(CHAT_COMPLETIONS);
+    let api = (wire.choose)(settings, None)?;
+    let base_url = settings.value(&BASE_URL).map(str::to_string);
+    let base_url = base_url.unwrap_or_else(|| (wire.configured_endpoint)(api, keys));
     let demo = settings.has(&DEMO);
     let model = settings
         .value(&MODEL)
         .map(str::to_string)
         .or_else(|| demo.then(|| "demo".to_string()))
         .or_else(|| env("MODEL_ID"))
-        .unwrap_or_else(|| mini_agent::ch02_model::DEFAULT_MODEL.into());
-    Ok(Chosen { demo, base_url, model, send_key: true, api: mini_agent::ch02_model::layers::OPENAI_API })
+        .unwrap_or_else(|| (wire.default_model)(api).into());
+    Ok(Chosen { demo, base_url, model, send_key: true, api })
 }

@@ -63,6 +63,9 @@ pub struct Hooks {
     /// the run (chapter 4 handles SIGTERM and SIGHUP; before it they end the process at once).
     pub visible: Option<fn(&str) -> String>,
     pub stop_signal: Option<fn() -> Option<i32>>,
+    /// How the endpoint chooses the wire format (chapter 2's Chat Completions alone; chapter 10
+    /// refuses a session recorded with another, chapter 19 speaks two).
+    pub wire: Option<mini_agent::ch02_model::layers::Wire>,
     /// Whether `-p` shows the replies' text on stdout as it arrives (chapter 11's `--stream`;
     /// chapter 4's `-p` reads it).
     #[cfg(feature = "ch04")]

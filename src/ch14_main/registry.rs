@@ -11,7 +11,7 @@ use super::Hooks;
 use super::endpoint::Keys;
 use mini_agent::ch02_loop::Error;
 use mini_agent::ch02_loop::command_line::{self, Check, Flag, Help};
-use mini_agent::ch02_model::layers::{Layer, ModelLayer};
+use mini_agent::ch02_model::layers::{Layer, ModelLayer, Wire};
 
 // ANCHOR: chapters
 /// What the chapters of this state registered.
@@ -174,6 +174,9 @@ impl mini_agent::ch02_model::layers::RegisterModel for Registry {
     fn model_layer(&mut self, place: ModelLayer, layer: Layer) {
         let at = self.model_layers.partition_point(|(earlier, _)| *earlier <= place);
         self.model_layers.insert(at, (place, layer));
+    }
+    fn wire(&mut self, wire: Wire) {
+        self.hooks.wire = Some(wire);
     }
 }
 

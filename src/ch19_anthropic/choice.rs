@@ -9,10 +9,9 @@
 use super::{ANTHROPIC_API, API, AnthropicClient, AnthropicKeys, Auth, parse_max_tokens};
 use crate::ch02_loop::command_line::Settings;
 use crate::ch02_loop::{Error, Model};
-use crate::ch02_model::layers::{KeySource, ModelContext};
-use crate::ch02_model::{DEFAULT_BASE_URL, DEFAULT_MODEL};
-use crate::ch03_tools::secrets::Keys;
-use crate::ch05_sessions::{OPENAI_API, Origin};
+use crate::ch02_model::DEFAULT_MODEL;
+use crate::ch02_model::layers::{CHAT_COMPLETIONS, KeySource, ModelContext, Wire};
+use crate::ch05_sessions::OPENAI_API;
 use crate::ch11_streaming::STREAM;
 
 // ANCHOR: api
@@ -36,11 +35,11 @@ impl Api {
 }
 
 /// `--api`, else the resumed session's own API, else `MINI_AGENT_API`, else `openai`.
-pub fn choose_api(settings: &Settings, recorded: Option<&Origin>) -> Result<&'static str, Error> {
+pub fn choose_api(settings: &Settings, recorded: Option<&str>) -> Result<&'static str, Error> {
     let variable = std::env::var("MINI_AGENT_API").ok().filter(|value| !value.trim().is_empty());
     let (name, source) = match (settings.value(&API), recorded, &variable) {
         (Some(flag), _, _) => (flag, "--api"),
-        (None, Some(origin), _) => (origin.api.as_str(), "the session"),
+        (None, Some(api), _) => (api, "the session"),
         (None, None, Some(value)) => (value.trim(), "MINI_AGENT_API"),
         (None, None, None) => (OPENAI_API, "the default"),
     };
@@ -62,29 +61,18 @@ pub fn api_named(name: &str) -> Option<&'static str> {
     }
 }
 
-/// The API of this run, and the session's record only if it is of that API: a session moved
-/// to the other one continues its history, not its endpoint or model.
-pub fn api_of<'a>(
-    settings: &Settings,
-    recorded: Option<&'a Origin>,
-) -> Result<(&'static str, Option<&'a Origin>), Error> {
-    let api = choose_api(settings, recorded)?;
-    Ok((api, recorded.filter(|origin| origin.api == api)))
-}
-
-/// Where the user sends the key of this API: its base-URL variable, else its default.
-pub fn configured_endpoint(api: &str, keys: &Keys) -> String {
-    match api {
+/// Chapter 19's wire formats: chosen by [`choose_api`], each with its own base-URL variable
+/// and default model.
+pub const TWO_APIS: Wire = Wire {
+    choose: choose_api,
+    configured_endpoint: |api, keys| match api {
         ANTHROPIC_API => {
             AnthropicKeys::from_keys(keys).base_url.clone().unwrap_or_else(|| super::DEFAULT_BASE_URL.into())
         }
-        _ => keys.base_url().unwrap_or_else(|| DEFAULT_BASE_URL.into()),
-    }
-}
-
-pub fn default_model(api: &str) -> &'static str {
-    if api == ANTHROPIC_API { super::DEFAULT_MODEL } else { DEFAULT_MODEL }
-}
+        _ => (CHAT_COMPLETIONS.configured_endpoint)(api, keys),
+    },
+    default_model: |api| if api == ANTHROPIC_API { super::DEFAULT_MODEL } else { DEFAULT_MODEL },
+};
 
 // ANCHOR: anthropic_model
 /// Chapter 19's choice of client: the Messages API in place of `model` when this run speaks

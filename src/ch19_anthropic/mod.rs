@@ -271,6 +271,7 @@ pub const API: Flag = Flag::value(
 pub fn register(registry: &mut dyn RegisterParts) {
     registry.part("failures", |_| Ok(Box::new(failures::ToolFailures)));
     registry.flag(API);
+    registry.wire(choice::TWO_APIS);
     registry.model_layer(ModelLayer::Client, choice::anthropic_if_chosen);
     registry.model_layer(ModelLayer::Retries, |model, context| match context.wire {
         ANTHROPIC_API => crate::ch08_retry::retrying(model?, RETRY_STATUSES),
