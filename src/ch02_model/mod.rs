@@ -80,37 +80,36 @@ pub fn system_prompt(root: &std::path::Path) -> String {
     )
 }
 
-/// The key and the base URL as chapter 2 reads them: from the environment, like any variable.
-/// Chapter 3 takes them out of the environment instead (its `Keys`, with the same methods),
-/// so that no command the agent runs can read them.
-#[derive(Clone, Debug, Default)]
+/// The key and the other secrets of the run, by variable name: each that was set and not
+/// blank. Chapter 2 reads OpenAI's two from the environment, like any variable; chapter 3
+/// takes them out of it instead (`Keys::take`), with the later chapters' own, so that no
+/// command the agent runs can read them.
+#[derive(Clone, Default)]
 pub struct Keys {
-    api_key: Option<String>,
-    base_url: Option<String>,
+    pub(crate) taken: Vec<(&'static str, String)>,
 }
 
 impl Keys {
     pub fn from_environment() -> Keys {
-        let read = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
-        Keys { api_key: read("OPENAI_API_KEY"), base_url: read("OPENAI_BASE_URL") }
+        let read = |name: &'static str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
+        let taken = ["OPENAI_API_KEY", "OPENAI_BASE_URL"].into_iter();
+        Keys { taken: taken.filter_map(|name| Some((name, read(name)?))).collect() }
     }
 
+    /// The OpenAI key (`OPENAI_API_KEY`).
     pub fn api_key(&self) -> Option<String> {
-        self.api_key.clone()
+        layers::KeySource::value_of(self, "OPENAI_API_KEY")
     }
 
+    /// The OpenAI base URL (`OPENAI_BASE_URL`), with its credentials if it has any.
     pub fn base_url(&self) -> Option<String> {
-        self.base_url.clone()
+        layers::KeySource::value_of(self, "OPENAI_BASE_URL")
     }
 }
 
 impl layers::KeySource for Keys {
     fn value_of(&self, variable: &str) -> Option<String> {
-        match variable {
-            "OPENAI_API_KEY" => self.api_key(),
-            "OPENAI_BASE_URL" => self.base_url(),
-            _ => None,
-        }
+        self.taken.iter().find(|(name, _)| *name == variable).map(|(_, value)| value.clone())
     }
 }
 

@@ -27,7 +27,7 @@
 //! can still reason about a secret it never sees. See README "Honest limits".
 
 use crate::ch02_loop::{Error, Event, Model, Observer, Reply, Request};
-use crate::ch02_model::layers::{KeySource, RegisterModel};
+use crate::ch02_model::layers::RegisterModel;
 use std::borrow::Cow;
 use std::process::Command;
 use std::sync::OnceLock;
@@ -101,12 +101,9 @@ pub fn remove_keys(command: &mut Command) -> &mut Command {
 // ANCHOR_END: remove_keys
 
 // ANCHOR: keys
-/// The secrets of this run, taken out of the environment: each variable that was set and not
-/// blank, by name.
-#[derive(Clone, Default)]
-pub struct Keys {
-    taken: Vec<(&'static str, String)>,
-}
+/// The secrets of this run, taken out of the environment: chapter 2's `Keys` (each variable
+/// that was set and not blank, by name), which chapter 2 only read, here taken.
+pub use crate::ch02_model::Keys;
 
 impl Keys {
     /// The value `variable` had at start-up, if it was set and not blank.
@@ -114,24 +111,6 @@ impl Keys {
         self.taken.iter().find(|(name, _)| *name == variable.name).map(|(_, value)| value.clone())
     }
     // ANCHOR_END: keys
-
-    /// The OpenAI key (`OPENAI_API_KEY`).
-    pub fn api_key(&self) -> Option<String> {
-        self.get(OPENAI_API_KEY)
-    }
-
-    /// The OpenAI base URL (`OPENAI_BASE_URL`), with its credentials if it has any.
-    pub fn base_url(&self) -> Option<String> {
-        self.get(OPENAI_BASE_URL)
-    }
-
-    /// The secret variables as they are, left in the environment: the command line takes
-    /// them instead ([`Keys::take`]); a library user may not want to.
-    pub fn from_environment() -> Keys {
-        let read = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
-        let taken = secret_variables().filter_map(|variable| Some((variable.name, read(variable.name)?)));
-        Keys { taken: taken.collect() }
-    }
 
     /// Keys as if these variables had been set (for tests and library users).
     pub fn with(mut self, variable: SecretVariable, value: &str) -> Keys {
@@ -173,12 +152,6 @@ impl Keys {
     }
 }
 // ANCHOR_END: take
-
-impl KeySource for Keys {
-    fn value_of(&self, variable: &str) -> Option<String> {
-        self.taken.iter().find(|(name, _)| *name == variable).map(|(_, value)| value.clone())
-    }
-}
 
 /// Start-up, first thing in `main`: the credentials of `words` wiped from what `ps` shows,
 /// the secret `variables` (chapter 3's and the later chapters') taken out of the environment,

@@ -6,11 +6,8 @@ use mini_agent::ch02_loop::command_line::{BASE_URL, DEMO, MODEL, Settings};
 use mini_agent::ch02_model::ClientConfig;
 /// The key and the other secrets of the run: read from the environment (chapter 2), from
 /// chapter 3 on taken out of it at start-up.
-#[cfg(not(feature = "ch03"))]
 pub use mini_agent::ch02_model::Keys;
 use mini_agent::ch02_model::layers::CHAT_COMPLETIONS;
-#[cfg(feature = "ch03")]
-pub use mini_agent::ch03_tools::secrets::Keys;
 #[cfg(feature = "ch05")]
 use mini_agent::ch05_sessions::{DEMO_ENDPOINT, Origin};
 use mini_agent::demo::start_demo_server;
