@@ -15,13 +15,15 @@ use crate::ch02_loop::Error;
 use crate::ch02_loop::command_line::{Registry, Settings};
 use crate::ch03_tools::Workspace;
 use crate::ch03_tools::secrets::Keys;
+use crate::ch05_sessions::Parts;
+use crate::ch05_sessions::parts::RunPart;
 use crate::ch07_context::Stats;
-use std::any::Any;
 use std::path::Path;
 
 // ANCHOR: layer
 /// A chapter's layer of the task loop, built when a run starts. The command line calls each
-/// method once, on every layer in chapter order, at the point of the run its comment names.
+/// method once, on every layer in chapter order, at the point of the run its comment names,
+/// with the run's parts (chapter 5), which a layer shares with the sessions ([`shared`]).
 pub trait TaskLayer {
     /// A file of the harness that no task's commit may hold (chapter 17's metrics file); asked
     /// before git is opened.
@@ -29,14 +31,14 @@ pub trait TaskLayer {
         None
     }
     /// The workspace verify commands run in (chapter 20 confines it).
-    fn workspace(&mut self, workspace: Workspace, _shared: &Shared) -> Result<Workspace, Error> {
+    fn workspace(&mut self, workspace: Workspace, _parts: &Parts) -> Result<Workspace, Error> {
         Ok(workspace)
     }
     /// The verifier, wrapped (chapter 16 runs only approved commands).
     fn verifier<'v>(
         &mut self,
         inner: Box<dyn Verifier + 'v>,
-        _shared: &Shared,
+        _parts: &Parts,
     ) -> Result<Box<dyn Verifier + 'v>, Error> {
         Ok(inner)
     }
@@ -45,7 +47,7 @@ pub trait TaskLayer {
     fn events<'v>(
         &mut self,
         inner: Box<dyn TaskEvents + 'v>,
-        _shared: &Shared,
+        _parts: &Parts,
     ) -> Result<Box<dyn TaskEvents + 'v>, Error> {
         Ok(inner)
     }
@@ -94,18 +96,13 @@ pub struct TaskLayers {
     pub added: Vec<TaskAdded>,
 }
 
-/// The run's parts that its sessions share with the loop, loaded and approved once (chapter
-/// 16's hooks, chapter 20's sandbox): a layer finds its own by its type.
-pub struct Shared<'a>(pub Vec<&'a dyn Any>);
-
-impl Shared<'_> {
-    /// The shared part of type `T`; an error names it when the command line shared none.
-    pub fn get<T: Any>(&self) -> Result<&T, Error> {
-        self.0.iter().find_map(|part| part.downcast_ref::<T>()).ok_or_else(|| {
-            Error::Config(format!(
-                "the task loop has no {} of the run to share; the command line must share it",
-                std::any::type_name::<T>()
-            ))
-        })
-    }
+/// The run's part of type `P` (chapter 16's hooks, chapter 20's sandbox): made once for the
+/// run, shared by its sessions and its task loop. An error names it when the run has none.
+pub fn shared<P: RunPart + 'static>(parts: &Parts) -> Result<&P, Error> {
+    parts.find::<P>().ok_or_else(|| {
+        Error::Config(format!(
+            "the run has no {} for the task loop to share; its chapter must register it",
+            std::any::type_name::<P>()
+        ))
+    })
 }

@@ -37,7 +37,7 @@ mod tests;
 pub mod verify;
 
 pub use file::{DEFAULT_TASKS_FILE, Task, TaskFile, TaskStatus};
-pub use layers::{RegisterTaskLayers, Shared, TaskLayer, TaskLayers, TaskRun};
+pub use layers::{RegisterTaskLayers, TaskLayer, TaskLayers, TaskRun, shared};
 pub use run::{Attempts, Loop, RunEnd, Settings, TaskEvent, TaskEvents};
 /// The flags of `tasks run` (the agent's own flags come after them: the model, permissions…).
 pub const ITERATIONS: Flag =

@@ -8,8 +8,9 @@ use super::task_approval::approved_only;
 use super::{HookEvent, Hooks, TRUST_TASKS};
 use crate::ch02_loop::Error;
 use crate::ch04_terminal::sanitize::sanitize;
+use crate::ch05_sessions::Parts;
 use crate::ch15_tasks::verify::Verifier;
-use crate::ch15_tasks::{Shared, TaskEvent, TaskEvents, TaskLayer, TaskRun};
+use crate::ch15_tasks::{TaskEvent, TaskEvents, TaskLayer, TaskRun, shared};
 use serde_json::{Map, json};
 
 // ANCHOR: task_events
@@ -70,7 +71,7 @@ impl TaskLayer for TaskHooks<'_> {
     fn verifier<'v>(
         &mut self,
         inner: Box<dyn Verifier + 'v>,
-        _: &Shared,
+        _: &Parts,
     ) -> Result<Box<dyn Verifier + 'v>, Error> {
         let TaskRun { tasks, extra, can_ask, .. } = self.0;
         Ok(Box::new(approved_only(inner, tasks, extra.has(&TRUST_TASKS), can_ask)?))
@@ -79,9 +80,9 @@ impl TaskLayer for TaskHooks<'_> {
     fn events<'v>(
         &mut self,
         inner: Box<dyn TaskEvents + 'v>,
-        shared: &Shared,
+        parts: &Parts,
     ) -> Result<Box<dyn TaskEvents + 'v>, Error> {
-        Ok(Box::new(WithHooks { inner, hooks: shared.get::<Hooks>()?.clone() }))
+        Ok(Box::new(WithHooks { inner, hooks: shared::<Hooks>(parts)?.clone() }))
     }
 }
 // ANCHOR_END: layer

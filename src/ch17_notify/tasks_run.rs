@@ -11,8 +11,9 @@ use super::{METRICS, MetricsOut, Notifier, SharedMetrics, WEBHOOK, Webhook, Webh
 use crate::ch02_loop::Error;
 use crate::ch02_loop::command_line::Settings;
 use crate::ch03_tools::secrets::Keys;
+use crate::ch05_sessions::Parts;
 use crate::ch07_context::Stats;
-use crate::ch15_tasks::{Shared, TaskEvent, TaskEvents, TaskLayer, TaskRun};
+use crate::ch15_tasks::{TaskEvent, TaskEvents, TaskLayer, TaskRun, shared};
 use crate::ch16_hooks::Hooks;
 use std::path::{Path, PathBuf};
 
@@ -108,10 +109,10 @@ impl TaskLayer for Notifications<'_> {
     fn events<'v>(
         &mut self,
         inner: Box<dyn TaskEvents + 'v>,
-        shared: &Shared,
+        parts: &Parts,
     ) -> Result<Box<dyn TaskEvents + 'v>, Error> {
         let TaskRun { extra, tasks, keys, .. } = self.run;
-        let notifier = notifier(extra, self.metrics.take(), shared.get::<Hooks>()?, tasks, keys)?;
+        let notifier = notifier(extra, self.metrics.take(), shared::<Hooks>(parts)?, tasks, keys)?;
         self.usage = Some(notifier.counters.clone());
         Ok(Box::new(WithNotifier { inner, notifier }))
     }

@@ -15,8 +15,8 @@ use crate::ch02_loop::command_line::{Flag, Help, Settings, Takes, VERBOSE};
 use crate::ch03_tools::Workspace;
 use crate::ch03_tools::confinement::Confinement;
 use crate::ch05_sessions::parts::{Layer, RunPart, SessionInput, Stack, Toolbox};
-use crate::ch05_sessions::{Append, Body, RegisterParts};
-use crate::ch15_tasks::{RegisterTaskLayers, Shared, TaskLayer, TaskRun};
+use crate::ch05_sessions::{Append, Body, Parts, RegisterParts};
+use crate::ch15_tasks::{RegisterTaskLayers, TaskLayer, TaskRun, shared};
 use std::any::Any;
 use std::path::Path;
 use std::process::Command;
@@ -179,8 +179,8 @@ pub fn task_layer<'a>(run: &TaskRun<'a>) -> Result<Box<dyn TaskLayer + 'a>, Erro
 struct ConfinedVerify<'a>(TaskRun<'a>);
 
 impl TaskLayer for ConfinedVerify<'_> {
-    fn workspace(&mut self, workspace: Workspace, shared: &Shared) -> Result<Workspace, Error> {
-        let sandbox = shared.get::<RunSandbox>()?;
+    fn workspace(&mut self, workspace: Workspace, parts: &Parts) -> Result<Workspace, Error> {
+        let sandbox = shared::<RunSandbox>(parts)?;
         if let Some(line) = sandbox.start_up_line(self.0.settings.has(&VERBOSE)) {
             (self.0.say)(&line);
         }

@@ -34,8 +34,8 @@ use mini_agent::ch15_tasks::recover::{recover, stale_tasks};
 use mini_agent::ch15_tasks::template::load_template;
 use mini_agent::ch15_tasks::verify::{CommandVerifier, VERIFY_TIMEOUT_SECS, Verifier, summary, tail};
 use mini_agent::ch15_tasks::{
-    Attempts, DEFAULT_TASKS_FILE, Loop, RegisterTaskLayers, RunEnd, Shared, Task, TaskEvent, TaskEvents,
-    TaskLayer, TaskRun, TaskStatus,
+    Attempts, DEFAULT_TASKS_FILE, Loop, RegisterTaskLayers, RunEnd, Task, TaskEvent, TaskEvents, TaskLayer,
+    TaskRun, TaskStatus,
 };
 use serde_json::json;
 use std::fmt::Write as _;
@@ -319,13 +319,13 @@ fn run_tasks(
     let config = Config::new(&connection, settings, root, registry)?;
     // The layers later chapters registered, folded in chapter order around the verify command
     // and the report (see `TaskLayer`): each finds the run's parts it shares with the sessions.
-    let shared = shared(&config);
-    let workspace = layers.iter_mut().try_fold(workspace, |inner, layer| layer.workspace(inner, &shared))?;
+    let parts = &config.parts;
+    let workspace = layers.iter_mut().try_fold(workspace, |inner, layer| layer.workspace(inner, parts))?;
     let verifier: Box<dyn Verifier> =
         Box::new(CommandVerifier { workspace: &workspace, timeout_secs: VERIFY_TIMEOUT_SECS });
-    let mut verifier = layers.iter_mut().try_fold(verifier, |inner, layer| layer.verifier(inner, &shared))?;
+    let mut verifier = layers.iter_mut().try_fold(verifier, |inner, layer| layer.verifier(inner, parts))?;
     let report: Box<dyn TaskEvents> = Box::new(Report { json: json_wanted(settings) });
-    let mut events = layers.iter_mut().try_fold(report, |inner, layer| layer.events(inner, &shared))?;
+    let mut events = layers.iter_mut().try_fold(report, |inner, layer| layer.events(inner, parts))?;
     let mut attempts = SessionAttempts { connection: &connection, config, agent: None, layers: &layers };
     let end = Loop {
         tasks: path,
@@ -435,12 +435,6 @@ impl Attempts for SessionAttempts<'_> {
         }
         outcome
     }
-}
-
-/// The run's parts its sessions share with the task loop's layers: the hooks, approved once
-/// (chapter 16), and the sandbox, built once (chapter 20), among the others.
-fn shared(config: &Config) -> Shared<'_> {
-    Shared(config.parts.0.iter().map(|part| part.as_any()).collect())
 }
 
 /// Where the chapters of this state hand over their layers of the task loop.
