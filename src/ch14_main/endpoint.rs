@@ -28,19 +28,26 @@ pub struct Connection {
     _demo: Option<ScriptedServer>,
 }
 
-/// Chooses the endpoint (see [`choose_endpoint`]), starts the demo model if that is the one,
-/// and installs the redactor for this run (chapter 3).
-pub fn connect(
-    settings: &Settings,
-    keys: &Keys,
-    #[cfg(feature = "ch10")] recorded: Option<&Origin>,
-) -> Result<Connection, Error> {
-    let chosen = choose_endpoint(
-        settings,
-        keys,
-        #[cfg(feature = "ch10")]
-        recorded,
-    )?;
+/// The connection of a run that goes back to no session (`-p`, the REPL, a task): the flags,
+/// the environment, the defaults (see [`choose_afresh`]).
+pub fn connect_afresh(settings: &Settings, keys: &Keys) -> Result<Connection, Error> {
+    connect_to(choose_afresh(settings, keys)?, keys)
+}
+
+/// The connection of a run that may continue a session (chapter 10): the flags, then what the
+/// session recorded, then as afresh (see [`choose_endpoint`]).
+#[cfg(feature = "ch10")]
+pub fn connect(settings: &Settings, keys: &Keys, recorded: Option<&Origin>) -> Result<Connection, Error> {
+    connect_to(choose_endpoint(settings, keys, recorded)?, keys)
+}
+
+/// Between chapters 5 and 10 every session starts afresh.
+#[cfg(all(feature = "ch05", not(feature = "ch10")))]
+pub use connect_afresh as connect;
+
+/// Starts the demo model if that is the one chosen, and installs the redactor for this run
+/// (chapter 3).
+fn connect_to(chosen: Chosen, keys: &Keys) -> Result<Connection, Error> {
     // The demo model is a server in this process; it stops when `demo` is dropped.
     let demo = chosen
         .demo
@@ -69,16 +76,6 @@ pub fn connect(
         sent_keys,
         _demo: demo,
     })
-}
-
-/// The connection of a run that goes back to no session (`-p`, the REPL, a task).
-pub fn connect_afresh(settings: &Settings, keys: &Keys) -> Result<Connection, Error> {
-    connect(
-        settings,
-        keys,
-        #[cfg(feature = "ch10")]
-        None,
-    )
 }
 
 // ANCHOR: endpoint
@@ -160,10 +157,9 @@ pub fn client_config(chosen: &Chosen, keys: &Keys, demo_url: Option<&str>) -> Cl
 }
 // ANCHOR_END: endpoint_model
 
-/// Before chapter 10 there is no recorded session to go back to: flags, the environment,
-/// the defaults.
-#[cfg(not(feature = "ch10"))]
-pub fn choose_endpoint(settings: &Settings, keys: &Keys) -> Result<Chosen, Error> {
+/// A run that goes back to no recorded session (every run before chapter 10): flags, the
+/// environment, the defaults.
+pub fn choose_afresh(settings: &Settings, keys: &Keys) -> Result<Chosen, Error> {
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
     let wire = super::registry().hooks.wire.unwrap_or(CHAT_COMPLETIONS);
     let api = (wire.choose)(settings, None)?;
