@@ -1,12 +1,13 @@
 //! The composition root: the one place that knows every chapter.
 //!
 //! It reads as three lists. `registry.rs` is the list of chapters: each registers what it adds
-//! to the command line (flags, `--help` lines, slash commands, secret variables), and the
-//! parser, `--help` and the REPL read that table. `build_model` below and `app.rs` are the
-//! folds: the model client wrapped by each chapter that adds a layer to it (retries, redaction,
-//! compaction), the workspace tools wrapped the same way (MCP, the permission gate, hooks,
-//! skills, repetition notes), one line per chapter. Then `main` hands the pieces to the loop
-//! of chapter 2, once (`-p`) or for every line typed (the REPL).
+//! to the command line (flags, `--help` lines, slash commands, secret variables), its layers of
+//! the model and of a session, and the [`Hooks`] by which it replaces an earlier chapter's way;
+//! the parser, `--help` and the REPL read that table. `build_model` below and `app.rs` are the
+//! folds: the model client wrapped by each chapter that adds a layer to it (retries, redaction),
+//! the workspace tools wrapped the same way (MCP, the permission gate, hooks, skills,
+//! repetition notes), each layer at its registered place. Then `main` hands the pieces to the
+//! loop of chapter 2, once (`-p`) or for every line typed (the REPL).
 //!
 //! Everything that can go wrong comes back here as one [`Error`], which becomes one line on
 //! stderr and an exit code: 0 the agent finished, 1 something failed, 2 the turn limit was
