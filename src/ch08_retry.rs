@@ -27,6 +27,7 @@ use crate::ch02_loop::command_line::Help;
 use crate::ch02_loop::{Error, Event, Model, Notice, Observer, Reply, Request, interrupted};
 use crate::ch02_model::errors::output_not_parsed;
 use crate::ch02_model::layers::{ModelLayer, OPENAI_API, RegisterModel};
+use crate::ch03_tools::url_credentials::redact_userinfo;
 use crate::ch04_terminal::sanitize::sanitize;
 use crate::ch05_sessions::Body;
 use crate::random::XorShift;
@@ -143,8 +144,12 @@ impl Notice for RetryNotice {
         Some(json!({"type": "retry", "attempt": attempt, "wait_ms": wait_ms, "reason": reason}))
     }
 
+    /// The reason is the agent's own line about an error, which may quote the request's URL:
+    /// its user-info goes too, however short the password (too short to be one of the
+    /// redactor's secrets, it would otherwise reach the screen and the journal).
     fn cleaned(&self, clean: &dyn Fn(&str) -> String) -> Box<dyn Notice> {
-        Box::new(RetryNotice { reason: clean(&self.reason), ..self.clone() })
+        let reason = redact_userinfo(&self.reason).unwrap_or_else(|| self.reason.clone());
+        Box::new(RetryNotice { reason: clean(&reason), ..self.clone() })
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -335,6 +340,22 @@ mod tests {
             assert_eq!((retries.0[0].0, retries.0[0].2.clone()), (1, format!("{status} busy")));
             assert!((250..=500).contains(&retries.0[0].1), "first backoff 0.25–0.5 s: {:?}", retries.0);
         }
+    }
+
+    #[test]
+    fn a_retry_reason_loses_the_user_info_of_a_url_however_short_the_password() {
+        let notice = RetryNotice {
+            attempt: 1,
+            wait_ms: 500,
+            reason: "cannot connect to http://u:pw@127.0.0.1:1/v1/chat/completions".into(),
+        };
+        let cleaned = notice.cleaned(&|text| text.to_string());
+        let line = cleaned.line(None).expect("a retry has a line");
+        assert_eq!(
+            line,
+            "retry 1 in 0.5s: cannot connect to http://[redacted]@127.0.0.1:1/v1/chat/completions"
+        );
+        assert!(!cleaned.records()[0].to_string().contains("pw@"), "{:?}", cleaned.records());
     }
 
     #[test]

@@ -82,7 +82,7 @@ fn lone_user_of(url: &str) -> Option<&str> {
 }
 
 /// Every `scheme://user:pass@` in `text` becomes `scheme://[redacted]@`; `None` if none.
-pub(super) fn redact_userinfo(text: &str) -> Option<String> {
+pub fn redact_userinfo(text: &str) -> Option<String> {
     if !text.contains('@') || !text.contains("://") {
         return None;
     }
