@@ -59,19 +59,22 @@ fn connect_to(chosen: Chosen, keys: &Keys) -> Result<Connection, Error> {
     if let Some(install_redactor) = super::registry().hooks.install_redactor {
         install_redactor(keys, &endpoint.base_url);
     }
-    // What a session records of where its model lives: never a key.
-    #[cfg(feature = "ch05")]
-    let origin = {
-        let recorded_url = if chosen.demo { DEMO_ENDPOINT } else { endpoint.base_url.as_str() };
-        Origin::new(&endpoint.model, chosen.api, recorded_url)
-    };
     // Another wire format's credential goes where the OpenAI key would: only where the user
     // sends it, never to the demo model.
     let sent_keys = (chosen.send_key && demo.is_none()).then(|| keys.clone());
     Ok(Connection {
-        endpoint,
+        // What a session records of where its model lives: never a key, and the demo model as
+        // `demo` (its port changes every run).
         #[cfg(feature = "ch05")]
-        origin,
+        origin: Origin::new(
+            &endpoint.model,
+            chosen.api,
+            match chosen.demo {
+                true => DEMO_ENDPOINT,
+                false => &endpoint.base_url,
+            },
+        ),
+        endpoint,
         wire: chosen.api,
         sent_keys,
         _demo: demo,
