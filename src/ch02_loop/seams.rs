@@ -28,6 +28,13 @@ pub trait Tools {
 
 // ANCHOR_END: seams
 
+/// A borrowed model is a model, so a layer can wrap the session's model for one turn.
+impl<M: Model + ?Sized> Model for &mut M {
+    fn complete(&mut self, request: &Request, observer: &mut dyn Observer) -> Result<Reply, Error> {
+        (**self).complete(request, observer)
+    }
+}
+
 /// Boxed tools are tools, so a layer can wrap whatever the layers inside it made.
 impl<T: Tools + ?Sized> Tools for Box<T> {
     fn schemas(&self) -> Vec<Value> {

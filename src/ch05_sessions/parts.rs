@@ -20,7 +20,7 @@
 
 use super::TurnHook;
 use crate::ch02_loop::command_line::Settings;
-use crate::ch02_loop::{Error, Tools};
+use crate::ch02_loop::{Error, Model, Tools};
 use crate::ch03_tools::Workspace;
 use crate::ch04_terminal::{RegisterCommands, TypeAhead};
 use crate::ch05_sessions::Append;
@@ -139,6 +139,11 @@ pub trait RunPart: Send + Sync {
     fn turn_hook(&self) -> Option<Box<dyn TurnHook>> {
         None
     }
+    /// The model of one turn, as this part lends it (chapter 7 asks a model that is stuck
+    /// repeating a call once more, without tools).
+    fn turn_model<'a>(&self, model: Box<dyn Model + 'a>) -> Box<dyn Model + 'a> {
+        model
+    }
     /// Records what the journal of session `session` must say before its first turn.
     fn record(&self, _session: &str, _log: &mut dyn Append) -> Result<(), Error> {
         Ok(())
@@ -206,6 +211,11 @@ impl Parts {
     /// Their parts in each turn of a new session, in chapter order.
     pub fn turn_hooks(&self) -> Vec<Box<dyn TurnHook>> {
         self.0.iter().filter_map(|part| part.turn_hook()).collect()
+    }
+
+    /// The session's `model` for one turn, lent through each part.
+    pub fn turn_model<'a>(&self, model: &'a mut dyn Model) -> Box<dyn Model + 'a> {
+        self.0.iter().fold(Box::new(model), |model, part| part.turn_model(model))
     }
 
     /// What each part records in a new journal.

@@ -107,8 +107,8 @@ impl Repeats {
     }
 
     /// `model` for one turn, asked once more without tools when the streak reaches [`STOP_AT`].
-    pub fn answer_without_tools<'a>(&self, model: &'a mut dyn Model) -> AnswerWithoutTools<'a> {
-        AnswerWithoutTools { inner: model, state: self.0.clone() }
+    pub fn answer_without_tools<'a>(&self, model: impl Model + 'a) -> AnswerWithoutTools<'a> {
+        AnswerWithoutTools { inner: Box::new(model), state: self.0.clone() }
     }
 }
 
@@ -135,8 +135,8 @@ impl<T: Tools> RepeatNotes<T> {
     }
 
     /// `model` for one turn, asked once more without tools when the streak reaches [`STOP_AT`].
-    pub fn answer_without_tools<'a>(&self, model: &'a mut dyn Model) -> AnswerWithoutTools<'a> {
-        AnswerWithoutTools { inner: model, state: self.state.clone() }
+    pub fn answer_without_tools<'a>(&self, model: impl Model + 'a) -> AnswerWithoutTools<'a> {
+        AnswerWithoutTools { inner: Box::new(model), state: self.state.clone() }
     }
 }
 // ANCHOR_END: repeat_notes
@@ -174,7 +174,7 @@ impl<T: Tools> Tools for RepeatNotes<T> {
 /// offered, for its answer from what the session has. It also tells the shared state when a
 /// reply arrives, so that a repeat is counted once per reply.
 pub struct AnswerWithoutTools<'a> {
-    inner: &'a mut dyn Model,
+    inner: Box<dyn Model + 'a>,
     state: Shared,
 }
 

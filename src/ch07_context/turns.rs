@@ -5,7 +5,7 @@
 use super::record::CompactionRecord;
 use super::repeats::Repeats;
 use super::stats::{Recorded, SharedStats};
-use crate::ch02_loop::{Event, Message, Observer};
+use crate::ch02_loop::{Event, Message, Model, Observer};
 use crate::ch05_sessions::TurnHook;
 use crate::ch05_sessions::parts::{Layer, RunPart, SessionInput, Stack, Toolbox};
 use std::any::Any;
@@ -40,6 +40,9 @@ impl RunPart for ContextTurns {
     fn wrap(&self, toolbox: Toolbox, _: &SessionInput) -> Result<Toolbox, crate::ch02_loop::Error> {
         let notes = super::repeats::RepeatNotes::sharing(toolbox.tools.boxed(), &self.repeats);
         Ok(Toolbox { tools: Stack::Boxed(Box::new(notes)), ..toolbox })
+    }
+    fn turn_model<'a>(&self, model: Box<dyn Model + 'a>) -> Box<dyn Model + 'a> {
+        Box::new(self.repeats.answer_without_tools(model))
     }
     fn turn_hook(&self) -> Option<Box<dyn TurnHook>> {
         Some(Box::new(self.clone()))

@@ -55,6 +55,7 @@ pub fn chapters() -> Registry {
     {
         mini_agent::ch10_recovery::register(&mut registry);
         registry.handlers.push(("resume", super::host::app::Agent::resume_session));
+        registry.reopening = super::host::reopen::REOPENING;
     }
     #[cfg(feature = "ch11")]
     mini_agent::ch11_streaming::register(&mut registry);
@@ -122,6 +123,9 @@ pub struct Registry {
     /// session's tools, `/skills` and `/mcp`, are the agent's own).
     #[cfg(feature = "ch05")]
     pub handlers: Vec<(&'static str, super::host::session::Handler)>,
+    /// How `-c` and `-r` choose and reopen a session: chapter 5's, or chapter 10's.
+    #[cfg(feature = "ch05")]
+    pub reopening: super::host::start::Reopening,
     /// What the chapters add to every session, each made once per run (chapter 5's parts).
     #[cfg(feature = "ch05")]
     pub parts: Vec<(&'static str, mini_agent::ch05_sessions::parts::MakePart)>,

@@ -127,7 +127,7 @@ impl Agent {
     /// Starts with `opened` (a session `-c` or `-r` reopened) or a new session in the root.
     pub fn start(model: Box<dyn Model>, opened: Option<Opened>, config: Config) -> Result<Agent, Error> {
         #[cfg(feature = "ch07")]
-        let model = super::session::compacting(model)?;
+        let model = super::context::compacting(model)?;
         let toolbox = toolbox(&config)?;
         let history = vec![Message::System { content: toolbox.system_prompt.clone() }];
         // The history is the session's: the one reopened, or a new one's.
@@ -168,12 +168,11 @@ impl Agent {
         }
         observers.push(display);
         let limits = Limits { max_turns: crate::ch14_main::max_turns(&self.config.settings) };
-        // A model stuck repeating a call is asked once more, without tools, for its answer
-        // (chapter 7).
-        let model: &mut dyn Model = &mut self.model;
-        #[cfg(feature = "ch07")]
-        let model = &mut self.config.context().repeats.answer_without_tools(model);
-        let outcome = run_turn(model, &mut *self.tools, &mut self.history, &mut Fanout(observers), &limits);
+        // The model as the parts lend it for the turn: chapter 7 asks a model stuck repeating
+        // a call once more, without tools, for its answer.
+        let mut model = self.config.parts.turn_model(&mut self.model);
+        let outcome =
+            run_turn(&mut *model, &mut *self.tools, &mut self.history, &mut Fanout(observers), &limits);
         if let Err(error) = self.session.end(&outcome, limits.max_turns) {
             crate::ch14_main::say(&format!(
                 "mini-agent: warning: could not record how the turn ended: {error}"

@@ -5,7 +5,9 @@
 //! to send, the compaction that was in force, and what to show the person who came back.
 
 use super::app::{Agent, Opened, toolbox};
-use crate::ch14_main::endpoint::{Connection, connect};
+use super::start::{ReopenedSession, Reopening, SessionChoice};
+use crate::ch14_main::endpoint::connect;
+use crate::ch14_main::registry::Registry;
 use crate::ch14_main::say;
 use mini_agent::ch02_loop::command_line::Settings;
 use mini_agent::ch02_loop::{Error, Message};
@@ -16,16 +18,14 @@ use mini_agent::ch05_sessions::{CONTINUE, Origin, RESUME, Recorder, SessionStore
 use mini_agent::ch07_context::Reopened;
 use mini_agent::ch09_journal::Journal;
 use mini_agent::ch10_recovery::{ACKNOWLEDGE_UNKNOWN, ResumePlan, STATUS, resume, status_of};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 
-/// What `-c`, `-r` and `--status` ask for.
-pub enum SessionChoice {
-    /// `--status`: the session's state, to print.
-    Status(String),
-    /// The journal of the session to continue, if one was named.
-    Session(Option<PathBuf>),
-}
+/// Chapter 10's way to choose and reopen a session, registered in its place.
+pub const REOPENING: Reopening =
+    Reopening { choose: chosen_session, open: resumed, last_exchange: Some(Agent::last_exchange) };
 
+/// `-c` or `-r`'s session, or with `--status` its state.
 pub fn chosen_session(store: &SessionStore, settings: &Settings) -> Result<SessionChoice, Error> {
     let chosen = match (settings.value(&RESUME), settings.has(&CONTINUE)) {
         (Some(wanted), _) => Some(store.resolve(wanted)?),
@@ -33,12 +33,12 @@ pub fn chosen_session(store: &SessionStore, settings: &Settings) -> Result<Sessi
         (None, false) => None,
     };
     if !settings.has(&STATUS) {
-        return Ok(SessionChoice::Session(chosen));
+        return Ok(ControlFlow::Continue(chosen));
     }
     // No key, no request, no lock: reading the journal is enough.
     let path = chosen.ok_or_else(|| Error::Usage("--status needs -c or -r ID".into()))?;
     // The recorded error may quote a server's body: shown, never obeyed.
-    Ok(SessionChoice::Status(sanitize(&status_of(&path)?.to_string())))
+    Ok(ControlFlow::Break(sanitize(&status_of(&path)?.to_string())))
 }
 
 /// The chosen session opened by chapter 10 (its journal locked, its open calls answered),
@@ -49,8 +49,9 @@ pub fn resumed(
     here: PathBuf,
     settings: &Settings,
     keys: &Keys,
-    answers_unrecorded: bool,
-) -> Result<(Option<Opened>, PathBuf, Connection), Error> {
+    registry: &Registry,
+) -> Result<ReopenedSession, Error> {
+    let answers_unrecorded = registry.answers_unrecorded;
     let opened = chosen.map(|path| {
         // In a root that cannot be written, say why -c and -r cannot go on: the journal's
         // `.mini_agent/` (ROOT/.mini_agent/sessions/ID.jsonl) must be writable.

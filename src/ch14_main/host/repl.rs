@@ -45,10 +45,10 @@ pub fn repl(
     }
     let screen = Screen::stdio(agent.config.settings.has(&VERBOSE));
     screen.status(&banner(&agent));
-    #[cfg(feature = "ch10")]
-    if super::start::resumed_by(&agent.config.settings)
-        && let Some(last) = agent.last_exchange(screen.look)
-    {
+    // A resumed session shows its last exchange again (chapter 10).
+    let last_exchange =
+        registry.reopening.last_exchange.filter(|_| super::start::resumed_by(&agent.config.settings));
+    if let Some(last) = last_exchange.and_then(|last_exchange| last_exchange(&agent, screen.look)) {
         screen.status(&last);
     }
     let (commands, handlers) = (&registry.commands, &registry.handlers);

@@ -4,14 +4,18 @@
 //! one task (`-p`) or the REPL. Before chapter 5, `early.rs` does the same with one
 //! conversation held in memory.
 
-use super::app::{Agent, Config};
+use super::app::{Agent, Config, Opened};
+use crate::ch14_main::endpoint::Connection;
 use crate::ch14_main::endpoint::Keys;
 use crate::ch14_main::registry::Registry;
 use crate::ch14_main::{build_model, one_shot, read_prompt, workspace_root};
 use mini_agent::ch02_loop::Error;
 use mini_agent::ch02_loop::command_line::{Flag, PROMPT, ROOT, Settings, VERBOSE};
+use mini_agent::ch04_terminal::Look;
 use mini_agent::ch05_sessions::Answerer;
-use std::path::Path;
+use mini_agent::ch05_sessions::SessionStore;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
 
 /// `--json` (chapter 14): a program reads the events, and nobody is there to answer.
 pub const JSON: Flag = Flag::switch(14, "--json", &["with -p: print events as JSON Lines on stdout"]);
@@ -55,20 +59,15 @@ pub(crate) fn agent_with_events(
 /// `--status`, one task (`-p`) or the REPL, in a new session or a resumed one.
 pub(crate) fn agent(settings: &Settings, registry: &'static Registry, keys: &Keys) -> Result<u8, Error> {
     let here = workspace_root(settings.value(&ROOT).map(Path::new))?;
+    // How a session is chosen and reopened is chapter 5's, or the one chapter 10 registered.
     // A symlinked .mini_agent/ would move every record elsewhere (chapter 9).
-    #[cfg(feature = "ch10")]
-    let chosen = match super::reopen::chosen_session(&sessions_of(&here)?, settings)? {
-        super::reopen::SessionChoice::Status(status) => return crate::ch14_main::print_stdout(&status),
-        super::reopen::SessionChoice::Session(path) => path,
+    let reopening = registry.reopening;
+    let chosen = match (reopening.choose)(&sessions_of(&here)?, settings)? {
+        ControlFlow::Break(status) => return crate::ch14_main::print_stdout(&status),
+        ControlFlow::Continue(path) => path,
     };
-    #[cfg(not(feature = "ch10"))]
-    let opened = reopen(&sessions_of(&here)?, settings)?;
     let task = settings.value(&PROMPT).map(read_prompt).transpose()?;
-    #[cfg(feature = "ch10")]
-    let (opened, root, connection) =
-        super::reopen::resumed(chosen, here, settings, keys, registry.answers_unrecorded)?;
-    #[cfg(not(feature = "ch10"))]
-    let (root, connection) = (here, crate::ch14_main::endpoint::connect(settings, keys)?);
+    let (opened, root, connection) = (reopening.open)(chosen, here, settings, keys, registry)?;
     // ANCHOR_END: agent
     // ANCHOR: agent_run
     let model = build_model(&connection, settings)?;
@@ -103,38 +102,79 @@ pub(crate) fn resumed_by(settings: &Settings) -> bool {
 
 /// The sessions of `root`; from chapter 9 on, `.mini_agent/` checked and its session files
 /// read as untrusted workspace input.
-pub(crate) fn sessions_of(root: &Path) -> Result<mini_agent::ch05_sessions::SessionStore, Error> {
-    let store = mini_agent::ch05_sessions::SessionStore::new(root);
+pub(crate) fn sessions_of(root: &Path) -> Result<SessionStore, Error> {
+    let store = SessionStore::new(root);
     #[cfg(feature = "ch09")]
     let store = store.as_workspace_input()?;
     Ok(store)
 }
 
-/// `-c` or `-r` before chapter 10: the session reopened, its history replayed.
-#[cfg(not(feature = "ch10"))]
-fn reopen(
-    store: &mini_agent::ch05_sessions::SessionStore,
+/// What `-c`, `-r` and `--status` ask for: the journal of the session to continue, if one
+/// was named, or (`Break`) what to print instead, the session's state (chapter 10's `--status`).
+pub type SessionChoice = ControlFlow<String, Option<PathBuf>>;
+
+/// A session reopened: the session (if one was chosen), the root it works in, and the
+/// connection to its model.
+pub type ReopenedSession = (Option<Opened>, PathBuf, Connection);
+
+/// How `-c` and `-r` choose a session and reopen it: chapter 5's way replays its file where
+/// the command was typed; chapter 10 registers its own (`reopen.rs`: `--status`, the calls a
+/// session left open, its own root and endpoint, its last exchange shown again).
+#[derive(Clone, Copy)]
+pub struct Reopening {
+    /// The session `-c` or `-r` names, or what `--status` prints instead.
+    pub choose: fn(&SessionStore, &Settings) -> Result<SessionChoice, Error>,
+    /// The chosen session opened (nothing before the prompt was read).
+    pub open: fn(Option<PathBuf>, PathBuf, &Settings, &Keys, &Registry) -> Result<ReopenedSession, Error>,
+    /// The last exchange of a resumed session, for the REPL to show.
+    pub last_exchange: Option<fn(&Agent, Look) -> Option<String>>,
+}
+
+impl Default for Reopening {
+    fn default() -> Reopening {
+        Reopening { choose: named_session, open: replayed, last_exchange: None }
+    }
+}
+
+/// The session `-c` (the latest) or `-r ID` names.
+pub(crate) fn named_session(store: &SessionStore, settings: &Settings) -> Result<SessionChoice, Error> {
+    use mini_agent::ch05_sessions::{CONTINUE, RESUME};
+    Ok(ControlFlow::Continue(match (settings.value(&RESUME), settings.has(&CONTINUE)) {
+        (Some(wanted), _) => Some(store.resolve(wanted)?),
+        (None, true) => Some(store.latest()?),
+        (None, false) => None,
+    }))
+}
+
+/// Chapter 5's reopening: the chosen session's history replayed, in the root where the command
+/// was typed, talking to what the flags and the environment say.
+fn replayed(
+    chosen: Option<PathBuf>,
+    here: PathBuf,
     settings: &Settings,
-) -> Result<Option<super::app::Opened>, Error> {
-    use mini_agent::ch05_sessions::{CONTINUE, RESUME, Recorder, continue_history};
-    let path = match (settings.value(&RESUME), settings.has(&CONTINUE)) {
-        (Some(wanted), _) => store.resolve(wanted)?,
-        (None, true) => store.latest()?,
-        (None, false) => return Ok(None),
-    };
+    keys: &Keys,
+    _: &Registry,
+) -> Result<ReopenedSession, Error> {
+    let opened = chosen.map(|path| reopen(&path)).transpose()?;
+    Ok((opened, here, crate::ch14_main::endpoint::connect_afresh(settings, keys)?))
+}
+
+/// A session file reopened, its history replayed.
+fn reopen(path: &Path) -> Result<Opened, Error> {
+    use mini_agent::ch05_sessions::{Recorder, continue_history};
     #[cfg(not(feature = "ch09"))]
-    let (log, records) = super::app::KeptLog::open(&path)?;
+    let (log, records) = super::app::KeptLog::open(path)?;
     // Chapter 9: the journal, locked, its torn last line cut off.
     #[cfg(feature = "ch09")]
     let (log, records) = {
-        let (journal, loaded) = super::app::KeptLog::open(&path)?;
+        let (journal, loaded) = super::app::KeptLog::open(path)?;
         if let Some(warning) = &loaded.warning {
             crate::ch14_main::say(&format!("mini-agent: warning: {warning}"));
         }
         (journal, loaded.records)
     };
     let history = continue_history(log.id(), &records)?;
-    Ok(Some(super::app::Opened::new(Recorder::new(super::app::SessionLog::from(log)), history)))
+    Ok(Opened::new(Recorder::new(super::app::SessionLog::from(log)), history))
 }
 
 /// Chapter 14's own additions to the command line: `--json`, and `mini-agent sessions`.
