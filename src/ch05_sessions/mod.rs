@@ -85,7 +85,7 @@ pub(crate) mod tests;
 pub use file::SessionFile;
 pub use ids::{new_session_id, now_rfc3339, rfc3339};
 pub use listing::SessionSummary;
-pub use parts::{Answerer, Layer, Parts, RegisterParts, RunPart};
+pub use parts::{Answerer, Brought, Layer, Parts, RegisterParts, RunPart};
 pub(crate) use record::side_note;
 pub use record::{Body, DEMO_ENDPOINT, FORMAT_VERSION, OPENAI_API, Origin, Record, without_credentials};
 pub use recorder::{Recorder, Session};

@@ -20,7 +20,7 @@
 
 use super::TurnHook;
 use crate::ch02_loop::command_line::Settings;
-use crate::ch02_loop::{Error, Model, Tools};
+use crate::ch02_loop::{Error, Message, Model, Tools};
 use crate::ch03_tools::Workspace;
 use crate::ch04_terminal::{RegisterCommands, TypeAhead};
 use crate::ch05_sessions::Append;
@@ -108,6 +108,18 @@ pub enum Answerer {
     Host(Arc<dyn Any + Send + Sync>),
 }
 
+/// What a reopened session's journal brings back to the parts (chapter 7's compaction and
+/// counts, chapter 10's plan with the calls that failed): each part finds its own by type.
+#[derive(Default)]
+pub struct Brought(pub Vec<Box<dyn Any + Send>>);
+
+impl Brought {
+    /// What was brought back of type `T`, if anything.
+    pub fn find<T: Any>(&self) -> Option<&T> {
+        self.0.iter().find_map(|brought| brought.downcast_ref::<T>())
+    }
+}
+
 /// What a part's constructor reads, once per run.
 pub struct RunInput<'a> {
     pub root: &'a Path,
@@ -144,6 +156,9 @@ pub trait RunPart: Send + Sync {
     fn turn_model<'a>(&self, model: Box<dyn Model + 'a>) -> Box<dyn Model + 'a> {
         model
     }
+    /// A session becomes the current one, new or reopened (with what its journal `brought`
+    /// back), holding `history` (chapter 7 restores its compaction and counts from here).
+    fn session_opened(&self, _history: &[Message], _brought: &Brought) {}
     /// Records what the journal of session `session` must say before its first turn.
     fn record(&self, _session: &str, _log: &mut dyn Append) -> Result<(), Error> {
         Ok(())
@@ -216,6 +231,11 @@ impl Parts {
     /// The session's `model` for one turn, lent through each part.
     pub fn turn_model<'a>(&self, model: &'a mut dyn Model) -> Box<dyn Model + 'a> {
         self.0.iter().fold(Box::new(model), |model, part| part.turn_model(model))
+    }
+
+    /// Tells each part that a session became the current one.
+    pub fn session_opened(&self, history: &[Message], brought: &Brought) {
+        self.0.iter().for_each(|part| part.session_opened(history, brought));
     }
 
     /// What each part records in a new journal.

@@ -3,12 +3,14 @@
 //! the stuck check by the session host, `Repeats::answer_without_tools`).
 
 use super::record::CompactionRecord;
+use super::record::SharedCompaction;
 use super::repeats::Repeats;
 use super::stats::{Recorded, SharedStats};
 use crate::ch02_loop::{Event, Message, Model, Observer};
 use crate::ch05_sessions::TurnHook;
-use crate::ch05_sessions::parts::{Layer, RunPart, SessionInput, Stack, Toolbox};
+use crate::ch05_sessions::parts::{Brought, Layer, RunPart, SessionInput, Stack, Toolbox};
 use std::any::Any;
+use std::sync::PoisonError;
 
 /// `/stats`'s counters and the repetition streak, in one session's turns. A run keeps one
 /// (the root clones it into each session), so the counters and the streak are the run's.
@@ -16,6 +18,8 @@ use std::any::Any;
 pub struct ContextTurns {
     pub stats: SharedStats,
     pub repeats: Repeats,
+    /// The compaction the session's model sends by (the host builds the model with it).
+    pub compaction: SharedCompaction,
 }
 
 impl TurnHook for ContextTurns {
@@ -50,8 +54,21 @@ impl RunPart for ContextTurns {
     fn clone_part(&self) -> Box<dyn RunPart> {
         Box::new(self.clone())
     }
+    fn session_opened(&self, history: &[Message], brought: &Brought) {
+        // `/stats` counts the session from here, with what its file recorded before (a resumed
+        // session); the compaction it had is the view its model is sent again.
+        let reopened = brought.find::<Reopened>().cloned().unwrap_or_default();
+        let mut compaction = self.compaction.lock().unwrap_or_else(PoisonError::into_inner);
+        match reopened.compaction {
+            Some(record) => compaction.restore(record),
+            None => compaction.clear(),
+        }
+        drop(compaction);
+        self.stats.restart(history, reopened.recorded);
+    }
     fn for_another_session(&self) -> Box<dyn RunPart> {
-        Box::new(ContextTurns { stats: SharedStats::default(), repeats: self.repeats.clone() })
+        let (stats, compaction) = Default::default();
+        Box::new(ContextTurns { stats, repeats: self.repeats.clone(), compaction })
     }
     fn as_any(&self) -> &dyn Any {
         self

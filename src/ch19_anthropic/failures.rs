@@ -10,7 +10,7 @@
 
 use crate::ch02_loop::{Error, Event, Observer, ToolStatus};
 use crate::ch05_sessions::TurnHook;
-use crate::ch05_sessions::parts::RunPart;
+use crate::ch05_sessions::parts::{Brought, RunPart};
 use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
 
@@ -38,19 +38,6 @@ impl TurnHook for ToolFailures {
     }
 }
 
-/// This chapter's part in every session: the failures noted in each turn.
-impl RunPart for ToolFailures {
-    fn turn_hook(&self) -> Option<Box<dyn TurnHook>> {
-        Some(Box::new(ToolFailures))
-    }
-    fn clone_part(&self) -> Box<dyn RunPart> {
-        Box::new(ToolFailures)
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
-
 /// Adds calls that failed: from the events above, or, for `-c` and `/resume`, the failures the
 /// session's journal recorded (chapter 10's `ResumePlan::failed`).
 pub fn remember(ids: &[String]) {
@@ -64,3 +51,22 @@ pub fn failed(id: &str) -> bool {
     failed.as_ref().is_some_and(|set| set.contains(id))
 }
 // ANCHOR_END: failures
+
+/// This chapter's part in every session: the failures noted in each turn.
+impl RunPart for ToolFailures {
+    /// A resumed session's earlier failures, from its journal (chapter 10's plan).
+    fn session_opened(&self, _: &[crate::ch02_loop::Message], brought: &Brought) {
+        if let Some(plan) = brought.find::<crate::ch10_recovery::ResumePlan>() {
+            remember(&plan.failed);
+        }
+    }
+    fn turn_hook(&self) -> Option<Box<dyn TurnHook>> {
+        Some(Box::new(ToolFailures))
+    }
+    fn clone_part(&self) -> Box<dyn RunPart> {
+        Box::new(ToolFailures)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

@@ -21,7 +21,9 @@ use mini_agent::ch02_loop::command_line::Settings;
 use mini_agent::ch02_loop::{Error, Event, Limits, Message, Model, Observer, Outcome, Tools, run_turn};
 use mini_agent::ch03_tools::Workspace;
 use mini_agent::ch05_sessions::parts::{RunInput, SessionInput, Stack, Toolbox as Layers};
-use mini_agent::ch05_sessions::{Answerer, Origin, Parts, Recorder, Session, SessionStore, TurnHook};
+use mini_agent::ch05_sessions::{
+    Answerer, Brought, Origin, Parts, Recorder, Session, SessionStore, TurnHook,
+};
 use std::path::{Path, PathBuf};
 
 /// Where a session's records go: chapter 5's plain file, chapter 9's journal.
@@ -100,25 +102,19 @@ pub struct Agent {
 }
 // ANCHOR_END: start_agent
 
-/// A session to make current: `-c` or `-r` reopened it, or it is new. Its recorder and the
-/// history it goes on with, and, from chapter 7, the compaction that was in force and what its
-/// file had counted.
+/// A session to make current: `-c` or `-r` reopened it, or it is new. Its recorder, the
+/// history it goes on with, and what its journal brought back to the parts (from chapter 10:
+/// chapter 7's compaction in force and what its file had counted).
 pub struct Opened {
     pub recorder: Recorder<SessionLog>,
     pub history: Vec<Message>,
-    #[cfg(feature = "ch07")]
-    pub context: mini_agent::ch07_context::Reopened,
+    pub brought: Brought,
 }
 
 impl Opened {
-    /// A session opened with `history` (chapter 10 adds what it brings back to chapter 7).
+    /// A session opened with `history`, nothing brought back.
     pub fn new(recorder: Recorder<SessionLog>, history: Vec<Message>) -> Opened {
-        Opened {
-            recorder,
-            history,
-            #[cfg(feature = "ch07")]
-            context: Default::default(),
-        }
+        Opened { recorder, history, brought: Brought::default() }
     }
 }
 
@@ -127,7 +123,7 @@ impl Agent {
     /// Starts with `opened` (a session `-c` or `-r` reopened) or a new session in the root.
     pub fn start(model: Box<dyn Model>, opened: Option<Opened>, config: Config) -> Result<Agent, Error> {
         #[cfg(feature = "ch07")]
-        let model = super::context::compacting(model)?;
+        let model = super::context::compacting(model, &config)?;
         let toolbox = toolbox(&config)?;
         let history = vec![Message::System { content: toolbox.system_prompt.clone() }];
         // The history is the session's: the one reopened, or a new one's.
@@ -143,8 +139,7 @@ impl Agent {
             tools: toolbox.tools,
             history,
         };
-        #[cfg(feature = "ch07")]
-        agent.start_counting(opened.context);
+        agent.config.parts.session_opened(&agent.history, &opened.brought);
         Ok(agent)
     }
     // ANCHOR_END: agent_start
@@ -187,8 +182,7 @@ impl Agent {
     pub(crate) fn switch_to(&mut self, toolbox: Toolbox, opened: Opened) -> Result<(), Error> {
         self.session = current_session(opened.recorder, toolbox.turns, &self.config)?;
         (self.tools, self.reports, self.history) = (toolbox.tools, toolbox.reports, opened.history);
-        #[cfg(feature = "ch07")]
-        self.start_counting(opened.context);
+        self.config.parts.session_opened(&self.history, &opened.brought);
         Ok(())
     }
 }

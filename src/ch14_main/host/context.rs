@@ -10,10 +10,14 @@ use mini_agent::ch02_loop::{Error, Observer};
 /// Chapter 7's layers: the model compacts what it sends when a request would pass 80% of
 /// `MINI_AGENT_CONTEXT_TOKENS`; the tools note a call repeated with the same result, and
 /// the session's turns count and stop a model that goes on repeating it.
-pub fn compacting(model: Box<dyn mini_agent::ch02_loop::Model>) -> Result<super::app::AgentModel, Error> {
+pub fn compacting(
+    model: Box<dyn mini_agent::ch02_loop::Model>,
+    config: &super::app::Config,
+) -> Result<super::app::AgentModel, Error> {
     use mini_agent::ch07_context::{Compacting, parse_context_tokens};
     let tokens = parse_context_tokens(std::env::var("MINI_AGENT_CONTEXT_TOKENS").ok().as_deref())?;
-    Ok(Compacting::new(model, tokens))
+    // The compaction chapter 7's part restores or clears when a session becomes current.
+    Ok(Compacting::with_state(model, tokens, config.context().compaction))
 }
 
 impl super::app::Config {
@@ -24,20 +28,6 @@ impl super::app::Config {
 }
 
 impl Agent {
-    /// `/stats` counts the session from the moment it was opened, with what its file recorded
-    /// before (a resumed session); the history it holds already is what the next prompt is
-    /// estimated from; the compaction it had is restored.
-    pub(crate) fn start_counting(&self, reopened: mini_agent::ch07_context::Reopened) {
-        use std::sync::PoisonError;
-        let shared = self.model.state();
-        let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
-        match reopened.compaction {
-            Some(record) => state.restore(record),
-            None => state.clear(),
-        }
-        self.config.context().stats.restart(&self.history, reopened.recorded);
-    }
-
     /// `/compact`: the conversation so far replaced by a summary, now.
     pub(crate) fn compact(&mut self, _: &str) -> Result<String, Error> {
         let mut stats = self.config.context().stats;

@@ -14,7 +14,7 @@ use mini_agent::ch02_loop::{Error, Message};
 use mini_agent::ch03_tools::secrets::Keys;
 use mini_agent::ch04_terminal::sanitize::sanitize;
 use mini_agent::ch04_terminal::{Look, render_markdown};
-use mini_agent::ch05_sessions::{CONTINUE, Origin, RESUME, Recorder, SessionStore};
+use mini_agent::ch05_sessions::{Brought, CONTINUE, Origin, RESUME, Recorder, SessionStore};
 use mini_agent::ch07_context::Reopened;
 use mini_agent::ch09_journal::Journal;
 use mini_agent::ch10_recovery::{ACKNOWLEDGE_UNKNOWN, ResumePlan, STATUS, resume, status_of};
@@ -76,14 +76,14 @@ pub fn resumed(
 
 // ANCHOR: opened
 /// Continues a session chapter 10 opened for `-c` or `--resume`: the journal it locked records
-/// from here on, the history it replayed goes on, and the compaction that was in force is the
-/// view the model is sent again.
-pub fn continue_session((journal, plan): (Journal, ResumePlan)) -> Opened {
-    #[cfg(feature = "ch19")]
-    mini_agent::ch19_anthropic::failures::remember(&plan.failed);
-    let reopened = Reopened { compaction: plan.compaction, recorded: plan.recorded };
-    let journal = super::app::SessionLog::from(journal);
-    Opened { recorder: Recorder::new(journal), history: plan.history, context: reopened }
+/// from here on, the history it replayed goes on, and the parts get back what they need: the
+/// compaction that was in force, the view the model is sent again (chapter 7), and the plan
+/// (chapter 19 takes the calls that failed).
+pub fn continue_session((journal, mut plan): (Journal, ResumePlan)) -> Opened {
+    let history = std::mem::take(&mut plan.history);
+    let reopened = Reopened { compaction: plan.compaction.clone(), recorded: plan.recorded };
+    let brought = Brought(vec![Box::new(reopened), Box::new(plan)]);
+    Opened { recorder: Recorder::new(super::app::SessionLog::from(journal)), history, brought }
 }
 // ANCHOR_END: opened
 
