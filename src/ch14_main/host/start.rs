@@ -117,6 +117,11 @@ pub type SessionChoice = ControlFlow<String, Option<PathBuf>>;
 /// connection to its model.
 pub type ReopenedSession = (Option<Opened>, PathBuf, Connection);
 
+/// Opens the chosen session (if any) from where the command was typed: its root, the flags,
+/// the run's secrets, the table.
+pub type OpenChosen =
+    fn(Option<PathBuf>, PathBuf, &Settings, &Keys, &Registry) -> Result<ReopenedSession, Error>;
+
 /// How `-c` and `-r` choose a session and reopen it: chapter 5's way replays its file where
 /// the command was typed; chapter 10 registers its own (`reopen.rs`: `--status`, the calls a
 /// session left open, its own root and endpoint, its last exchange shown again).
@@ -125,7 +130,7 @@ pub struct Reopening {
     /// The session `-c` or `-r` names, or what `--status` prints instead.
     pub choose: fn(&SessionStore, &Settings) -> Result<SessionChoice, Error>,
     /// The chosen session opened (nothing before the prompt was read).
-    pub open: fn(Option<PathBuf>, PathBuf, &Settings, &Keys, &Registry) -> Result<ReopenedSession, Error>,
+    pub open: OpenChosen,
     /// The last exchange of a resumed session, for the REPL to show.
     pub last_exchange: Option<fn(&Agent, Look) -> Option<String>>,
 }
