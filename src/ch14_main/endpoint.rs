@@ -41,10 +41,6 @@ pub fn connect(settings: &Settings, keys: &Keys, recorded: Option<&Origin>) -> R
     connect_to(choose_endpoint(settings, keys, recorded)?, keys)
 }
 
-/// Between chapters 5 and 10 every session starts afresh.
-#[cfg(all(feature = "ch05", not(feature = "ch10")))]
-pub use connect_afresh as connect;
-
 /// Starts the demo model if that is the one chosen, and installs the redactor for this run
 /// (chapter 3).
 fn connect_to(chosen: Chosen, keys: &Keys) -> Result<Connection, Error> {
