@@ -224,8 +224,10 @@ fn a_process_escaping_the_group_still_cannot_hang_the_tool() {
     let (output, took) = fixture.bash(json!({"command": "setsid sleep 100 & echo $!"}));
     println!("a process outside the group: the tool returned after {took:?}");
     // One that keeps writing is cut off (EPIPE) instead of filling the disk.
-    let (writer, _) = fixture.bash(json!({"command": "setsid yes & echo $!"}));
-    let writer_pid: u32 = writer.content.lines().find_map(|line| line.trim().parse().ok()).expect("the pid");
+    // Its pid goes to a file: in the output, `yes` can bury it in the middle that is cut.
+    let (writer, _) = fixture.bash(json!({"command": "setsid yes & echo $! > writer.pid"}));
+    let pid_file = fs::read_to_string(fixture.root.join("writer.pid"));
+    let writer_pid: u32 = pid_file.ok().and_then(|pid| pid.trim().parse().ok()).expect(&writer.content);
     // Its next write after the tool closed the pipe kills it (EPIPE); a minute is a guard.
     let running =
         || fs::read_to_string(format!("/proc/{writer_pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "));
