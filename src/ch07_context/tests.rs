@@ -475,3 +475,43 @@ fn the_window_a_server_states_is_the_one_the_retry_fits_and_it_is_kept() {
     let counts = &model.inner.counts;
     assert!(counts.len() == 3 && counts[2].0 <= 2048, "the window was kept: {counts:?}");
 }
+
+#[test]
+fn sessions_that_run_beside_each_other_keep_their_own_streak() {
+    use crate::ch02_loop::Tools;
+    use crate::ch02_loop::command_line::Settings;
+    use crate::ch02_loop::fakes::{Quiet, RecordingTools, ScriptedModel};
+    use crate::ch05_sessions::parts::{Answerer, RunPart, SessionInput, Stack, Toolbox};
+    let run = super::turns::ContextTurns::default();
+    let (root, settings) = (std::env::temp_dir(), Settings::default());
+    let input = SessionInput { root: &root, settings: &settings, answerer: &Answerer::Nobody };
+    // A session of the service: its tools and its model as chapter 7's part lends them.
+    let session = || {
+        let part = run.for_another_session();
+        let toolbox = Toolbox {
+            tools: Stack::Boxed(Box::new(RecordingTools::default())),
+            system_prompt: String::new(),
+            reports: Vec::new(),
+            warnings: Vec::new(),
+        };
+        let tools = part.wrap(toolbox, &input).expect("wrapped").tools.boxed();
+        let replies = (0..4).map(|_| Reply { content: Some("again".into()), ..Reply::default() }).collect();
+        (tools, part.turn_model(Box::new(ScriptedModel::new(replies))))
+    };
+    let (mut first, mut second) = (session(), session());
+    let call = ToolCall { id: "1".into(), name: "bash".into(), arguments: r#"{"command": "ls"}"#.into() };
+    let mut step = |(tools, model): &mut (Box<dyn Tools>, Box<dyn Model>)| {
+        let request = Request { messages: &[], tools: &[] };
+        model.complete(&request, &mut Quiet::default()).expect("a reply");
+        tools.run(&call).content
+    };
+    // A reply with the same call, twice in each session, interleaved: in neither is it a
+    // third repeat; a third in one session is.
+    for _ in 0..2 {
+        for session in [&mut first, &mut second] {
+            let result = step(session);
+            assert!(!result.contains("in a row"), "{result}");
+        }
+    }
+    assert!(step(&mut first).contains("3 times in a row"));
+}

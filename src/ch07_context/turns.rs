@@ -67,8 +67,8 @@ impl RunPart for ContextTurns {
         self.stats.restart(history, reopened.recorded);
     }
     fn for_another_session(&self) -> Box<dyn RunPart> {
-        let (stats, compaction) = Default::default();
-        Box::new(ContextTurns { stats, repeats: self.repeats.clone(), compaction })
+        // Its own streak too: two sessions at work at once, the same call in each, is no loop.
+        Box::new(ContextTurns::default())
     }
     fn as_any(&self) -> &dyn Any {
         self
