@@ -500,7 +500,7 @@ fn sessions_that_run_beside_each_other_keep_their_own_streak() {
     };
     let (mut first, mut second) = (session(), session());
     let call = ToolCall { id: "1".into(), name: "bash".into(), arguments: r#"{"command": "ls"}"#.into() };
-    let mut step = |(tools, model): &mut (Box<dyn Tools>, Box<dyn Model>)| {
+    let step = |(tools, model): &mut (Box<dyn Tools>, Box<dyn Model>)| {
         let request = Request { messages: &[], tools: &[] };
         model.complete(&request, &mut Quiet::default()).expect("a reply");
         tools.run(&call).content
