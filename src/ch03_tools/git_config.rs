@@ -22,6 +22,9 @@ use std::path::{Path, PathBuf};
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// Files named by the config protected at most (each is a mount per command).
 pub const MAX_NAMED_FILES: usize = 32;
+/// Words of values looked at, at most: each costs two `stat`s, and the file tools look at
+/// every write, so a config of a million words must not cost a second each time.
+pub const MAX_WORDS: usize = 4096;
 
 /// One `key = value` of a config file: its section (`core`, `filter "lfs"` → `filter`), key
 /// and value, unquoted and without a trailing comment.
@@ -69,31 +72,28 @@ pub fn hooks_path(root: &Path, config: &Path) -> Option<PathBuf> {
 }
 
 /// Every regular file of the root that a value of `config` names, by any of its words, relative
-/// to the work tree or to the config's own directory; at most [`MAX_NAMED_FILES`].
+/// to the work tree or to the config's own directory; at most [`MAX_NAMED_FILES`], from the
+/// first [`MAX_WORDS`] words.
 pub fn named_files(root: &Path, config: &Path) -> Vec<PathBuf> {
     let git_dir = config.parent().unwrap_or(root);
+    let settings = settings(config);
+    // `!cmd` is an alias that runs a shell command.
+    let words = settings.iter().flat_map(|setting| setting.value.trim_start_matches('!').split_whitespace());
+    let words = words
+        .map(|word| word.trim_matches(['\'', '"']))
+        .filter(|word| !word.is_empty() && !word.starts_with(['-', '~']) && !word.contains("://"));
     let mut found: Vec<PathBuf> = Vec::new();
-    for setting in settings(config) {
-        // `!cmd` is an alias that runs a shell command.
-        let words = setting
-            .value
-            .trim_start_matches('!')
-            .split_whitespace()
-            .map(|word| word.trim_matches(['\'', '"']));
-        for word in
-            words.filter(|word| !word.is_empty() && !word.starts_with(['-', '~']) && !word.contains("://"))
-        {
-            let named = [root.join(word), git_dir.join(word)]
-                .into_iter()
-                .filter(|path| path.is_file())
-                .filter_map(|path| inside(root, &path));
-            for path in named {
-                if found.len() == MAX_NAMED_FILES {
-                    return found;
-                }
-                if !found.contains(&path) {
-                    found.push(path);
-                }
+    for word in words.take(MAX_WORDS) {
+        let named = [root.join(word), git_dir.join(word)]
+            .into_iter()
+            .filter(|path| path.is_file())
+            .filter_map(|path| inside(root, &path));
+        for path in named {
+            if found.len() == MAX_NAMED_FILES {
+                return found;
+            }
+            if !found.contains(&path) {
+                found.push(path);
             }
         }
     }

@@ -259,6 +259,11 @@ fn the_files_git_config_names_are_found_by_any_word_of_any_value_inside_the_root
         .map(|file| root_path.join(file))
         .collect();
     assert_eq!(named, expected);
+    // A config of many words is looked at only as far as the bound.
+    let filler = "w ".repeat(crate::ch03_tools::git_config::MAX_WORDS);
+    std::fs::write(&config, format!("[core]\n\tpager = {filler}\n\tfsmonitor = scripts/fsmonitor.sh\n"))
+        .unwrap();
+    assert_eq!(crate::ch03_tools::git_config::named_files(&root_path, &config), Vec::<PathBuf>::new());
 }
 
 #[test]
